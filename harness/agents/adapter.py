@@ -1,0 +1,66 @@
+"""ModelAdapter: what adapts the kernel to one model family.
+
+A frozen dataclass of functions: message and tool formatting (with defaults that suit any
+OpenAI-compatible server), the response parser, the hook that builds a constraint's request payload,
+and, for engines that run the model in-process, the native prompt and output renderers.
+Each family module (``harness.agents.families``) builds one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.agents.constraint import DecodingConstraint, RequestPayload
+from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedResponse:
+    """A model answer read into calls. Never a silent ``{}``: what did not parse is in ``errors``."""
+
+    content: str | None
+    """Text outside the calls, kept as the model wrote it (None when there was none)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    errors: tuple[ParseFailure, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+ResponseParser = Callable[[str | None, Sequence[ToolCall], Sequence[ToolSchema]], ParsedResponse]
+"""(content, tool calls the server already parsed, the tools offered) -> ParsedResponse."""
+PayloadBuilder = Callable[[Sequence[ToolSchema], DecodingConstraint], RequestPayload]
+PromptRenderer = Callable[[Sequence[Message], Sequence[ToolSchema]], str]
+"""Messages + tools -> the prompt text exactly as the family's chat template would render it,
+ending with the open assistant turn."""
+OutputRenderer = Callable[[Sequence[ToolCall], DecodingConstraint], str]
+"""Calls -> the text the model emits for them under a strategy (the gold answer for replay)."""
+MessageFormatter = Callable[[Sequence[Message]], tuple[Message, ...]]
+ToolFormatter = Callable[[Sequence[ToolSchema]], list[dict[str, Any]]]
+
+
+def default_format_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """OpenAI-compatible servers take the messages as they are."""
+    return tuple(messages)
+
+
+def default_format_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
+    """OpenAI-style ``tools`` entries."""
+    return [t.to_openai() for t in tools]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAdapter:
+    """Adapts the kernel to a model family."""
+
+    family: str
+    """``function_gemma`` or ``qwen``; never sent as the model id."""
+    parse_response: ResponseParser
+    build_payload: PayloadBuilder
+    render_prompt: PromptRenderer
+    render_output: OutputRenderer
+    format_messages: MessageFormatter = default_format_messages
+    format_tools: ToolFormatter = default_format_tools

@@ -1,0 +1,79 @@
+"""The LLMClient protocol and the request/response types every engine speaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from harness.agents.types import Message, TokenUsage, ToolCall, ToolSchema
+
+
+class ModelCallError(RuntimeError):
+    """The model could not be called or its answer could not be read (after retries).
+
+    ``kind`` is a ``checker:reason`` string: ``model:timeout``, ``model:http_500``,
+    ``model:connection``, ``model:bad_response``, ``model:bad_request``...
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """One chat-completions request, before it is put on the wire."""
+
+    model: str
+    """The served model id (not the family name)."""
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...] = ()
+    """The tools of this step; in-process engines render them into the prompt themselves."""
+    send_tools: bool = True
+    """Whether ``tools`` go in the request's ``tools`` field."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    stop: tuple[str, ...] = ()
+    max_tokens: int | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    stream: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStats:
+    """Figures only an engine that runs the grammar itself can measure. ``None``/empty = not measured."""
+
+    compile_ms: float | None = None
+    compile_cached: bool | None = None
+    mask_us: tuple[float, ...] = ()
+    """Time to fill the token mask, one entry per generated token."""
+    accept_us: tuple[float, ...] = ()
+    generated_tokens: int = 0
+    grammar_error: str | None = None
+    """Set when the grammar forbade a token the engine had to emit (``grammar:rejected_gold``)."""
+    engine: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionResponse:
+    """What came back: text, native tool calls (if the server parsed any), usage and timings."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage | None = None
+    finish_reason: str | None = None
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    """Time to first token, measured when streaming (or by an in-process engine)."""
+    model: str = ""
+    stats: EngineStats | None = None
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """Anything that answers chat-completion requests: an OpenAI-compatible server, the embedded
+    engine, the oracle. ``chat_completion`` raises ModelCallError when it cannot answer."""
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse: ...
+
+    async def aclose(self) -> None: ...

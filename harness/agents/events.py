@@ -1,0 +1,188 @@
+"""Kernel events and the Observer protocol.
+
+``Event`` is a union of frozen dataclasses; an observer has one method, ``emit``, and matches on the
+type it cares about. New event kinds (the sandbox's script events) are added to the union without
+changing any observer: one that does not know a kind simply ignores it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from harness.agents.types import Message, TokenUsage, ToolCall, ToolResult
+
+
+def _now() -> float:
+    return time.perf_counter()
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStartEvent:
+    """``run`` started."""
+
+    max_turns: int
+    initial_messages: int
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEndEvent:
+    """``run`` ended, for any reason, including a model call that raised."""
+
+    turn_count: int
+    termination_reason: str
+    error: str | None = None
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequestEvent:
+    """One request is about to be sent to the model (exactly one per request)."""
+
+    turn: int
+    messages_count: int
+    tools_count: int
+    model: str
+    extra_body: dict[str, Any] | None = None
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponseEvent:
+    """The model answered."""
+
+    turn: int
+    content: str | None
+    tool_calls_count: int
+    usage: TokenUsage | None
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    parse_errors: tuple[str, ...] = ()
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """A tool call is about to run."""
+
+    turn: int
+    call: ToolCall
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """A tool call finished (with a result or an error result)."""
+
+    turn: int
+    result: ToolResult
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCompleteEvent:
+    """A step finished: the response and all its tool results are in the history."""
+
+    turn: int
+    tool_calls_count: int
+    errors_count: int
+    message: Message | None = None
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverErrorEvent:
+    """An observer raised while handling an event. Reported to the other observers, never fatal."""
+
+    observer: str
+    event_type: str
+    error: str
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptStartEvent:
+    """A sandboxed ``.pym`` script started."""
+
+    tool_name: str
+    script: str
+    input_count: int
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptCompleteEvent:
+    """A sandboxed script finished with a value."""
+
+    tool_name: str
+    script: str
+    duration_ms: float
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptErrorEvent:
+    """A sandboxed script failed; ``kind`` is one of the seven sandbox error kinds."""
+
+    tool_name: str
+    script: str
+    duration_ms: float
+    kind: str
+    error: str
+    at: float = field(default_factory=_now)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptPrintEvent:
+    """A sandboxed script printed."""
+
+    tool_name: str
+    script: str
+    stream: str
+    text: str
+    at: float = field(default_factory=_now)
+
+
+Event = (
+    KernelStartEvent
+    | KernelEndEvent
+    | ModelRequestEvent
+    | ModelResponseEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | TurnCompleteEvent
+    | ObserverErrorEvent
+    | ScriptStartEvent
+    | ScriptCompleteEvent
+    | ScriptErrorEvent
+    | ScriptPrintEvent
+)
+
+
+@runtime_checkable
+class Observer(Protocol):
+    """Receives every event. ``emit`` may be sync or async; the kernel awaits what it returns."""
+
+    def emit(self, event: Event) -> Any: ...
+
+
+class NullObserver:
+    """Discards every event."""
+
+    def emit(self, event: Event) -> None:
+        return None
+
+
+class RecordingObserver:
+    """Keeps every event in order; handy for tests and for the runner's per-sample timings."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of_type(self, kind: type) -> list[Event]:
+        return [e for e in self.events if isinstance(e, kind)]

@@ -1,0 +1,172 @@
+"""Value types shared by the kernel, the adapters, the tools and the harness.
+
+All are frozen, slotted dataclasses: safe to pass between layers and threads, cheap to build.
+Mappings inside them (tool arguments, JSON-schema parameters) are plain dicts by necessity: they
+hold JSON values whose shape is defined by the tool's schema, not by this module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+JSONValue = Any  # a JSON value (dict, list, str, int, float, bool, None); kept loose on purpose
+
+_call_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call a model asked for: a tool name and its decoded arguments."""
+
+    id: str
+    name: str
+    arguments: dict[str, JSONValue]
+
+    @classmethod
+    def create(cls, name: str, arguments: dict[str, JSONValue] | None = None) -> ToolCall:
+        """A call with a fresh process-unique id (``call_1``, ``call_2``, ...)."""
+        return cls(id=f"call_{next(_call_ids)}", name=name, arguments=dict(arguments or {}))
+
+    def to_openai(self) -> dict[str, Any]:
+        """The call as an OpenAI ``tool_calls`` entry (arguments JSON-encoded, as the API sends them)."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returned. ``execute`` never raises: failures arrive here with ``is_error``."""
+
+    call_id: str
+    name: str
+    output: JSONValue
+    is_error: bool = False
+    error_kind: str | None = None
+    """A ``checker:reason`` kind such as ``tool:unknown``, ``tool:bad_arguments``, ``tool:limit``."""
+    duration_us: float | None = None
+    """Host-side execution time of the tool, when measured."""
+
+    def content(self) -> str:
+        """The output as the text a model sees in a tool turn."""
+        if isinstance(self.output, str):
+            return self.output
+        return json.dumps(self.output, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message in OpenAI's roles. Tool calls ride on assistant messages."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The message as an OpenAI chat-completions message dict."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def tool(cls, result: ToolResult) -> Message:
+        """The tool turn that carries ``result`` back to the model."""
+        return cls(role="tool", content=result.content(), tool_call_id=result.call_id, name=result.name)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool as the model sees it: name, description and a JSON-schema object of parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this schema."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    @classmethod
+    def from_openai(cls, tool: dict[str, Any]) -> ToolSchema:
+        """Read an OpenAI-style tool (``{"type": "function", "function": {...}}`` or the bare function)."""
+        fn = tool.get("function", tool)
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise ValueError(f"not an OpenAI tool: missing function.name in {str(tool)[:120]}")
+        params = fn.get("parameters") or {"type": "object", "properties": {}}
+        return cls(name=fn["name"], description=str(fn.get("description", "")), parameters=params)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Names of the required parameters, in schema order."""
+        return tuple(self.parameters.get("required", ()))
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Token counts of one request, or totals over a run."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """Why a model's answer did not yield clean calls. ``kind`` is ``parse:reason``."""
+
+    kind: str
+    message: str
+    text: str = ""
+    """The offending part of the output, for the report."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """One kernel step: the assistant message, the calls it made and their results."""
+
+    response_message: Message
+    tool_calls: tuple[ToolCall, ...]
+    tool_results: tuple[ToolResult, ...]
+    usage: TokenUsage | None = None
+    parse_errors: tuple[ParseFailure, ...] = ()
+    """Failures the parser reported; a step with errors still returns what parsed cleanly."""
+
+
+TerminationReason = Literal["no_tool_calls", "max_turns", "model_error"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A whole run of the kernel loop."""
+
+    final_message: Message
+    history: tuple[Message, ...]
+    turn_count: int
+    termination_reason: TerminationReason
+    total_usage: TokenUsage = TokenUsage()
+    steps: tuple[StepResult, ...] = ()
+    error: str | None = None
+    """Set when ``termination_reason`` is ``model_error``: what the client raised."""

@@ -1,0 +1,1 @@
+"""The ``harness`` command line: a thin layer over the library."""
