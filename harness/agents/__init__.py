@@ -1,7 +1,13 @@
 """The agent kernel the harness measures: value types, events, tools, constraints, adapters, clients.
 
-Public names are re-exported here; the modules behind them are private.
+Public names are re-exported here; the modules behind them are private. Bundle loading (pydantic,
+PyYAML) is imported on first use of its names, so importing this package stays light.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from harness.agents.adapter import ModelAdapter, ParsedResponse
 from harness.agents.client import (
@@ -38,6 +44,7 @@ from harness.agents.events import (
     ToolResultEvent,
     TurnCompleteEvent,
 )
+from harness.agents.kernel import AgentKernel, trim_history
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import (
     Message,
@@ -50,9 +57,31 @@ from harness.agents.types import (
     ToolSchema,
 )
 
+if TYPE_CHECKING:
+    from harness.agents.bundle import Agent, BundleConfig, BundleError, load_bundle_config
+
+_LAZY = {
+    "Agent": "harness.agents.bundle",
+    "BundleConfig": "harness.agents.bundle",
+    "BundleError": "harness.agents.bundle",
+    "load_bundle_config": "harness.agents.bundle",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.agents' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "CONSTRAINED_STRATEGIES",
     "STRATEGIES",
+    "Agent",
+    "AgentKernel",
+    "BundleConfig",
+    "BundleError",
     "CompletionRequest",
     "CompletionResponse",
     "ConstraintArtifact",
@@ -91,4 +120,6 @@ __all__ = [
     "ToolResultEvent",
     "ToolSchema",
     "TurnCompleteEvent",
+    "load_bundle_config",
+    "trim_history",
 ]

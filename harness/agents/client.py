@@ -52,6 +52,12 @@ class EngineStats:
     grammar_error: str | None = None
     """Set when the grammar forbade a token the engine had to emit (``grammar:rejected_gold``)."""
     engine: str = ""
+    tokens_per_s: float | None = None
+    """Generation speed after the first token (in-process engines)."""
+    prefill_ms: float | None = None
+    """Time to put the prompt into the model's KV cache (in-process engines)."""
+    reused_prompt_tokens: int | None = None
+    """Prompt tokens whose KV entries came from the engine's prefix cache."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,10 @@ class CompletionResponse:
     """Time to first token, measured when streaming (or by an in-process engine)."""
     model: str = ""
     stats: EngineStats | None = None
+    malformed_tool_calls: tuple[str, ...] = ()
+    """Native tool calls whose arguments were not a JSON object (or that had no name), as the raw
+    JSON text of the call. Never dropped and never decoded to ``{}``: the kernel reports each one as a
+    ``parse:bad_arguments`` ParseFailure."""
 
 
 @runtime_checkable

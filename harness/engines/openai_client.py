@@ -1,0 +1,252 @@
+"""OpenAICompatibleClient: the LLMClient for any OpenAI-compatible server (vLLM first).
+
+Built on the ``openai`` package with its own retries switched off; retries are done here with
+tenacity (exponential backoff) on 429, 5xx, connection errors and timeouts, never on other 4xx.
+``extra_body`` goes on the wire untouched. Latency is measured per request; with ``stream=True`` the
+time to the first content or tool-call delta too, and usage is asked for with ``include_usage``.
+Native tool calls whose arguments are not a JSON object are never decoded to ``{}``: they go to
+``CompletionResponse.malformed_tool_calls`` as raw text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import openai
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
+from harness.agents.types import TokenUsage, ToolCall
+
+NO_KEY = "EMPTY"
+"""Sent when no API key is configured (what vLLM's docs use; a server without --api-key accepts it)."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    if not isinstance(exc, ModelCallError):
+        return False
+    if exc.kind in ("model:timeout", "model:connection", "model:http_429"):
+        return True
+    return exc.kind.startswith("model:http_5")
+
+
+def _to_model_error(exc: Exception) -> ModelCallError:
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelCallError("model:timeout", str(exc) or "request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return ModelCallError("model:connection", f"{exc}: {cause}")
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.response.text[:300] if exc.response is not None else ""
+        return ModelCallError(f"model:http_{exc.status_code}", body or str(exc))
+    return ModelCallError("model:bad_response", f"{type(exc).__name__}: {exc}")
+
+
+class OpenAICompatibleClient:
+    """Chat completions against ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``).
+
+    The API key is ``api_key`` if given, else the environment variable ``api_key_env``, else
+    ``EMPTY``. ``max_retries`` is the number of retries after the first attempt; the wait before
+    retry n is ``backoff_s * 2**(n-1)`` seconds, capped at ``max_backoff_s``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        key = api_key if api_key is not None else os.environ.get(api_key_env) or NO_KEY
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=0)
+        self.attempts = 0
+        """HTTP attempts made, retries included (failures are counted, never hidden)."""
+        self.retries = 0
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_exponential(multiplier=self.backoff_s, max=self.max_backoff_s),
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    self.attempts += 1
+                    if attempts > 1:
+                        self.retries += 1
+                    try:
+                        return await self._once(request)
+                    except Exception as exc:
+                        raise _to_model_error(exc) from exc
+        except ModelCallError as exc:
+            if attempts > 1:
+                raise ModelCallError(exc.kind, f"{exc} (after {attempts} attempts)") from exc
+            raise
+        raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+    def _params(self, request: CompletionRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": [m.to_openai() for m in request.messages],
+            "temperature": request.temperature,
+        }
+        if request.send_tools and request.tools:
+            params["tools"] = [t.to_openai() for t in request.tools]
+        if request.stop:
+            params["stop"] = list(request.stop)
+        if request.max_tokens is not None:
+            params["max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.extra_body:
+            params["extra_body"] = request.extra_body
+        return params
+
+    async def _once(self, request: CompletionRequest) -> CompletionResponse:
+        params = self._params(request)
+        started = time.perf_counter()
+        if request.stream:
+            return await self._stream(params, started)
+        raw = await self._client.chat.completions.with_raw_response.create(**params)
+        text = raw.http_response.text
+        latency_ms = (time.perf_counter() - started) * 1e3
+        try:
+            body = json.loads(text)
+        except ValueError as exc:
+            raise ModelCallError("model:bad_response", f"body is not JSON: {text[:200]!r}") from exc
+        return _parse_completion(body, latency_ms)
+
+    async def _stream(self, params: dict[str, Any], started: float) -> CompletionResponse:
+        stream = await self._client.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}
+        )
+        ttft_ms: float | None = None
+        content: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: TokenUsage | None = None
+        finish: str | None = None
+        model = ""
+        async for chunk in stream:
+            model = chunk.model or model
+            if chunk.usage is not None:
+                usage = TokenUsage(
+                    chunk.usage.prompt_tokens, chunk.usage.completion_tokens, chunk.usage.total_tokens
+                )
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if ttft_ms is None and (delta.content or delta.tool_calls):
+                    ttft_ms = (time.perf_counter() - started) * 1e3
+                if delta.content:
+                    content.append(delta.content)
+                for tc in delta.tool_calls or ():
+                    slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                    slot["id"] = tc.id or slot["id"]
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["arguments"] += tc.function.arguments or ""
+                finish = choice.finish_reason or finish
+        latency_ms = (time.perf_counter() - started) * 1e3
+        raw_calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(calls.items())
+        ]
+        good, bad = _read_tool_calls(raw_calls)
+        return CompletionResponse(
+            content="".join(content) if content else None,
+            tool_calls=good,
+            usage=usage,
+            finish_reason=finish,
+            latency_ms=latency_ms,
+            ttft_ms=ttft_ms,
+            model=model,
+            malformed_tool_calls=bad,
+        )
+
+
+def _parse_completion(body: Any, latency_ms: float) -> CompletionResponse:
+    """Read a chat-completions JSON body; anything off-shape is ``model:bad_response``."""
+    if not isinstance(body, dict):
+        raise ModelCallError("model:bad_response", f"body is not a JSON object: {str(body)[:200]}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ModelCallError("model:bad_response", f"no choices in body: {json.dumps(body)[:200]}")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise ModelCallError("model:bad_response", f"choices[0].message missing: {json.dumps(body)[:200]}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ModelCallError("model:bad_response", "choices[0].message.content is not a string")
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ModelCallError("model:bad_response", "choices[0].message.tool_calls is not a list")
+    good, bad = _read_tool_calls(raw_calls)
+    return CompletionResponse(
+        content=content,
+        tool_calls=good,
+        usage=_read_usage(body.get("usage")),
+        finish_reason=choices[0].get("finish_reason"),
+        latency_ms=latency_ms,
+        model=str(body.get("model") or ""),
+        malformed_tool_calls=bad,
+    )
+
+
+def _read_usage(raw: Any) -> TokenUsage | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt = int(raw.get("prompt_tokens") or 0)
+    completion = int(raw.get("completion_tokens") or 0)
+    return TokenUsage(prompt, completion, int(raw.get("total_tokens") or prompt + completion))
+
+
+def _read_tool_calls(raw_calls: list[Any]) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+    """Well-formed calls decoded; the others kept as raw JSON text, never as ``{}``."""
+    good: list[ToolCall] = []
+    bad: list[str] = []
+    for raw in raw_calls:
+        fn = raw.get("function") if isinstance(raw, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        arguments = fn.get("arguments") if isinstance(fn, dict) else None
+        decoded: Any = None
+        if isinstance(arguments, str):
+            try:
+                decoded = json.loads(arguments) if arguments.strip() else None
+            except ValueError:
+                decoded = None
+        elif isinstance(arguments, dict):  # some servers send the object itself
+            decoded = arguments
+        if isinstance(name, str) and name and isinstance(decoded, dict):
+            call_id = raw.get("id")
+            good.append(
+                ToolCall(id=str(call_id), name=name, arguments=decoded)
+                if call_id
+                else ToolCall.create(name, decoded)
+            )
+        else:
+            bad.append(json.dumps(raw, ensure_ascii=False))
+    return tuple(good), tuple(bad)
+
+
+__all__ = ["OpenAICompatibleClient"]

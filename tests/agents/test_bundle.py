@@ -1,0 +1,210 @@
+"""bundle.yaml validation (errors name the file and the field) and Agent.from_bundle wiring."""
+
+from __future__ import annotations
+
+import importlib
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.agents import Agent, BundleError, ModelRequestEvent, RecordingObserver, load_bundle_config
+from harness.agents.testing import FunctionTool, ScriptedClient, line_adapter
+
+REPO = Path(__file__).resolve().parents[2]
+SHELLPER = REPO / "bundles" / "shellper"
+
+VALID = """\
+name: demo
+system_prompt: Be brief.
+model:
+  family: qwen
+  id: Qwen/Qwen3-0.6B
+  base_url: http://127.0.0.1:9/v1
+constraint:
+  strategy: json_schema
+"""
+
+
+def write_bundle(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "bundles" / "x"
+    folder.mkdir(parents=True)
+    (folder / "bundle.yaml").write_text(textwrap.dedent(text))
+    return folder
+
+
+def error_of(tmp_path: Path, text: str) -> BundleError:
+    folder = write_bundle(tmp_path, text)
+    with pytest.raises(BundleError) as info:
+        load_bundle_config(folder)
+    return info.value
+
+
+def test_shellper_bundle_loads() -> None:
+    cfg = load_bundle_config(SHELLPER)
+    assert cfg.name == "shellper"
+    assert cfg.model.family == "function_gemma"
+    assert cfg.model.id == "google/functiongemma-270m-it"
+    assert cfg.constraint.strategy == "ebnf"
+    assert cfg.limits == "default"
+    assert cfg.system_prompt and len(cfg.system_prompt) > 50
+
+
+def test_defaults_and_file_or_folder(tmp_path: Path) -> None:
+    folder = write_bundle(tmp_path, VALID)
+    cfg = load_bundle_config(folder / "bundle.yaml")
+    assert cfg == load_bundle_config(folder)
+    assert cfg.tools_dir == "tools" and cfg.limits == "default" and cfg.kernel.max_turns >= 1
+    assert cfg.model.api_key_env == "OPENAI_API_KEY"
+
+
+def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
+    err = error_of(tmp_path, VALID.replace("family: qwen", "family: gemma"))
+    file = tmp_path / "bundles" / "x" / "bundle.yaml"
+    assert str(err) == f"{file}: model.family: Input should be 'function_gemma' or 'qwen'"
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("base_url:", "bse_url:"), "model.bse_url: Extra inputs are not permitted"),
+        (("strategy: json_schema", "strategy: ebfn"), "constraint.strategy: Input should be 'none', 'ebnf'"),
+        (("name: demo", "nme: demo"), "nme: Extra inputs are not permitted"),
+        (("  id: Qwen/Qwen3-0.6B\n", ""), "model.id: Field required"),
+        (
+            ("constraint:", "kernel:\n  max_turns: 0\nconstraint:"),
+            "kernel.max_turns: Input should be greater than or equal to 1",
+        ),
+        (("constraint:", "limits: lax\nconstraint:"), "limits"),
+        (
+            ("constraint:", "tools:\n  - name: ls\n  - nam: cd\nconstraint:"),
+            "tools[1].nam: Extra inputs are not permitted",
+        ),
+        (
+            ("constraint:", "tools:\n  - name: ls\n  - name: ls\nconstraint:"),
+            "tools: Value error, tool overrides repeat ls",
+        ),
+    ],
+)
+def test_field_errors(tmp_path: Path, edit: tuple[str, str], expected: str) -> None:
+    err = error_of(tmp_path, VALID.replace(*edit))
+    assert str(err).startswith(str(tmp_path / "bundles" / "x" / "bundle.yaml") + ": ")
+    assert expected in str(err)
+
+
+def test_several_errors_are_all_reported(tmp_path: Path) -> None:
+    err = error_of(tmp_path, VALID.replace("family: qwen", "family: x").replace("name: demo", "name: ''"))
+    assert len(err.problems) == 2
+    assert {p.split(":")[0] for p in err.problems} == {"name", "model.family"}
+
+
+def test_unreadable_or_invalid_yaml(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="cannot read"):
+        load_bundle_config(tmp_path / "missing")
+    assert "invalid YAML" in str(error_of(tmp_path, "name: [unclosed\n"))
+
+
+def test_top_level_must_be_mapping(tmp_path: Path) -> None:
+    assert "expected a mapping" in str(error_of(tmp_path, "- a\n- b\n"))
+
+
+# -- from_bundle wiring -------------------------------------------------------------------------
+# get_adapter and discover_tools are other areas' seams; these tests replace them with test doubles.
+
+
+@pytest.fixture
+def adapter_double(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    asked: list[str] = []
+    families = importlib.import_module("harness.agents.families")
+
+    def get_adapter(family: str) -> Any:  # test double for harness.agents.families.get_adapter
+        asked.append(family)
+        return line_adapter(family)
+
+    monkeypatch.setattr(families, "get_adapter", get_adapter, raising=False)
+    return asked
+
+
+async def test_from_bundle_wires_model_id_strategy_and_prompt(
+    tmp_path: Path, adapter_double: list[str]
+) -> None:
+    folder = write_bundle(tmp_path, VALID)
+    client = ScriptedClient([ScriptedClient.reply("hello")])
+    rec = RecordingObserver()
+    agent = Agent.from_bundle(folder, client=client, observers=[rec])
+    assert adapter_double == ["qwen"]
+    assert agent.kernel.model == "Qwen/Qwen3-0.6B"
+    assert agent.kernel.constraint.strategy == "json_schema"
+    assert agent.tools == []  # no tools folder
+    result = await agent.run("say hi")
+    assert result.termination_reason == "no_tool_calls"
+    (req,) = client.requests
+    assert req.model == "Qwen/Qwen3-0.6B"  # the served id, never the family
+    assert [(m.role, m.content) for m in req.messages] == [("system", "Be brief."), ("user", "say hi")]
+    assert len(rec.of_type(ModelRequestEvent)) == 1
+
+
+def test_from_bundle_overrides(tmp_path: Path, adapter_double: list[str]) -> None:
+    folder = write_bundle(tmp_path, VALID)
+    agent = Agent.from_bundle(folder, client=ScriptedClient([]), family="function_gemma", strategy="ebnf")
+    assert adapter_double == ["function_gemma"]
+    assert agent.kernel.constraint.strategy == "ebnf"
+    assert agent.kernel.model == "Qwen/Qwen3-0.6B"
+    with pytest.raises(BundleError, match=r"constraint\.strategy: unknown decoding strategy 'ebfn'"):
+        Agent.from_bundle(folder, client=ScriptedClient([]), strategy="ebfn")
+
+
+def test_from_bundle_builds_openai_client_or_says_why_not(tmp_path: Path, adapter_double: list[str]) -> None:
+    from harness.engines import OpenAICompatibleClient
+
+    agent = Agent.from_bundle(write_bundle(tmp_path, VALID))
+    assert isinstance(agent.client, OpenAICompatibleClient)
+    assert agent.client.base_url == "http://127.0.0.1:9/v1"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "bundle.yaml").write_text(VALID.replace("  base_url: http://127.0.0.1:9/v1\n", ""))
+    with pytest.raises(BundleError, match=r"model\.base_url: required when no client is given"):
+        Agent.from_bundle(other)
+
+
+def test_tool_overrides_get_their_own_limits(
+    tmp_path: Path, adapter_double: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Any] = []
+
+    async def noop(args: dict[str, Any], ctx: Any) -> Any:
+        return None
+
+    def discover_tools(folder: Path, limits: Any = "default") -> list[Any]:  # test double for the sandbox's
+        calls.append(limits)
+        tools = [FunctionTool(n, noop) for n in ("ls", "cd")]
+        for t in tools:
+            t.limits = limits  # type: ignore[attr-defined]
+        return tools
+
+    monkeypatch.setattr(
+        importlib.import_module("harness.sandbox"), "discover_tools", discover_tools, raising=False
+    )
+    text = VALID + "limits: strict\ntools:\n  - name: cd\n    limits: {max_memory: 1000}\n"
+    folder = write_bundle(tmp_path, text)
+    (folder / "tools").mkdir()
+    agent = Agent.from_bundle(folder, client=ScriptedClient([]))
+    assert {t.schema.name: t.limits for t in agent.tools} == {"ls": "strict", "cd": {"max_memory": 1000}}  # type: ignore[attr-defined]
+    bad = write_bundle(tmp_path / "b", VALID + "tools:\n  - name: cat\n")
+    (bad / "tools").mkdir()
+    with pytest.raises(BundleError, match=r"tools\[0\]\.name: no tool named 'cat'"):
+        Agent.from_bundle(bad, client=ScriptedClient([]))
+
+
+def test_limit_mapping_checked_by_the_sandbox_limits_model(tmp_path: Path) -> None:
+    ok = VALID + "limits: {max_memory: 32mb, wall_clock: 2s}\n"
+    assert load_bundle_config(write_bundle(tmp_path / "ok", ok)).limits == {
+        "max_memory": "32mb",
+        "wall_clock": "2s",
+    }
+    err = error_of(
+        tmp_path, VALID + "limits: {max_mmeory: 32mb}\ntools:\n  - name: ls\n    limits: {wall_clock: soon}\n"
+    )
+    assert "limits.max_mmeory: Extra inputs are not permitted" in str(err)
+    assert any(p.startswith("tools[0].limits.wall_clock:") and "not a duration" in p for p in err.problems)
