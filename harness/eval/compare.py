@@ -1,0 +1,230 @@
+"""``harness compare``: the regression gate between two runs' summary.json.
+
+Rules, per (family, strategy, metric):
+- validity, exact_match, state_match: a drop larger than ``max_drop`` (absolute, default 0.02) is a
+  regression; ``grammar_rejections`` rising by more than ``max_drop`` is one too.
+- timings (ttft_ms_p50, latency_ms_p50, compile_ms, mask_us_*, tool_us_*, any ``*_ms``/``*_us``): the
+  candidate taking more than ``max_slowdown`` times the baseline (default 3.0) is a regression, when
+  both sides have at least ``min_timing_n`` values (default 20). Timings on shared CI machines move by
+  2x between runs for no reason, and a percentile of a handful of values moves by more (two smoke runs
+  of the same code gave tool_us_p50 from 6 values 3.2x apart), so a timing from fewer values is shown,
+  not gated, and the default ratio only catches gross slowdowns; benchmarks, not this gate, track speed.
+- a metric in the baseline but missing in the candidate is a regression (a metric that silently
+  disappears must fail the build); a metric new in the candidate is reported, not a failure.
+Only ``run.json`` and ``summary.json`` are read from either directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.eval.rundir import RunDirError, read_run_json, read_summary
+
+DEFAULT_MAX_DROP = 0.02
+DEFAULT_MAX_SLOWDOWN = 3.0
+DEFAULT_MIN_TIMING_N = 20
+ACCURACY_METRICS = ("validity", "exact_match", "state_match")
+LOWER_IS_BETTER_RATES = ("grammar_rejections",)
+_EPS = 1e-9
+
+Kind = Literal["accuracy", "rejections", "timing", "other"]
+Status = Literal["ok", "improved", "regression", "missing", "new", "info"]
+
+
+def metric_kind(metric: str) -> Kind:
+    if metric in ACCURACY_METRICS:
+        return "accuracy"
+    if metric in LOWER_IS_BETTER_RATES:
+        return "rejections"
+    if metric.endswith(("_ms", "_us")) or "_ms_" in metric or "_us_" in metric:
+        return "timing"
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    family: str
+    strategy: str
+    metric: str
+    kind: Kind
+    baseline: float | None
+    candidate: float | None
+    baseline_n: int | None
+    candidate_n: int | None
+    status: Status
+    reason: str = ""
+
+    @property
+    def change(self) -> str:
+        """``+0.010`` for rates, ``x1.25`` for timings; blank when a side is missing."""
+        if self.baseline is None or self.candidate is None:
+            return ""
+        if self.kind == "timing":
+            if self.baseline > 0:
+                return f"x{self.candidate / self.baseline:.2f}"
+            return "" if self.candidate == 0 else "baseline 0"
+        return f"{self.candidate - self.baseline:+.3f}"
+
+    @property
+    def is_regression(self) -> bool:
+        return self.status in ("regression", "missing")
+
+
+@dataclass(slots=True)
+class Comparison:
+    baseline_dir: Path
+    candidate_dir: Path
+    baseline_run: dict[str, Any]
+    candidate_run: dict[str, Any]
+    max_drop: float
+    max_slowdown: float
+    min_timing_n: int
+    diffs: list[Diff] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Diff]:
+        return [d for d in self.diffs if d.is_regression]
+
+
+def _judge(
+    kind: Kind, base: float, cand: float, max_drop: float, max_slowdown: float, enough: bool
+) -> tuple[Status, str]:
+    if kind == "accuracy":
+        drop = base - cand
+        if drop > max_drop + _EPS:
+            return "regression", f"dropped by {drop:.3f} (> {max_drop:g})"
+        return ("improved", "") if cand > base + _EPS else ("ok", "")
+    if kind == "rejections":
+        rise = cand - base
+        if rise > max_drop + _EPS:
+            return "regression", f"rose by {rise:.3f} (> {max_drop:g})"
+        return ("improved", "") if cand < base - _EPS else ("ok", "")
+    if kind == "timing":
+        if base <= 0:
+            return "info", "baseline is 0: no ratio"
+        ratio = cand / base
+        if not enough:
+            return "info", "too few values to gate"
+        if ratio > max_slowdown:
+            return "regression", f"{ratio:.2f}x slower (> {max_slowdown:g}x)"
+        return ("improved", "") if ratio * max_slowdown < 1 else ("ok", "")
+    return "info", "no rule for this metric"
+
+
+def _index(rows: list[dict[str, Any]], path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["family"], row["strategy"], row["metric"])
+        if key in out:
+            raise RunDirError(path, f"two rows for {'/'.join(key)}")
+        out[key] = row
+    return out
+
+
+def compare_runs(
+    baseline: Path,
+    candidate: Path,
+    *,
+    max_drop: float = DEFAULT_MAX_DROP,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    min_timing_n: int = DEFAULT_MIN_TIMING_N,
+) -> Comparison:
+    """Diff two results directories. Raises RunDirError (naming the file) on unreadable input."""
+    if max_drop < 0:
+        raise ValueError("max_drop must be >= 0")
+    if max_slowdown < 1:
+        raise ValueError("max_slowdown must be >= 1")
+    baseline, candidate = Path(baseline), Path(candidate)
+    for d in (baseline, candidate):
+        if not d.is_dir():
+            raise RunDirError(d, "not a directory")
+    cmp = Comparison(
+        baseline, candidate, read_run_json(baseline), read_run_json(candidate), max_drop, max_slowdown, min_timing_n
+    )
+    base = _index(read_summary(baseline), baseline / "summary.json")
+    cand = _index(read_summary(candidate), candidate / "summary.json")
+    for what in ("engine", "suite"):
+        b, c = cmp.baseline_run.get(what), cmp.candidate_run.get(what)
+        if isinstance(b, dict) and isinstance(c, dict):
+            b, c = b.get("name"), c.get("name")
+        if b != c:
+            cmp.warnings.append(f"{what} differs: baseline {b!r}, candidate {c!r}")
+    for key in [*base, *(k for k in cand if k not in base)]:
+        b_row, c_row = base.get(key), cand.get(key)
+        kind = metric_kind(key[2])
+        b_val = None if b_row is None else b_row["value"]
+        c_val = None if c_row is None else c_row["value"]
+        b_n = None if b_row is None else b_row.get("n")
+        c_n = None if c_row is None else c_row.get("n")
+        status: Status
+        if b_val is None and c_val is None:
+            continue
+        if b_val is None:
+            status, reason = "new", "not in the baseline"
+        elif c_val is None:
+            status, reason = "missing", "in the baseline, missing in the candidate"
+        else:
+            enough = min(b_n or 0, c_n or 0) >= min_timing_n
+            status, reason = _judge(kind, float(b_val), float(c_val), max_drop, max_slowdown, enough)
+        cmp.diffs.append(Diff(*key, kind, b_val, c_val, b_n, c_n, status, reason))
+        if b_n is not None and c_n is not None and c_n < b_n and kind != "timing":
+            cmp.warnings.append(f"{'/'.join(key)}: n fell from {b_n} to {c_n}")
+    return cmp
+
+
+_STYLE = {"regression": "bold red", "missing": "bold red", "improved": "green", "new": "cyan", "info": "yellow"}
+
+
+def _fmt(v: float | None, kind: Kind) -> str:
+    if v is None:
+        return "-"
+    if kind in ("accuracy", "rejections"):
+        return f"{v:.3f}"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}"
+
+
+def print_comparison(cmp: Comparison, console: Any) -> None:
+    """Print the differences as a rich table, then warnings and the verdict."""
+    from rich.table import Table
+
+    table = Table(title=f"baseline {cmp.baseline_dir}  vs  candidate {cmp.candidate_dir}", title_justify="left")
+    for col in ("family", "strategy", "metric"):
+        table.add_column(col)
+    for col in ("baseline", "candidate", "change", "n"):
+        table.add_column(col, justify="right")
+    table.add_column("status")
+    for d in cmp.diffs:
+        n = "" if d.baseline_n == d.candidate_n else f"{d.baseline_n}->{d.candidate_n}"
+        if d.baseline_n == d.candidate_n and d.baseline_n is not None:
+            n = str(d.baseline_n)
+        status = d.status + (f": {d.reason}" if d.reason else "")
+        style = _STYLE.get(d.status, "")
+        table.add_row(d.family, d.strategy, d.metric, _fmt(d.baseline, d.kind), _fmt(d.candidate, d.kind),
+                      d.change, n, f"[{style}]{status}[/]" if style else status)
+    console.print(table)
+    for w in cmp.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    limits = (f"max drop {cmp.max_drop:g}, max slowdown {cmp.max_slowdown:g}x "
+              f"for timings of at least {cmp.min_timing_n} values")
+    regs = cmp.regressions
+    if regs:
+        console.print(f"[bold red]{len(regs)} regression(s)[/] ({limits}):")
+        for d in regs:
+            console.print(f"  {d.family}/{d.strategy}/{d.metric}: {d.reason}")
+    else:
+        console.print(f"[green]no regression[/] ({len(cmp.diffs)} metrics compared; {limits})")
+
+
+__all__ = [
+    "DEFAULT_MAX_DROP",
+    "DEFAULT_MAX_SLOWDOWN",
+    "DEFAULT_MIN_TIMING_N",
+    "Comparison",
+    "Diff",
+    "compare_runs",
+    "metric_kind",
+    "print_comparison",
+]

@@ -1,0 +1,222 @@
+"""``harness report`` on synthetic run directories (test data written here, per the results contract)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli.main import app
+from harness.eval.report import write_report
+
+FAMILIES = ("function_gemma", "qwen")
+STRATEGIES = ("none", "ebnf", "structural_tag", "json_schema")
+CASES = 6
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _wilson_stub(p: float) -> tuple[float, float]:
+    return max(0.0, p - 0.2), min(1.0, p + 0.1)
+
+
+def make_synthetic_run(root: Path, run_id: str, *, slow: float = 1.0, with_samples: bool = True) -> Path:
+    """A hand-made results directory: 2 families x 4 strategies x 6 cases, with known failures:
+    qwen/json_schema case 0 fails validity+exact_match with ``parse:no_call``; function_gemma/ebnf case 1
+    ended with ``model:timeout``. No ttft (an oracle-like engine), no state_match for function_gemma."""
+    import polars as pl
+
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True)
+    run = {
+        "run_id": run_id,
+        "suite": {"name": "synthetic", "version": "1", "kind": "next_call", "path": "suites/synthetic"},
+        "engine": "oracle",
+        "engine_note": "oracle: replays gold answers through the grammar; measures grammars, not a model",
+        "base_url": None, "model": None, "families": list(FAMILIES), "strategies": list(STRATEGIES),
+        "epochs": 1, "limit": None, "concurrency": 2,
+        "versions": {"harness": "0.1.0", "xgrammar": "0.2.8", "pydantic_monty": "1.4.0", "python": "3.11"},
+        "git_commit": "0" * 40, "started_at": "2026-11-21T00:00:00Z", "finished_at": "2026-11-21T00:01:00Z",
+    }
+    (run_dir / "run.json").write_text(json.dumps(run))
+    samples: list[dict[str, Any]] = []
+    scores: list[dict[str, Any]] = []
+    for f in FAMILIES:
+        for si, s in enumerate(STRATEGIES):
+            for c in range(CASES):
+                sid = f"c{c}/{f}/{s}/0"
+                timeout = (f, s, c) == ("function_gemma", "ebnf", 1)
+                no_call = (f, s, c) == ("qwen", "json_schema", 0)
+                mask = [] if s == "none" else [(5.0 + si + (t % 7)) * slow for t in range(20)]
+                turn = {
+                    "output": None if timeout else "<call>", "tool_calls": [], "parse_errors": [],
+                    "tool_results": [{"name": "ls", "output": "", "is_error": False, "error_kind": None,
+                                      "duration_us": 150.0 + c}],
+                    "latency_ms": (10.0 + 2 * si + c * 0.5) * slow, "ttft_ms": None, "usage": None,
+                    "stats": {"compile_ms": 20.0 if s != "none" else None, "compile_cached": False,
+                              "mask_us": mask, "accept_us": [1.0] * len(mask),
+                              "generated_tokens": 20, "grammar_error": None},
+                }
+                samples.append({
+                    "sample_id": sid, "case_id": f"c{c}", "family": f, "strategy": s, "epoch": 0,
+                    "kind": "next_call", "status": "error" if timeout else "ok",
+                    "error_kind": "model:timeout" if timeout else None, "error": None,
+                    "turns": [turn], "duration_ms": 12.0, "harness_ms": 0.5,
+                })
+                metrics = ["validity", "exact_match", "grammar_rejection"]
+                if f == "qwen":
+                    metrics.append("state_match")
+                for m in metrics:
+                    fail = (timeout and m != "grammar_rejection") or (no_call and m in ("validity", "exact_match"))
+                    kind = "model:timeout" if timeout else "parse:no_call"
+                    scores.append({
+                        "sample_id": sid, "case_id": f"c{c}", "family": f, "strategy": s, "epoch": 0,
+                        "metric": m, "value": 0.0 if fail or m == "grammar_rejection" else 1.0,
+                        "error_kind": kind if fail else None,
+                    })
+    if with_samples:
+        with (run_dir / "samples.jsonl").open("w") as fh:
+            fh.writelines(json.dumps(x) + "\n" for x in samples)
+        pl.DataFrame(scores).write_parquet(run_dir / "scores.parquet")
+    summary = []
+    for f in FAMILIES:
+        for s in STRATEGIES:
+            for m in ("validity", "exact_match", "state_match", "grammar_rejection"):
+                vals = [r["value"] for r in scores if (r["family"], r["strategy"], r["metric"]) == (f, s, m)]
+                if not vals:
+                    continue
+                p = sum(vals) / len(vals)
+                lo, hi = _wilson_stub(p)
+                name = "grammar_rejections" if m == "grammar_rejection" else m
+                summary.append({"family": f, "strategy": s, "metric": name, "value": p, "n": len(vals),
+                                "ci_low": lo, "ci_high": hi})
+            summary.append({"family": f, "strategy": s, "metric": "latency_ms_p50", "value": 11.0 * slow,
+                            "n": CASES, "ci_low": None, "ci_high": None})
+            if s != "none":
+                for m, v in (("compile_ms", 20.0), ("mask_us_p50", 8.0 * slow), ("mask_us_p99", 12.0 * slow)):
+                    summary.append({"family": f, "strategy": s, "metric": m, "value": v, "n": 120,
+                                    "ci_low": None, "ci_high": None})
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir
+
+
+def _table_rows(md: str, header_start: str) -> list[list[str]]:
+    """The cells of the first markdown table whose header starts with ``header_start``."""
+    lines = md.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _assert_png(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC, f"{path} is not a PNG"
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk
+    assert width > 200 and height > 200
+    assert len(data) > 5000
+    return width, height
+
+
+@pytest.fixture
+def run_a(tmp_path: Path) -> Path:
+    return make_synthetic_run(tmp_path, "synthetic-a")
+
+
+def test_report_has_header_metrics_table_and_blanks(run_a: Path) -> None:
+    md = write_report([run_a], run_a).read_text()
+    assert "## Run `synthetic-a`" in md
+    assert "measures grammars, not a model" in md  # the engine note, as run.json says it
+    rows = _table_rows(md, "| family | strategy | n | validity")
+    header, body = rows[0], rows[2:]
+    assert {(r[0], r[1]) for r in body} == {(f, s) for f in FAMILIES for s in STRATEGIES}
+    cell = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in body}
+    qj = cell[("qwen", "json_schema")]
+    assert qj["n"] == "6"
+    assert qj["validity"].startswith("0.833 [")  # 5 of 6, with its interval
+    assert qj["state_match"].startswith("1.000")
+    assert qj["mask p50 (µs)"] == "8.00"
+    # Not measured stays blank, never 0: no ttft at all, no state_match for function_gemma,
+    # no mask time for `none`.
+    assert all(c["ttft p50 (ms)"] == "" for c in cell.values())
+    assert cell[("function_gemma", "ebnf")]["state_match"] == ""
+    assert cell[("qwen", "none")]["mask p50 (µs)"] == ""
+    assert cell[("qwen", "none")]["latency p50 (ms)"] == "11.0"
+
+
+def test_report_error_breakdown_groups_by_kind(run_a: Path) -> None:
+    md = write_report([run_a], run_a).read_text()
+    rows = _table_rows(md, "| error kind |")
+    by_kind = {(r[0], r[1], r[2]): r for r in rows[2:]}
+    no_call = by_kind[("parse:no_call", "qwen", "json_schema")]
+    assert no_call[3:5] == ["1", "6"]  # one failing sample of six
+    assert no_call[5] == "exact_match, validity"
+    timeout = by_kind[("model:timeout", "function_gemma", "ebnf")]
+    assert timeout[3] == "1"  # one sample, though it failed several metrics
+    assert len(by_kind) == 2
+    assert "`model` 1" in md and "`parse` 1" in md
+
+
+def test_report_writes_readable_pngs(run_a: Path) -> None:
+    md = write_report([run_a], run_a).read_text()
+    for name in ("accuracy", "latency", "mask", "overhead"):
+        png = run_a / "plots" / f"{name}.png"
+        _assert_png(png)
+        assert f"](plots/{name}.png)" in md
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(run_a / "plots" / "accuracy.png")
+    assert img.ndim == 3 and img.std() > 0.01  # something is drawn on it
+
+
+def test_report_overhead_against_none(run_a: Path) -> None:
+    md = write_report([run_a], run_a).read_text()
+    rows = _table_rows(md, "| run | family | strategy | Δ latency p50 (ms)")
+    got = {(r[1], r[2]): r for r in rows[2:]}
+    assert ("qwen", "none") not in got
+    # latency = 10 + 2*strategy_index + 0.5*case: the json_schema median is 6 ms above none's.
+    assert got[("qwen", "json_schema")][3].startswith("6.00 [")
+    assert got[("qwen", "ebnf")][3].startswith("2.00 [")
+
+
+def test_two_runs_side_by_side(tmp_path: Path, run_a: Path) -> None:
+    run_b = make_synthetic_run(tmp_path, "synthetic-b", slow=2.0)
+    out = tmp_path / "both"
+    md = write_report([run_a, run_b], out).read_text()
+    assert "## Run `synthetic-a`" in md and "## Run `synthetic-b`" in md
+    rows = _table_rows(md, "| family | strategy | metric | `synthetic-a` | `synthetic-b` |")
+    lat = {(r[0], r[1], r[2]): r[3:] for r in rows[2:]}
+    assert len(lat) == len(rows) - 2  # each (family, strategy, metric) once
+    assert lat[("qwen", "ebnf", "latency_ms_p50")] == ["11.0", "22.0"]
+    assert ("qwen", "none", "mask_us_p50") not in lat  # measured by neither run: no row
+    overhead_runs = {r[0] for r in _table_rows(md, "| run | family |")[2:]}
+    assert overhead_runs == {"synthetic-a", "synthetic-b"}
+    for name in ("accuracy", "latency", "mask", "overhead"):
+        _assert_png(out / "plots" / f"{name}.png")
+    assert not (run_a / "report.md").exists()  # --out is honoured
+
+
+def test_report_needs_only_run_and_summary(tmp_path: Path) -> None:
+    run = make_synthetic_run(tmp_path, "bare", with_samples=False)
+    md = write_report([run], run).read_text()
+    assert "_Not plotted: samples.jsonl records no latency._" in md
+    assert "No per-sample data" in md
+    _assert_png(run / "plots" / "accuracy.png")
+    assert not (run / "plots" / "latency.png").exists()
+
+
+def test_cli_report_default_out_and_unreadable(tmp_path: Path, run_a: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", str(run_a)])
+    assert result.exit_code == 0, result.output
+    assert (run_a / "report.md").is_file()
+    (run_a / "summary.json").write_text("{not json")
+    result = runner.invoke(app, ["report", str(run_a)])
+    assert result.exit_code == 2
+    assert "summary.json" in result.output
