@@ -1,0 +1,94 @@
+"""``harness validate SUITE_DIR`` and ``harness import shellper|bfcl``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+import_app = typer.Typer(help="Import upstream datasets as suite directories.", no_args_is_help=True)
+
+
+_SUITE_DIR = typer.Argument(..., help="A suite directory (suite.yaml + cases).")
+_SHELLPER_FILE = typer.Argument(..., help="A distil-SHELLper JSONL file (question/answer lines).")
+_BFCL_FILE = typer.Argument(..., help="BFCL multi-turn entries (one JSON object per line).")
+_ANSWERS = typer.Option(..., "--answers", help="The matching possible_answer file.")
+
+
+def validate(suite_dir: Path = _SUITE_DIR) -> None:
+    """Check a suite: structure, unique ids, tool names and arguments against the bundle's tools.
+
+    Prints every problem as FILE:LINE: FIELD: MESSAGE and exits 1, or prints a one-line summary."""
+    from harness.eval.checks import bundle_tools, describe_suite, validate_suite
+    from harness.eval.suite import load_suite
+
+    problems = validate_suite(suite_dir)
+    if problems:
+        for p in problems:
+            typer.echo(p)
+        typer.echo(f"{len(problems)} problem(s) in {suite_dir}", err=True)
+        raise typer.Exit(1)
+    suite = load_suite(suite_dir)
+    typer.echo(f"{describe_suite(suite)} (checked against {bundle_tools(suite.bundle_dir).origin})")
+
+
+def _finish(report_summary: str, out: Path, errors: list[str]) -> None:
+    from harness.eval.checks import validate_suite
+
+    for e in errors:
+        typer.echo(f"left out: {e}", err=True)
+    typer.echo(report_summary)
+    problems = validate_suite(out)
+    for p in problems:
+        typer.echo(p, err=True)
+    if problems:
+        raise typer.Exit(1)
+
+
+_OUT = typer.Option(..., "--out", help="Suite directory to write (suite.yaml + cases.jsonl).")
+_NAME = typer.Option(None, "--name", help="Suite name (default: the --out directory's name).")
+_BUNDLE = typer.Option(
+    "shellper", "--bundle", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
+)
+_SKIP = typer.Option(False, "--skip-invalid", help="Leave invalid records out (listed) instead of failing.")
+
+
+@import_app.command("shellper")
+def import_shellper_cmd(
+    file: Path = _SHELLPER_FILE,
+    out: Path = _OUT,
+    name: str | None = _NAME,
+    bundle: str = _BUNDLE,
+    skip_invalid: bool = _SKIP,
+) -> None:
+    """Expand every prefix of each conversation into a next-call scoring point."""
+    from harness.eval.importers import ImportFailure, import_shellper
+
+    try:
+        report = import_shellper(file, out, name=name, bundle=bundle, skip_invalid=skip_invalid)
+    except (ImportFailure, OSError) as exc:
+        for p in getattr(exc, "problems", [str(exc)]):
+            typer.echo(p, err=True)
+        raise typer.Exit(1) from None
+    _finish(report.summary(), out, report.errors)
+
+
+@import_app.command("bfcl")
+def import_bfcl_cmd(
+    file: Path = _BFCL_FILE,
+    answers: Path = _ANSWERS,
+    out: Path = _OUT,
+    name: str | None = _NAME,
+    bundle: str = _BUNDLE,
+    skip_invalid: bool = _SKIP,
+) -> None:
+    """Import GorillaFileSystem-only multi-turn entries as episodes (others are skipped and counted)."""
+    from harness.eval.importers import ImportFailure, import_bfcl
+
+    try:
+        report = import_bfcl(file, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid)
+    except (ImportFailure, OSError) as exc:
+        for p in getattr(exc, "problems", [str(exc)]):
+            typer.echo(p, err=True)
+        raise typer.Exit(1) from None
+    _finish(report.summary(), out, report.errors)

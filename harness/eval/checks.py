@@ -1,0 +1,206 @@
+"""``validate_suite``: a suite's structure, plus its calls checked against the bundle's tools.
+
+Where the tool schemas come from, in order: ``<bundle>/tools.json`` (OpenAI tools list); the bundle's
+``tools/*.pym`` read by the sandbox (``harness.sandbox.discover_tools``); if the sandbox cannot read
+them, the names of the ``.pym`` files with the built-in Gorilla parameter table. A missing bundle is a
+problem (``harness run`` could not run the suite); the calls are then checked against the built-in
+18 tools so the other problems still show.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.agents.types import ToolSchema
+from harness.eval.fs_tools import builtin_fs_schemas
+from harness.eval.suite import (
+    CallSpec,
+    Case,
+    EpisodeCase,
+    Suite,
+    SuiteError,
+    case_line_numbers,
+    load_spec,
+    read_cases,
+)
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class ToolSet:
+    """Tool schemas by name (None: the name is known but its parameters are not) and their origin."""
+
+    schemas: dict[str, ToolSchema | None]
+    origin: str
+
+
+def _tools_dir(bundle_dir: Path) -> str:
+    """``tools_dir`` of the bundle's bundle.yaml, default ``tools``."""
+    try:
+        raw = yaml.safe_load((bundle_dir / "bundle.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return "tools"
+    value = raw.get("tools_dir") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) and value else "tools"
+
+
+def bundle_tools(bundle_dir: Path) -> ToolSet:
+    """The tools a bundle offers (see the module docstring for the order of sources)."""
+    tools_json = bundle_dir / "tools.json"
+    if tools_json.is_file():
+        raw = json.loads(tools_json.read_text(encoding="utf-8"))
+        schemas = [ToolSchema.from_openai(t) for t in raw]
+        return ToolSet({s.name: s for s in schemas}, str(tools_json))
+    folder = bundle_dir / _tools_dir(bundle_dir)
+    pym = sorted(folder.glob("*.pym")) if folder.is_dir() else []
+    if pym:
+        try:
+            from harness.sandbox import discover_tools  # type: ignore[attr-defined]
+
+            found = {t.schema.name: t.schema for t in discover_tools(folder)}
+            return ToolSet(dict(found), f"{folder}/*.pym")
+        except Exception:  # the sandbox is optional here: fall back to file names
+            builtin = builtin_fs_schemas()
+            names = {p.stem: builtin.get(p.stem) for p in pym}
+            return ToolSet(names, f"{folder}/*.pym (names) + built-in parameters")
+    return ToolSet(dict(builtin_fs_schemas()), "built-in Gorilla file-system tools")
+
+
+def _type_ok(value: Any, prop: dict[str, Any]) -> bool:
+    types = prop.get("type")
+    if types is None:
+        return True
+    wanted = [types] if isinstance(types, str) else list(types)
+    for t in wanted:
+        py = _JSON_TYPES.get(t)
+        if py is None:
+            return True
+        if isinstance(value, bool) and t in ("integer", "number"):
+            continue
+        if isinstance(value, py):
+            return True
+    return False
+
+
+def check_arguments(call: CallSpec, schema: ToolSchema) -> list[tuple[str, str]]:
+    """(field suffix, message) for each argument problem: unknown, missing, wrong type, not in enum."""
+    out: list[tuple[str, str]] = []
+    props: dict[str, Any] = schema.parameters.get("properties", {}) or {}
+    for key, value in call.arguments.items():
+        prop = props.get(key)
+        if prop is None:
+            known = ", ".join(props) or "none"
+            out.append((f"arguments.{key}", f"not a parameter of {call.name!r} (parameters: {known})"))
+            continue
+        if not _type_ok(value, prop):
+            out.append((f"arguments.{key}", f"{value!r} is not of type {prop.get('type')!r}"))
+        elif "enum" in prop and value not in prop["enum"]:
+            out.append((f"arguments.{key}", f"{value!r} is not one of {prop['enum']!r}"))
+    for req in schema.required:
+        if req not in call.arguments:
+            out.append(("arguments", f"missing required {req!r} of {call.name!r}"))
+    return out
+
+
+def _calls(case: Case) -> Iterator[tuple[str, CallSpec]]:
+    if isinstance(case, EpisodeCase):
+        for t, turn in enumerate(case.ground_truth):
+            for k, c in enumerate(turn):
+                yield f"ground_truth[{t}][{k}]", c
+        return
+    for i, m in enumerate(case.messages):
+        for k, c in enumerate(m.tool_calls):
+            yield f"messages[{i}].tool_calls[{k}]", c
+    yield "expected", case.expected
+    for k, c in enumerate(case.expected_alternatives):
+        yield f"expected_alternatives[{k}]", c
+
+
+def check_calls(case: Case, tools: dict[str, ToolSchema | None]) -> list[tuple[str, str]]:
+    """(field path, message) for each unknown tool or bad argument in a case's calls."""
+    out: list[tuple[str, str]] = []
+    for field, call in _calls(case):
+        if call.name not in tools:
+            out.append((f"{field}.name", f"unknown tool {call.name!r}"))
+            continue
+        schema = tools[call.name]
+        if schema is not None:
+            out.extend((f"{field}.{suffix}", msg) for suffix, msg in check_arguments(call, schema))
+    if isinstance(case, EpisodeCase):
+        for k, name in enumerate(case.excluded_tools):
+            if name not in tools:
+                out.append((f"excluded_tools[{k}]", f"unknown tool {name!r}"))
+    return out
+
+
+def validate_loaded(suite: Suite, tools: ToolSet | None = None) -> list[str]:
+    """Problems of an already loaded suite's calls against ``tools`` (default: the bundle's)."""
+    problems: list[str] = []
+    if tools is None:
+        bundle = suite.bundle_dir
+        if not bundle.is_dir():
+            problems.append(f"{suite.path / 'suite.yaml'}: bundle: {suite.spec.bundle!r} not found (looked at {bundle})")
+            tools = ToolSet(dict(builtin_fs_schemas()), "built-in Gorilla file-system tools")
+        else:
+            tools = bundle_tools(bundle)
+    lines = case_line_numbers(suite.cases_path)
+    where = str(suite.cases_path)
+    for case in suite.cases:
+        for field, msg in check_calls(case, tools.schemas):
+            problems.append(f"{where}:{lines.get(case.id, 0)}: {field}: {msg}")
+    return problems
+
+
+def validate_suite(path: str | Path, tools: dict[str, ToolSchema] | None = None) -> list[str]:
+    """Every problem of a suite directory, as ``file:line: field: message`` strings; [] when clean.
+
+    Lines that fail to parse are reported and the calls of the others are still checked. ``tools``
+    overrides the bundle's tool schemas (by name)."""
+    suite_dir = Path(path)
+    if not suite_dir.is_dir():
+        return [f"{suite_dir}: not a directory"]
+    try:
+        spec = load_spec(suite_dir)
+    except SuiteError as exc:
+        return exc.problems
+    cases, problems = read_cases(suite_dir / spec.cases, spec.kind, str(suite_dir / spec.cases))
+    if not problems and not cases:
+        problems.append(f"{suite_dir / spec.cases}: no cases")
+    if not cases:
+        return problems
+    suite = Suite(path=suite_dir, spec=spec, cases=cases)
+    toolset = None if tools is None else ToolSet(dict(tools), "given")
+    return problems + validate_loaded(suite, toolset)
+
+
+def describe_suite(suite: Suite) -> str:
+    """One line: what the suite holds (points or episodes, conversations, tools used)."""
+    tools = suite.tools_used()
+    head = f"{suite.path}: ok: {suite.kind} suite {suite.name!r} v{suite.spec.version}"
+    if suite.kind == "next_call":
+        points = suite.next_call_cases()
+        convs = len({c.conversation or c.id for c in points})
+        no_state = sum(1 for c in points if not c.state_check)
+        extra = f", state check n/a on {no_state}" if no_state else ""
+        body = f"{len(points)} cases = {len(points)} scoring points from {convs} conversations{extra}"
+    else:
+        eps = suite.episode_cases()
+        turns = sum(len(c.turns) for c in eps)
+        calls = sum(len(c.gold_calls()) for c in eps)
+        body = f"{len(eps)} cases = {len(eps)} episodes, {turns} turns, {calls} ground-truth calls"
+    return f"{head}: {body}; {len(tools)} tools used: {', '.join(tools)}"

@@ -1,0 +1,373 @@
+"""Importers: upstream datasets -> suite directories (suite.yaml + cases.jsonl).
+
+SHELLper (distil-labs' format): each line ``{"question": "<JSON message list>", "answer": "<JSON
+{name, parameters}>"}``. Every assistant call in the history is a scoring point too, as upstream
+scores it: a line whose messages hold k calls gives k+1 points. Identical points (same history, same
+call) from different lines are kept once; the same history with a different call becomes an
+``expected_alternatives`` entry of the first point (counted as a conflict). The data has no file
+system: points get an empty ``workspace`` root and ``state_check: false`` (state_match is not
+applicable); nothing is inferred.
+
+BFCL multi-turn: entries (one JSON object per line) whose ``involved_classes`` is only
+``GorillaFileSystem``; others are skipped and counted, as are entries with ``missed_function``
+(tools added mid-episode, which an episode case cannot express). Ground truth is Python call syntax
+read with ``ast`` (never eval): literal arguments only; positional arguments are named by the
+Gorilla parameter order. Long-context entries are imported without BFCL's file-content expansion.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.eval.fs_tools import PARAM_ORDER
+from harness.eval.suite import (
+    EMPTY_WORKSPACE,
+    CallSpec,
+    Case,
+    ChatMessage,
+    EpisodeCase,
+    NextCallCase,
+    SuiteSpec,
+    format_loc,
+    write_suite,
+)
+
+GORILLA_CLASS = "GorillaFileSystem"
+
+
+class ImportFailure(ValueError):
+    """The input has problems; ``problems`` lists them (``<where>: <what>``)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__((self.problems[0] if self.problems else "import failed") + more)
+
+
+@dataclass
+class ImportReport:
+    """What an import read, wrote and left out."""
+
+    out_dir: Path
+    source: str
+    records: int = 0
+    cases: int = 0
+    conversations: int = 0
+    duplicates: int = 0
+    conflicts: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    """Problems of records left out under ``skip_invalid``."""
+
+    def summary(self) -> str:
+        parts = [f"read {self.records} records from {self.source}", f"wrote {self.cases} cases to {self.out_dir}"]
+        if self.conversations:
+            parts.append(f"{self.conversations} conversations")
+        if self.duplicates:
+            parts.append(f"{self.duplicates} duplicate points merged")
+        if self.conflicts:
+            parts.append(f"{self.conflicts} conflicting points kept as alternatives")
+        for reason, n in sorted(self.skipped.items()):
+            parts.append(f"skipped {n}: {reason}")
+        if self.errors:
+            parts.append(f"left out {len(self.errors)} invalid")
+        return "; ".join(parts)
+
+
+def _slug(raw: str) -> str:
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", raw.lower()).strip("-._") or "imported"
+    return slug
+
+
+def _suite_name(out: Path, name: str | None) -> str:
+    return _slug(name or out.resolve().name)
+
+
+def _json_field(raw: Mapping[str, Any], key: str) -> Any:
+    if key not in raw:
+        raise ValueError(f"missing field {key!r}")
+    value = raw[key]
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{key}: not a JSON string: {exc.msg}") from None
+    return value
+
+
+def _call(raw: Any, where: str) -> CallSpec:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: expected an object, got {type(raw).__name__}")
+    fn = raw.get("function", raw)
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise ValueError(f"{where}: no function name")
+    args = fn.get("arguments", fn.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where}.arguments: not JSON: {exc.msg}") from None
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise ValueError(f"{where}.arguments: expected an object, got {type(args).__name__}")
+    return CallSpec(name=fn["name"], arguments=args)
+
+
+def _shellper_messages(raw: Any) -> list[ChatMessage]:
+    if not isinstance(raw, list) or not raw:
+        raise ValueError("question: expected a non-empty message list")
+    out: list[ChatMessage] = []
+    for i, m in enumerate(raw):
+        if not isinstance(m, dict):
+            raise ValueError(f"question[{i}]: expected an object")
+        role = m.get("role")
+        calls = [_call(c, f"question[{i}].tool_calls[{k}]") for k, c in enumerate(m.get("tool_calls") or [])]
+        if role == "assistant" and len(calls) != 1:
+            raise ValueError(f"question[{i}]: an assistant turn needs exactly one call, found {len(calls)}")
+        content = m.get("content")
+        if role == "assistant" and not content:
+            content = None
+        try:
+            out.append(ChatMessage.model_validate({"role": role, "content": content, "tool_calls": calls}))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ValueError(f"question[{i}].{format_loc(err['loc']) or 'message'}: {err['msg']}") from None
+    return out
+
+
+def shellper_points(messages: list[ChatMessage], answer: CallSpec) -> Iterator[tuple[list[ChatMessage], CallSpec]]:
+    """Every (history, next call) pair of one SHELLper line: one per assistant call, then the answer."""
+    for j, m in enumerate(messages):
+        if m.role == "assistant" and m.tool_calls:
+            if j == 0:
+                raise ValueError("question[0]: the conversation starts with an assistant call")
+            yield messages[:j], m.tool_calls[0]
+    yield messages, answer
+
+
+def _key(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        data = json.loads(text)
+        yield from enumerate(data, start=1)
+        return
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield lineno, ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})")
+
+
+def import_shellper(
+    src: str | Path, out: str | Path, *, name: str | None = None, bundle: str = "shellper",
+    skip_invalid: bool = False,
+) -> ImportReport:
+    """Convert a distil-SHELLper JSONL file into a next-call suite in ``out``."""
+    src, out = Path(src), Path(out)
+    report = ImportReport(out_dir=out, source=str(src))
+    stem = _slug(src.stem)
+    points: dict[str, NextCallCase] = {}  # history key -> point
+    exact: set[str] = set()
+    problems: list[str] = []
+    conversations = 0
+    for lineno, raw in _read_lines(src):
+        report.records += 1
+        where = f"{src}:{lineno}"
+        try:
+            if isinstance(raw, Exception):
+                raise raw
+            if not isinstance(raw, dict):
+                raise ValueError("expected a JSON object")
+            messages = _shellper_messages(_json_field(raw, "question"))
+            answer = _call(_json_field(raw, "answer"), "answer")
+            pairs = list(shellper_points(messages, answer))
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        conversations += 1
+        for k, (history, call) in enumerate(pairs):
+            hkey = _key([m.model_dump(mode="json") for m in history])
+            ckey = _key(call.model_dump(mode="json"))
+            if hkey + ckey in exact:
+                report.duplicates += 1
+                continue
+            exact.add(hkey + ckey)
+            if hkey in points:
+                first = points[hkey]
+                points[hkey] = first.model_copy(update={"expected_alternatives": [*first.expected_alternatives, call]})
+                report.conflicts += 1
+                continue
+            points[hkey] = NextCallCase.model_validate({
+                "id": f"{stem}-{lineno:04d}-{k}",
+                "conversation": f"{stem}-{lineno:04d}",
+                "messages": [m.model_dump(mode="json") for m in history],
+                "initial_fs": EMPTY_WORKSPACE,
+                "expected": call.model_dump(mode="json"),
+                "state_check": False,
+            })
+    if problems and not skip_invalid:
+        raise ImportFailure(problems)
+    report.errors = problems
+    cases: list[Case] = list(points.values())
+    if not cases:
+        raise ImportFailure([*problems, f"{src}: no scoring points found"])
+    report.cases, report.conversations = len(cases), conversations
+    spec = SuiteSpec(
+        name=_suite_name(out, name), version="1", kind="next_call", bundle=bundle,
+        description=(f"Imported from {src.name}: {conversations} conversations expanded to {len(cases)} "
+                     "next-call points. No file system in the source: state_check is off."),
+        source=f"distil-SHELLper format file {src.name}", licence="as the source file's",
+    )
+    write_suite(out, spec, cases)
+    return report
+
+
+class CallSyntaxError(ValueError):
+    """A ground-truth call that is not ``name(literal, key=literal, ...)``."""
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise CallSyntaxError(f"not a literal: {ast.unparse(node)!r}") from None
+    try:
+        return json.loads(json.dumps(value))  # tuples -> lists; rejects sets, bytes, complex
+    except (TypeError, ValueError):
+        raise CallSyntaxError(f"not a JSON value: {ast.unparse(node)!r}") from None
+
+
+def parse_python_call(text: str, param_order: Mapping[str, Sequence[str]] = PARAM_ORDER) -> CallSpec:
+    """``"cd(folder='document')"`` -> CallSpec(name="cd", arguments={"folder": "document"}).
+
+    Read with ``ast``, never evaluated: only literal arguments; positional ones are named by
+    ``param_order``. Raises ``CallSyntaxError`` for anything else."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise CallSyntaxError(f"not Python syntax: {exc.msg}") from None
+    node = tree.body
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise CallSyntaxError("expected a call of a plain name, like cd(folder='x')")
+    name = node.func.id
+    args: dict[str, Any] = {}
+    order = param_order.get(name)
+    for i, a in enumerate(node.args):
+        if isinstance(a, ast.Starred):
+            raise CallSyntaxError("*args are not allowed")
+        if order is None or i >= len(order):
+            raise CallSyntaxError(f"positional argument {i + 1} of {name!r} has no known parameter name")
+        args[order[i]] = _literal(a)
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise CallSyntaxError("**kwargs are not allowed")
+        if kw.arg in args:
+            raise CallSyntaxError(f"argument {kw.arg!r} given twice")
+        args[kw.arg] = _literal(kw.value)
+    return CallSpec(name=name, arguments=args)
+
+
+def _bfcl_case(entry: dict[str, Any], gt: Any) -> EpisodeCase:
+    cid = entry["id"]
+    turns = entry.get("question")
+    if not isinstance(turns, list):
+        raise ValueError(f"{cid}: question: expected a list of turns")
+    if not isinstance(gt, list) or len(gt) != len(turns):
+        n = len(gt) if isinstance(gt, list) else type(gt).__name__
+        raise ValueError(f"{cid}: ground_truth: {n} entries for {len(turns)} turns")
+    ground: list[list[dict[str, Any]]] = []
+    for t, calls in enumerate(gt):
+        if not isinstance(calls, list):
+            raise ValueError(f"{cid}: turn {t}: ground truth is not a list")
+        turn: list[dict[str, Any]] = []
+        for k, text in enumerate(calls):
+            if not isinstance(text, str):
+                raise ValueError(f"{cid}: turn {t}: call {k}: not a string")
+            try:
+                turn.append(parse_python_call(text).model_dump(mode="json"))
+            except CallSyntaxError as exc:
+                raise ValueError(f"{cid}: turn {t}: call {k} {text!r}: {exc}") from None
+        ground.append(turn)
+    config = (entry.get("initial_config") or {}).get(GORILLA_CLASS)
+    if not isinstance(config, dict):
+        raise ValueError(f"{cid}: initial_config.{GORILLA_CLASS}: missing")
+    try:
+        return EpisodeCase.model_validate({
+            "id": cid, "turns": turns, "initial_fs": config, "ground_truth": ground,
+            "excluded_tools": list(entry.get("excluded_function") or []),
+        })
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{cid}: {format_loc(err['loc'])}: {err['msg']}") from None
+
+
+def import_bfcl(
+    questions: str | Path, answers: str | Path, out: str | Path, *, name: str | None = None,
+    bundle: str = "shellper", skip_invalid: bool = False,
+) -> ImportReport:
+    """Convert BFCL multi-turn entries + their possible answers into an episode suite in ``out``."""
+    questions, answers, out = Path(questions), Path(answers), Path(out)
+    report = ImportReport(out_dir=out, source=str(questions))
+    problems: list[str] = []
+    truth: dict[str, Any] = {}
+    for lineno, raw in _read_lines(answers):
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            truth[raw["id"]] = raw.get("ground_truth")
+        else:
+            problems.append(f"{answers}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for lineno, raw in _read_lines(questions):
+        report.records += 1
+        where = f"{questions}:{lineno}"
+        if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
+            continue
+        classes = raw.get("involved_classes") or []
+        if set(classes) != {GORILLA_CLASS}:
+            report.skipped["involve classes other than GorillaFileSystem"] += 1
+            continue
+        if raw.get("missed_function"):
+            report.skipped["missed_function (tools added mid-episode)"] += 1
+            continue
+        if raw["id"] in seen:
+            problems.append(f"{where}: {raw['id']}: duplicate id")
+            continue
+        if raw["id"] not in truth:
+            problems.append(f"{where}: {raw['id']}: no ground truth in {answers}")
+            continue
+        try:
+            cases.append(_bfcl_case(raw, truth[raw["id"]]))
+            seen.add(raw["id"])
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+    if problems and not skip_invalid:
+        raise ImportFailure(problems)
+    report.errors = problems
+    if not cases:
+        raise ImportFailure([*problems, f"{questions}: no GorillaFileSystem-only entries to import"])
+    report.cases = len(cases)
+    spec = SuiteSpec(
+        name=_suite_name(out, name), version="1", kind="episode", bundle=bundle,
+        description=(f"Imported from {questions.name}: {len(cases)} GorillaFileSystem-only multi-turn "
+                     "episodes with ground truth per turn."),
+        source=f"BFCL multi-turn file {questions.name} with answers {answers.name}",
+        licence="Apache-2.0 (BFCL, ShishirPatil/gorilla)",
+    )
+    write_suite(out, spec, cases)
+    return report

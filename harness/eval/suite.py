@@ -1,0 +1,439 @@
+"""Suites: ``suites/<name>/suite.yaml`` plus ``cases.jsonl``, read into typed models.
+
+suite.yaml::
+
+    name: shellper                 # [a-z0-9][a-z0-9_.-]*
+    version: "1"                   # a string (numbers are read as strings)
+    kind: next_call                # next_call | episode
+    bundle: ../../bundles/shellper # a path relative to the suite dir, or a bare bundle name
+    cases: cases.jsonl             # default
+    families: [function_gemma, qwen]                        # default: both
+    strategies: [none, ebnf, structural_tag, json_schema]   # default: all four
+    description: ...
+    source: ...                    # where the cases come from
+    licence: ...
+
+cases.jsonl holds one case per line (see ``NextCallCase`` and ``EpisodeCase``). Every model forbids
+unknown fields; problems are reported as ``<file>:<line>: <field path>: <message>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from harness.agents.constraint import STRATEGIES
+from harness.agents.types import Message, ToolCall
+
+FAMILY_NAMES: tuple[str, ...] = ("function_gemma", "qwen")
+SuiteKind = Literal["next_call", "episode"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CallSpec(_Strict):
+    """One tool call: a name and its arguments (a JSON object)."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _always_arguments(self, handler: Any) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        out.setdefault("arguments", dict(self.arguments))
+        return out
+
+    def to_tool_call(self, call_id: str) -> ToolCall:
+        return ToolCall(id=call_id, name=self.name, arguments=dict(self.arguments))
+
+
+class ChatMessage(_Strict):
+    """A message of a case's history. Tool calls only on assistant messages; tool turns are allowed."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[CallSpec] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> ChatMessage:
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("tool_calls are only allowed on assistant messages")
+        if self.role in ("system", "user", "tool") and self.content is None:
+            raise ValueError(f"a {self.role} message needs a content string")
+        if self.role == "assistant" and not self.tool_calls and not self.content:
+            raise ValueError("an assistant message needs tool_calls or content")
+        return self
+
+
+class FileNode(_Strict):
+    type: Literal["file"]
+    content: str
+
+
+class DirNode(_Strict):
+    type: Literal["directory"]
+    contents: dict[str, Annotated[FileNode | DirNode, Field(discriminator="type")]]
+
+    @field_validator("contents")
+    @classmethod
+    def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for name in v:
+            if not name or "/" in name or name in (".", ".."):
+                raise ValueError(f"invalid file or directory name {name!r}")
+        return v
+
+
+class FsTree(_Strict):
+    """A BFCL ``initial_config["GorillaFileSystem"]`` tree: ``{"root": {NAME: directory}}``."""
+
+    root: dict[str, DirNode]
+
+    @field_validator("root")
+    @classmethod
+    def _one_root(cls, v: dict[str, DirNode]) -> dict[str, DirNode]:
+        if len(v) != 1:
+            raise ValueError(f"needs exactly one top-level directory, found {len(v)}")
+        return v
+
+    @property
+    def root_name(self) -> str:
+        return next(iter(self.root))
+
+    def directory(self, rel_path: str) -> DirNode | None:
+        """The directory at ``rel_path`` ("a/b", relative to the root directory), or None."""
+        node: DirNode = self.root[self.root_name]
+        for part in [p for p in rel_path.split("/") if p]:
+            child = node.contents.get(part)
+            if not isinstance(child, DirNode):
+                return None
+            node = child
+        return node
+
+    def to_bfcl(self) -> dict[str, Any]:
+        """Plain dict in BFCL's shape, for ``FileSystemState.from_bfcl``."""
+        return self.model_dump(mode="json")
+
+
+EMPTY_WORKSPACE: dict[str, Any] = {"root": {"workspace": {"type": "directory", "contents": {}}}}
+
+
+class _CaseBase(_Strict):
+    id: str = Field(min_length=1)
+
+
+class NextCallCase(_CaseBase):
+    """A next-call scoring point: given ``messages``, the model's next call should be ``expected``.
+
+    ``initial_fs``/``cwd`` describe the state before the first message; to execute a point, replay the
+    assistant ``tool_calls`` of ``messages`` (``history_calls()``), then run the predicted call.
+    ``state_check: false`` marks points whose file system is unknown (imported SHELLper data): the
+    state comparison is not applicable there. ``expected_alternatives`` are also correct answers
+    (e.g. equal by the tool's defaults); the oracle replays ``expected``.
+    """
+
+    messages: list[ChatMessage] = Field(min_length=1)
+    expected: CallSpec
+    expected_alternatives: list[CallSpec] = Field(default_factory=list)
+    state_check: bool = True
+    conversation: str | None = None
+    """Id of the conversation this point was expanded from (several points share one)."""
+    tags: list[str] = Field(default_factory=list)
+    cwd: str = ""
+    """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
+    initial_fs: FsTree
+
+    def history(self) -> list[Message]:
+        """The messages as kernel messages; history calls get ids ``<case id>-h<n>``."""
+        out: list[Message] = []
+        n = 0
+        for m in self.messages:
+            calls = []
+            for c in m.tool_calls:
+                n += 1
+                calls.append(c.to_tool_call(f"{self.id}-h{n}"))
+            out.append(
+                Message(role=m.role, content=m.content, tool_calls=tuple(calls),
+                        tool_call_id=m.tool_call_id, name=m.name)
+            )
+        return out
+
+    def history_calls(self) -> list[CallSpec]:
+        return [c for m in self.messages for c in m.tool_calls]
+
+    def gold_calls(self) -> list[CallSpec]:
+        return [self.expected, *self.expected_alternatives]
+
+
+class EpisodeCase(_CaseBase):
+    """A multi-turn episode: user ``turns``, and per turn the ground-truth calls (BFCL style)."""
+
+    turns: list[list[ChatMessage]] = Field(min_length=1)
+    ground_truth: list[list[CallSpec]]
+    excluded_tools: list[str] = Field(default_factory=list)
+    """Tools not offered in this episode (BFCL ``excluded_function``)."""
+    tags: list[str] = Field(default_factory=list)
+    cwd: str = ""
+    """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
+    initial_fs: FsTree
+
+    def gold_calls(self) -> list[CallSpec]:
+        return [c for turn in self.ground_truth for c in turn]
+
+
+Case = NextCallCase | EpisodeCase
+
+
+class SuiteSpec(_Strict):
+    """The contents of ``suite.yaml``."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    version: str
+    kind: SuiteKind
+    bundle: str = Field(min_length=1)
+    cases: str = "cases.jsonl"
+    families: list[str] = Field(default_factory=lambda: list(FAMILY_NAMES), min_length=1)
+    strategies: list[str] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
+    description: str = ""
+    source: str = ""
+    licence: str = ""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_str(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+    @field_validator("families")
+    @classmethod
+    def _families(cls, v: list[str]) -> list[str]:
+        bad = [f for f in v if f not in FAMILY_NAMES]
+        if bad:
+            raise ValueError(f"unknown family {bad[0]!r}: expected one of {', '.join(FAMILY_NAMES)}")
+        return v
+
+    @field_validator("strategies")
+    @classmethod
+    def _strategies(cls, v: list[str]) -> list[str]:
+        bad = [s for s in v if s not in STRATEGIES]
+        if bad:
+            raise ValueError(f"unknown strategy {bad[0]!r}: expected one of {', '.join(STRATEGIES)}")
+        return v
+
+
+class SuiteError(ValueError):
+    """A suite that cannot be loaded; ``problems`` lists every problem found."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__((self.problems[0] if self.problems else "invalid suite") + more)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A loaded suite: its spec, its directory and its typed cases."""
+
+    path: Path
+    spec: SuiteSpec
+    cases: list[Case]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> SuiteKind:
+        return self.spec.kind
+
+    @property
+    def cases_path(self) -> Path:
+        return self.path / self.spec.cases
+
+    @property
+    def bundle_dir(self) -> Path:
+        return resolve_bundle(self.path, self.spec.bundle)
+
+    def next_call_cases(self) -> list[NextCallCase]:
+        return [c for c in self.cases if isinstance(c, NextCallCase)]
+
+    def episode_cases(self) -> list[EpisodeCase]:
+        return [c for c in self.cases if isinstance(c, EpisodeCase)]
+
+    @property
+    def scoring_points(self) -> int:
+        """Next-call suites: one point per case; episode suites: one per episode."""
+        return len(self.cases)
+
+    def tools_used(self) -> list[str]:
+        """Names of the tools in the gold calls, sorted."""
+        return sorted({c.name for case in self.cases for c in case.gold_calls()})
+
+
+def resolve_bundle(suite_dir: Path, bundle: str) -> Path:
+    """A bundle path relative to the suite dir, or a bare name looked up as ``bundles/<name>`` in the
+    suite dir's ancestors, then in the working directory. The result may not exist."""
+    p = Path(bundle).expanduser()
+    if p.is_absolute():
+        return p
+    if "/" in bundle or bundle.startswith("."):
+        return (suite_dir / p).resolve()
+    base = suite_dir.resolve()
+    for anc in (base, *base.parents):
+        cand = anc / "bundles" / bundle
+        if cand.is_dir():
+            return cand
+    return Path.cwd() / "bundles" / bundle
+
+
+def format_loc(loc: Iterable[int | str]) -> str:
+    """('turns', 1, 0, 'content') -> 'turns[1][0].content'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _validation_problems(where: str, err: ValidationError) -> list[str]:
+    out = []
+    for e in err.errors():
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        loc = format_loc(e["loc"])
+        out.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
+    return out
+
+
+def _semantic_problems(case: Case) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if case.cwd and case.initial_fs.directory(case.cwd) is None:
+        out.append(("cwd", f"{case.cwd!r} is not a directory of initial_fs"))
+    if isinstance(case, EpisodeCase):
+        if len(case.ground_truth) != len(case.turns):
+            out.append(("ground_truth", f"{len(case.ground_truth)} lists for {len(case.turns)} turns"))
+        for t, turn in enumerate(case.turns):
+            for i, m in enumerate(turn):
+                if m.role not in ("user", "system"):
+                    out.append((f"turns[{t}][{i}].role", f"a turn holds user or system messages, not {m.role!r}"))
+    return out
+
+
+def load_spec(suite_dir: Path) -> SuiteSpec:
+    where = str(suite_dir / "suite.yaml")
+    try:
+        raw = yaml.safe_load((suite_dir / "suite.yaml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError([f"{where}: not found"]) from None
+    except yaml.YAMLError as exc:
+        raise SuiteError([f"{where}: invalid YAML: {exc}"]) from None
+    if not isinstance(raw, dict):
+        raise SuiteError([f"{where}: expected a mapping"])
+    try:
+        return SuiteSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise SuiteError(_validation_problems(where, exc)) from None
+
+
+def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple[list[Case], list[str]]:
+    """Parse a cases file. Returns the cases that validated and the problems found."""
+    where = display or str(path)
+    model: type[NextCallCase] | type[EpisodeCase] = NextCallCase if kind == "next_call" else EpisodeCase
+    cases: list[Case] = []
+    problems: list[str] = []
+    first_line: dict[str, int] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return [], [f"{where}: not found"]
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        at = f"{where}:{lineno}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{at}: invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if not isinstance(raw, dict):
+            problems.append(f"{at}: expected a JSON object, got {type(raw).__name__}")
+            continue
+        try:
+            case = model.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(_validation_problems(at, exc))
+            continue
+        if case.id in first_line:
+            problems.append(f"{at}: id: duplicate id {case.id!r} (first on line {first_line[case.id]})")
+            continue
+        first_line[case.id] = lineno
+        sem = _semantic_problems(case)
+        problems.extend(f"{at}: {field}: {msg}" for field, msg in sem)
+        if not sem:
+            cases.append(case)
+    return cases, problems
+
+
+def case_line_numbers(path: Path) -> dict[str, int]:
+    """Case id -> line number, for reporting problems found after loading."""
+    out: dict[str, int] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            out.setdefault(raw["id"], lineno)
+    return out
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load and structurally validate a suite directory; raises ``SuiteError`` listing all problems.
+
+    Tool names and arguments are checked by ``validate_suite`` (harness.eval.checks)."""
+    suite_dir = Path(path)
+    if not suite_dir.is_dir():
+        raise SuiteError([f"{suite_dir}: not a directory"])
+    spec = load_spec(suite_dir)
+    cases, problems = read_cases(suite_dir / spec.cases, spec.kind, str(suite_dir / spec.cases))
+    if not problems and not cases:
+        problems.append(f"{suite_dir / spec.cases}: no cases")
+    if problems:
+        raise SuiteError(problems)
+    return Suite(path=suite_dir, spec=spec, cases=cases)
+
+
+def dump_case(case: Case) -> str:
+    """One cases.jsonl line: defaults left out, unicode kept."""
+    return json.dumps(case.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False)
+
+
+def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> Path:
+    """Write ``suite.yaml`` and the cases file into ``out_dir`` (created if needed); returns the dir."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = spec.model_dump(mode="json")
+    (out / "suite.yaml").write_text(
+        yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
+    with (out / spec.cases).open("w", encoding="utf-8") as fh:
+        for case in cases:
+            fh.write(dump_case(case) + "\n")
+    return out

@@ -1,0 +1,201 @@
+"""Generate the project's own suites from the compact specs next to this file.
+
+    python suites/_make/make_suites.py          # (re)write suites/shellper, suites/fs-episodes, suites/smoke
+    python suites/_make/make_suites.py --check  # exit 1 if the committed files differ from the specs
+
+Deterministic: the same specs give byte-identical files. Every call is run through a strict Gorilla
+file-system simulator (fs_sim.py) from the conversation's start: a call that fails there is an
+authoring error unless the spec marks it with ``!`` (those points are tagged ``tool_error``).
+Calls equal by the tools' defaults (``tail(lines=10)`` and ``tail()``, ``find(path='.', name=x)``
+and ``find(name=x)``...) are added as ``expected_alternatives``. Not part of the harness package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SUITES = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from episode_specs import EPISODES  # noqa: E402
+from fs_sim import FsSim  # noqa: E402
+from shellper_specs import CONVERSATIONS, SMOKE_POINTS  # noqa: E402
+from trees import tree  # noqa: E402
+
+from harness.eval.fs_tools import FS_TOOL_NAMES, builtin_fs_schemas  # noqa: E402
+from harness.eval.importers import parse_python_call  # noqa: E402
+from harness.eval.suite import (  # noqa: E402
+    CallSpec,
+    ChatMessage,
+    EpisodeCase,
+    NextCallCase,
+    SuiteSpec,
+    write_suite,
+)
+
+BUNDLE = "../../bundles/shellper"
+ORIGIN = "Written for this project (suites/_make); no text taken from any dataset."
+LICENCE = "Apache-2.0, as the project"
+
+# optional parameters whose default makes "given with the default" equal to "left out"
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "ls": {"a": False}, "du": {"human_readable": False}, "tail": {"lines": 10},
+    "wc": {"mode": "l"}, "find": {"path": "."},
+}
+
+
+class SpecError(Exception):
+    pass
+
+
+def parse(text: str) -> tuple[CallSpec, bool]:
+    """A spec call -> (call, expected to fail)."""
+    fails = text.startswith("!")
+    return parse_python_call(text.removeprefix("!")), fails
+
+
+def run_checked(sim: FsSim, call: CallSpec, fails: bool, where: str) -> None:
+    out = sim.run(call.name, dict(call.arguments))
+    if fails and "error" not in out:
+        raise SpecError(f"{where}: {call.name} was marked to fail but succeeded: {out}")
+    if not fails and "error" in out:
+        raise SpecError(f"{where}: {call.name}({call.arguments}) fails on the tree: {out['error']}")
+
+
+def alternatives(call: CallSpec) -> list[CallSpec]:
+    """Other spellings of ``call`` that the tool's defaults make equal to it."""
+    defaults = DEFAULTS.get(call.name, {})
+    free = [p for p in defaults if p not in call.arguments or call.arguments[p] == defaults[p]]
+    out: list[CallSpec] = []
+    for present in product([False, True], repeat=len(free)):
+        args = {k: v for k, v in call.arguments.items() if k not in free}
+        args.update({p: defaults[p] for p, keep in zip(free, present, strict=True) if keep})
+        alt = CallSpec(name=call.name, arguments=args)
+        if alt.arguments != call.arguments and alt not in out:
+            out.append(alt)
+    return out
+
+
+def shellper_cases() -> tuple[list[NextCallCase], int]:
+    cases: list[NextCallCase] = []
+    seen_ids: set[str] = set()
+    for conv_id, tree_key, turns in CONVERSATIONS:
+        if conv_id in seen_ids:
+            raise SpecError(f"duplicate conversation id {conv_id}")
+        seen_ids.add(conv_id)
+        fs = tree(tree_key)
+        sim = FsSim(fs)
+        history: list[ChatMessage] = []
+        k = 0
+        for text, calls in turns:
+            history.append(ChatMessage(role="user", content=text))
+            for raw in [calls] if isinstance(calls, str) else calls:
+                call, fails = parse(raw)
+                cid = f"{conv_id}-{k:02d}"
+                run_checked(sim, call, fails, cid)
+                cases.append(NextCallCase(
+                    id=cid, conversation=conv_id, messages=list(history), initial_fs=fs,  # type: ignore[arg-type]
+                    expected=call, expected_alternatives=alternatives(call),
+                    tags=["tool_error"] if fails else [],
+                ))
+                history.append(ChatMessage(role="assistant", tool_calls=[call]))
+                k += 1
+    return cases, len(CONVERSATIONS)
+
+
+def episode_cases() -> list[EpisodeCase]:
+    cases: list[EpisodeCase] = []
+    for ep_id, tree_key, turns in EPISODES:
+        fs = tree(tree_key)
+        sim = FsSim(fs)
+        ground: list[list[CallSpec]] = []
+        for t, (_, calls) in enumerate(turns):
+            ground.append([])
+            for raw in calls:
+                call, fails = parse(raw)
+                run_checked(sim, call, fails, f"{ep_id} turn {t}")
+                ground[-1].append(call)
+        cases.append(EpisodeCase(
+            id=ep_id, initial_fs=fs,  # type: ignore[arg-type]
+            turns=[[ChatMessage(role="user", content=text)] for text, _ in turns], ground_truth=ground,
+        ))
+    return cases
+
+
+def check_coverage(points: list[NextCallCase], conversations: int, episodes: list[EpisodeCase]) -> None:
+    schemas = builtin_fs_schemas()
+    used = {c.expected.name for c in points}
+    missing = sorted(set(FS_TOOL_NAMES) - used)
+    problems = []
+    if conversations < 40 or len(points) < 200 or missing:
+        problems.append(f"shellper: {conversations} conversations, {len(points)} points, missing tools {missing}")
+    if len(episodes) < 20 or any(not 2 <= len(e.turns) <= 4 for e in episodes):
+        problems.append(f"fs-episodes: {len(episodes)} episodes, turns per episode must be 2-4")
+    every: list[NextCallCase | EpisodeCase] = [*points, *episodes]
+    for case in every:
+        for call in case.gold_calls():
+            s = schemas[call.name]
+            props = s.parameters["properties"]
+            if set(call.arguments) - set(props) or set(s.required) - set(call.arguments):
+                problems.append(f"{case.id}: {call.name} arguments {sorted(call.arguments)}")
+    if problems:
+        raise SpecError("; ".join(problems))
+
+
+def build(root: Path) -> dict[str, str]:
+    """Write the three suites under ``root``; returns a one-line description per suite."""
+    points, conversations = shellper_cases()
+    episodes = episode_cases()
+    check_coverage(points, conversations, episodes)
+    by_id = {c.id: c for c in points}
+    smoke = [by_id[i] for i in SMOKE_POINTS]
+    tools = len({c.expected.name for c in points})
+    write_suite(root / "shellper", SuiteSpec(
+        name="shellper", version="1", kind="next_call", bundle=BUNDLE,
+        description=(f"{conversations} file-system conversations expanded to {len(points)} next-call points "
+                     f"(every prefix), {tools} tools, each with an initial file system so points can run."),
+        source=ORIGIN, licence=LICENCE), points)
+    write_suite(root / "fs-episodes", SuiteSpec(
+        name="fs-episodes", version="1", kind="episode", bundle=BUNDLE,
+        description=f"{len(episodes)} multi-turn file-system episodes (2-4 user turns) with ground truth per turn.",
+        source=ORIGIN, licence=LICENCE), episodes)
+    write_suite(root / "smoke", SuiteSpec(
+        name="smoke", version="1", kind="next_call", bundle=BUNDLE,
+        description=f"{len(smoke)} next-call points taken from suites/shellper, for quick runs and CI.",
+        source=ORIGIN, licence=LICENCE), smoke)
+    return {
+        "shellper": f"{conversations} conversations, {len(points)} points, {tools} tools",
+        "fs-episodes": f"{len(episodes)} episodes, {sum(len(e.turns) for e in episodes)} turns",
+        "smoke": f"{len(smoke)} points",
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the files on disk, write nothing")
+    ap.add_argument("--out", type=Path, default=SUITES, help="directory to write the suites into")
+    args = ap.parse_args()
+    if not args.check:
+        for name, desc in build(args.out).items():
+            print(f"{args.out / name}: {desc}")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        build(Path(tmp))
+        stale = [
+            f"{name}/{f}" for name in ("shellper", "fs-episodes", "smoke") for f in ("suite.yaml", "cases.jsonl")
+            if not (args.out / name / f).is_file()
+            or (args.out / name / f).read_bytes() != (Path(tmp) / name / f).read_bytes()
+        ]
+    for s in stale:
+        print(f"stale: {args.out / s} (run python suites/_make/make_suites.py)")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
