@@ -1,0 +1,134 @@
+"""Compiling constraint artifacts with xgrammar: one ``GrammarCompiler`` per family, cache on.
+
+Dispatch on :class:`~harness.agents.constraint.ConstraintArtifact` ``kind``, as vLLM's xgrammar
+backend does with ``StructuredOutputsParams``:
+
+- ``grammar``: ``compile_grammar(ebnf)``;
+- ``json``: ``compile_json_schema(schema, any_whitespace=False)``. vLLM compiles with
+  ``any_whitespace=not disable_any_whitespace``, i.e. any whitespace by default, and a small model
+  then emits newlines forever. Here whitespace is always bounded: single-line JSON with
+  ``json.dumps``' default separators (``", "`` and ``": "``), properties in schema order
+  (xgrammar's ``any_order=False``), no extra properties (``strict_mode=True``, vLLM's default too).
+  Payloads that carry a JSON schema to vLLM should send ``disable_any_whitespace: true`` so the
+  server compiles the same language;
+- ``structural_tag``: ``compile_structural_tag(json_text)``; the legacy ``{"structures": [...],
+  "triggers": [...]}`` form goes through xgrammar's deprecated ``(tags, triggers)`` call, as vLLM does.
+
+Timings: ``compile_ms`` is measured around the xgrammar call; ``cached`` says whether this compiler
+already compiled the same (kind, text) in this process (xgrammar's cache answers in microseconds).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harness.agents.constraint import ConstraintArtifact, ConstraintError
+
+JSON_ANY_WHITESPACE = False
+"""The choice recorded above: JSON schemas compile with bounded (no free) whitespace."""
+COMPILER_THREADS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledConstraint:
+    """A compiled artifact and what compiling it cost."""
+
+    compiled: Any
+    """``xgr.CompiledGrammar``."""
+    compile_ms: float
+    cached: bool
+    kind: str
+    family: str
+
+
+_LOCK = threading.Lock()
+_COMPILERS: dict[str, Any] = {}
+_SEEN: dict[str, set[tuple[str, str]]] = {}
+
+
+def get_compiler(family: str) -> Any:
+    """The process-wide ``xgr.GrammarCompiler`` of ``family`` (``max_threads=2``, cache enabled)."""
+    with _LOCK:
+        compiler = _COMPILERS.get(family)
+        if compiler is None:
+            import xgrammar as xgr
+
+            from harness.grammar.tokenizers import get_tokenizer
+
+            compiler = xgr.GrammarCompiler(
+                get_tokenizer(family).info, max_threads=COMPILER_THREADS, cache_enabled=True
+            )
+            _COMPILERS[family] = compiler
+            _SEEN[family] = set()
+        return compiler
+
+
+def clear_compile_cache(family: str) -> None:
+    """Forget every compiled grammar of ``family`` (the next compile is cold again)."""
+    compiler = get_compiler(family)
+    with _LOCK:
+        compiler.clear_cache()
+        _SEEN[family] = set()
+
+
+def compile_artifact(artifact: ConstraintArtifact, family: str) -> CompiledConstraint:
+    """Compile ``artifact`` for ``family``'s tokenizer. Raises ConstraintError when xgrammar
+    refuses the artifact (bad EBNF, bad schema, bad tag) or the kind is unknown."""
+    compiler = get_compiler(family)
+    key = (artifact.kind, artifact.value)
+    with _LOCK:
+        cached = key in _SEEN[family]
+    t0 = time.perf_counter_ns()
+    try:
+        compiled = _compile(compiler, artifact)
+    except ConstraintError:
+        raise
+    except Exception as exc:  # xgrammar raises RuntimeError/ValueError/pydantic errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConstraintError(f"xgrammar cannot compile the {artifact.kind} artifact: {first}") from exc
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    with _LOCK:
+        _SEEN[family].add(key)
+    return CompiledConstraint(
+        compiled=compiled, compile_ms=ms, cached=cached, kind=artifact.kind, family=family
+    )
+
+
+def _compile(compiler: Any, artifact: ConstraintArtifact) -> Any:
+    if artifact.kind == "grammar":
+        return compiler.compile_grammar(artifact.value)
+    if artifact.kind == "json":
+        return compiler.compile_json_schema(artifact.value, any_whitespace=JSON_ANY_WHITESPACE)
+    if artifact.kind == "structural_tag":
+        try:
+            tag = json.loads(artifact.value)
+        except ValueError as exc:
+            raise ConstraintError(f"structural_tag is not valid JSON: {exc}") from exc
+        if isinstance(tag, dict) and "structures" in tag:
+            import warnings
+
+            import xgrammar as xgr
+
+            try:
+                items = [
+                    xgr.StructuralTagItem(
+                        begin=s["begin"], schema=json.dumps(s.get("schema") or {}), end=s["end"]
+                    )
+                    for s in tag["structures"]
+                ]
+                triggers = list(tag["triggers"])
+            except (KeyError, TypeError) as exc:
+                raise ConstraintError(
+                    f"legacy structural_tag needs structures[begin, schema, end] and triggers: {exc}"
+                ) from exc
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                return compiler.compile_structural_tag(items, triggers)
+        return compiler.compile_structural_tag(artifact.value)
+    raise ConstraintError(
+        f"unknown artifact kind {artifact.kind!r}: expected grammar, json or structural_tag"
+    )

@@ -1,0 +1,152 @@
+"""``harness grammar show|check``: the interface users and CI rely on (exit codes, last-line JSON)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli.main import app
+
+TOOLS = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
+COMBOS = [(f, s) for f in ("function_gemma", "qwen") for s in ("ebnf", "structural_tag", "json_schema")]
+
+VALID = [
+    {"calls": [{"name": "pwd", "arguments": {}}]},
+    {"calls": [{"name": "ls", "arguments": {"a": True}}]},
+    {"calls": [{"name": "cd", "arguments": {"folder": ".."}}]},
+    {"calls": [{"name": "echo", "arguments": {"content": 'a } b < c " d\n e ü 日本', "file_name": "x.txt"}}]},
+    {"calls": [{"name": "tail", "arguments": {"file_name": "log.txt", "lines": 15}}]},
+    {"calls": [{"name": "wc", "arguments": {"file_name": "log.txt", "mode": "w"}}]},
+    {"calls": [{"name": "grep", "arguments": {"file_name": "a.txt", "pattern": "ERROR \\d+"}}]},
+    {"calls": [{"name": "mv", "arguments": {"source": "a", "destination": "b/"}}]},
+]
+INVALID = [
+    {"calls": [{"name": "format_disk", "arguments": {}}]},  # unknown tool
+    {"calls": [{"name": "cat", "arguments": {"file_name": "a", "force": True}}]},  # unknown argument
+    {"calls": [{"name": "diff", "arguments": {"file_name1": "a"}}]},  # missing required argument
+    {"calls": [{"name": "cd", "arguments": {"folder": 5}}]},  # string given a number
+    {"calls": [{"name": "tail", "arguments": {"file_name": "a", "lines": "ten"}}]},  # malformed integer
+    {"calls": [{"name": "wc", "arguments": {"file_name": "a", "mode": "x"}}]},  # not in the enum
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, ["grammar", *args])
+
+
+def summary(result) -> dict:
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(("family", "strategy"), COMBOS)
+def test_check_accepts_valid_calls(tmp_path, family, strategy):
+    calls = write_jsonl(tmp_path / "calls.jsonl", VALID)
+    result = run(
+        "check", "--family", family, "--strategy", strategy, "--tools", str(TOOLS), "--calls", str(calls)
+    )
+    assert result.exit_code == 0, result.stderr
+    s = summary(result)
+    assert s["accepted"] == s["total"] == len(VALID) and s["rejected"] == 0
+    for key in (
+        "compile_ms_cold",
+        "compile_ms_cached",
+        "mask_us_p50",
+        "mask_us_p99",
+        "mask_us_max",
+        "tokens",
+    ):
+        assert isinstance(s[key], (int, float))
+    assert s["tokens"] > 0 and s["masks"] == s["tokens"] + len(VALID)
+
+
+@pytest.mark.parametrize(("family", "strategy"), COMBOS)
+def test_check_rejects_each_invalid_call(tmp_path, family, strategy):
+    calls = write_jsonl(tmp_path / "calls.jsonl", [VALID[2], *INVALID])
+    result = run(
+        "check", "--family", family, "--strategy", strategy, "--tools", str(TOOLS), "--calls", str(calls)
+    )
+    assert result.exit_code == 1
+    s = summary(result)
+    assert (s["accepted"], s["rejected"], s["total"]) == (1, len(INVALID), 1 + len(INVALID))
+    for line in range(2, 2 + len(INVALID)):  # one reason per rejected line, on stderr
+        assert f"calls.jsonl:{line}: rejected" in result.stderr
+
+
+def test_two_calls_need_parallel(tmp_path):
+    two = {"calls": [{"name": "pwd", "arguments": {}}, {"name": "ls", "arguments": {}}]}
+    calls = write_jsonl(tmp_path / "calls.jsonl", [two])
+    args = ["check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls)]
+    assert run(*args).exit_code == 1
+    assert run(*args, "--parallel").exit_code == 0
+
+
+def test_bad_json_line_names_file_and_line(tmp_path):
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text(json.dumps(VALID[0]) + "\n\n{not json\n")
+    result = run(
+        "check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls)
+    )
+    assert result.exit_code == 2
+    assert f"{calls}:3" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"--tools": "missing.json"}, "missing.json"),
+        ({"--calls": "missing.jsonl"}, "missing.jsonl"),
+        ({"--family": "llama"}, "unknown family"),
+        ({"--strategy": "none"}, "unknown strategy"),
+        ({"--strategy": "regex"}, "unknown strategy"),
+    ],
+)
+def test_bad_input_exits_2(tmp_path, change, message):
+    calls = write_jsonl(tmp_path / "calls.jsonl", VALID[:1])
+    opts = {"--family": "qwen", "--strategy": "ebnf", "--tools": str(TOOLS), "--calls": str(calls)}
+    for key, value in change.items():
+        opts[key] = str(tmp_path / value) if value.startswith("missing") else value
+    result = run("check", *[x for kv in opts.items() for x in kv])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_calls_line_shape_is_checked(tmp_path):
+    calls = write_jsonl(tmp_path / "calls.jsonl", [{"call": {"name": "pwd"}}])
+    result = run(
+        "check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls)
+    )
+    assert result.exit_code == 2 and ":1:" in result.stderr
+
+
+@pytest.mark.parametrize("strategy", ["ebnf", "structural_tag", "json_schema", "none"])
+def test_show_prints_artifact_and_payload(strategy):
+    result = run("show", "--family", "function_gemma", "--strategy", strategy, "--tools", str(TOOLS))
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "# request payload" in out
+    payload = json.loads(out.split("# request payload", 1)[1])
+    assert "<start_function_response>" in payload["stop"]
+    if strategy != "none":
+        so = payload["extra_body"]["structured_outputs"]
+        field = {"ebnf": "grammar", "structural_tag": "structural_tag", "json_schema": "json"}[strategy]
+        assert field in so
+        assert "cp" in out and "rmdir" in out  # the artifact itself is printed, with the tools in it
+
+
+def test_importing_the_grammar_package_is_light():
+    code = (
+        "import sys, harness.grammar, harness.cli.main; "
+        "print(sorted(m for m in ('xgrammar', 'torch', 'transformers', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
