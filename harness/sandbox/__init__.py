@@ -1,0 +1,97 @@
+"""Sandboxed ``.pym`` tools on pydantic-monty: loading, limits, errors, events, virtual files, mutations.
+
+- ``load_script(path)`` parses the ``Input()``/``@external`` declarations with ``ast``, blanks their
+  lines (errors keep the ``.pym`` line numbers) and type-checks the script once.
+- ``PymTool`` implements the kernel's Tool protocol; ``discover_tools(folder)`` loads a folder of them.
+- ``Limits`` (presets strict/default/permissive, "16mb"/"2s", merge) bound every run, plus a host-side
+  wall clock.
+- ``Workspace`` (a ``DataProvider`` of virtual files and hidden inputs, a ``ResultHandler`` of
+  mutations) is what the kernel passes to tools as ``ToolContext.workspace``;
+  ``Workspace.filesystem(FileSystemState)`` serves the Gorilla file-system tools.
+
+Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, on a small
+thread pool so the event loop never blocks); see ``harness/sandbox/runner.py`` for the measurements
+behind that choice. pydantic-monty itself is imported only when a script is loaded or run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.sandbox.declare import Input, external
+from harness.sandbox.errors import (
+    ERROR_KINDS,
+    CheckError,
+    ExecutionError,
+    ExternalError,
+    InputError,
+    LimitError,
+    OutputError,
+    ParseError,
+    SandboxError,
+)
+from harness.sandbox.fs import MOUNT, FileSystemState, MutationError
+from harness.sandbox.limits import PRESETS, Limits
+from harness.sandbox.script import ExternalSpec, InputSpec, Script, load_script, parse_script
+from harness.sandbox.tool import PymTool, discover_tools, split_envelope
+from harness.sandbox.workspace import (
+    DataProvider,
+    FileSystemBridge,
+    RecordingResultHandler,
+    ResultHandler,
+    StaticDataProvider,
+    Workspace,
+)
+
+if TYPE_CHECKING:
+    from harness.sandbox.runner import SandboxPool
+
+
+def get_pool() -> SandboxPool:
+    """The process-wide ``SandboxPool`` (imports pydantic-monty)."""
+    from harness.sandbox.runner import get_pool as _get_pool
+
+    return _get_pool()
+
+
+def close_pool() -> None:
+    """Close the process-wide pool now (it is also closed at exit; the next use starts a new one)."""
+    from harness.sandbox.runner import close_pool as _close_pool
+
+    _close_pool()
+
+
+__all__ = [
+    "ERROR_KINDS",
+    "MOUNT",
+    "PRESETS",
+    "CheckError",
+    "DataProvider",
+    "ExecutionError",
+    "ExternalError",
+    "ExternalSpec",
+    "FileSystemBridge",
+    "FileSystemState",
+    "Input",
+    "InputError",
+    "InputSpec",
+    "LimitError",
+    "Limits",
+    "MutationError",
+    "OutputError",
+    "ParseError",
+    "PymTool",
+    "RecordingResultHandler",
+    "ResultHandler",
+    "SandboxError",
+    "Script",
+    "StaticDataProvider",
+    "Workspace",
+    "close_pool",
+    "discover_tools",
+    "external",
+    "get_pool",
+    "load_script",
+    "parse_script",
+    "split_envelope",
+]

@@ -1,0 +1,174 @@
+"""``harness bench sandbox``: the cost of one file-system tool call, end to end.
+
+Each timed call is what the runner does per model call: ``PymTool.execute`` with a file-system
+workspace of 20 files in 4 folders (arguments checked, fresh sandbox session, the tree served as
+virtual files, the mutations applied to the host state). The calls cycle through all 18 tools in an
+order that leaves the state as it found it, so every cycle sees the same tree.
+Goal (performance.md): p50 <= 0.5 ms, p99 <= 2 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.agents.tools import ToolContext
+from harness.agents.types import ToolCall
+from harness.sandbox.fs import FileSystemState
+from harness.sandbox.limits import Limits
+from harness.sandbox.tool import PymTool, discover_tools
+from harness.sandbox.workspace import Workspace
+
+TOOLS_DIR = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
+
+CYCLE: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("ls", {}),
+    ("cat", {"file_name": "notes.txt"}),
+    ("grep", {"file_name": "notes.txt", "pattern": "line 1"}),
+    ("wc", {"file_name": "notes.txt", "mode": "w"}),
+    ("tail", {"file_name": "notes.txt", "lines": 3}),
+    ("sort", {"file_name": "todo.txt"}),
+    ("diff", {"file_name1": "notes.txt", "file_name2": "todo.txt"}),
+    ("pwd", {}),
+    ("cd", {"folder": "docs"}),
+    ("ls", {"a": True}),
+    ("cd", {"folder": ".."}),
+    ("mkdir", {"dir_name": "tmp"}),
+    ("touch", {"file_name": "tmp.txt"}),
+    ("echo", {"content": "scratch", "file_name": "tmp.txt"}),
+    ("cp", {"source": "tmp.txt", "destination": "tmp"}),
+    ("mv", {"source": "tmp.txt", "destination": "tmp2.txt"}),
+    ("rm", {"file_name": "tmp2.txt"}),
+    ("rmdir", {"dir_name": "tmp"}),  # not empty: an error result, state unchanged
+    ("rm", {"file_name": "tmp"}),
+    ("find", {"name": "report"}),
+    ("du", {"human_readable": True}),
+)
+
+
+def bench_state() -> FileSystemState:
+    """20 files in 4 folders, ~3 KB of text."""
+    lines = "\n".join(f"line {i}: some text for the tools to chew on" for i in range(12))
+    tree: dict[str, Any] = {
+        "notes.txt": lines,
+        "todo.txt": "\n".join(sorted(lines.splitlines(), reverse=True)),
+        ".profile": "export X=1",
+        "docs": {f"report_{i}.md": f"# Report {i}\n{lines[: 40 * (i + 1)]}" for i in range(6)},
+        "src": {f"mod_{i}.py": f"def f{i}():\n    return {i}\n" for i in range(6)},
+        "logs": {f"day_{i}.log": f"{i} ok\n{i} warn\n" for i in range(5)},
+        "empty": {},
+    }
+    state = FileSystemState("bench", tree)
+    assert _count_files(state.tree) == 20
+    return state
+
+
+def _count_files(tree: dict[str, Any]) -> int:
+    return sum(_count_files(n) if isinstance(n, dict) else 1 for n in tree.values())
+
+
+def _pct(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+async def _run(n: int, preset: str, only: str | None) -> dict[str, Any]:
+    started = time.perf_counter()
+    tools = {t.name: t for t in discover_tools(TOOLS_DIR, limits=preset)}
+    load_ms = (time.perf_counter() - started) * 1e3
+    cycle = [c for c in CYCLE if only is None or c[0] == only] or [(only or "ls", {})]
+    if only is not None and only not in tools:
+        raise ValueError(f"no tool {only!r}; expected one of {', '.join(sorted(tools))}")
+    state = bench_state()
+    workspace = Workspace.filesystem(state)
+
+    async def call(tool: PymTool, args: dict[str, Any]) -> tuple[float, bool]:
+        t0 = time.perf_counter()
+        result = await tool.execute(
+            ToolCall.create(tool.name, args), ToolContext(call_id="bench", workspace=workspace)
+        )
+        return (time.perf_counter() - t0) * 1e6, result.is_error
+
+    first_us, _ = await call(tools[cycle[0][0]], cycle[0][1])
+    for name, args in cycle * 2:  # warm-up
+        await call(tools[name], args)
+    samples: list[float] = []
+    per_tool: dict[str, list[float]] = {}
+    errors = 0
+    while len(samples) < n:  # whole cycles, so the state ends as it began (n is rounded up)
+        for name, args in cycle:
+            us, is_error = await call(tools[name], args)
+            samples.append(us)
+            per_tool.setdefault(name, []).append(us)
+            errors += is_error
+    if state != bench_state():
+        raise RuntimeError("the benchmark cycle changed the file-system state: its calls are wrong")
+    hop = await _thread_hop(tools["pwd"], max(50, n // 4))
+    ordered = sorted(samples)
+    return {
+        "tool_call_us_p50": round(_pct(ordered, 0.50), 1),
+        "tool_call_us_p90": round(_pct(ordered, 0.90), 1),
+        "tool_call_us_p99": round(_pct(ordered, 0.99), 1),
+        "tool_call_us_mean": round(statistics.fmean(ordered), 1),
+        "n": len(ordered),
+        "preset": preset,
+        "tool": only or "all (cycle of 18 tools)",
+        "files": _count_files(state.tree),
+        "error_results": errors,
+        "per_tool_us_p50": {k: round(statistics.median(v), 1) for k, v in sorted(per_tool.items())},
+        "first_call_us": round(first_us, 1),
+        "load_18_tools_ms": round(load_ms, 1),
+        **hop,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "goal": {"tool_call_us_p50": 500, "tool_call_us_p99": 2000},
+    }
+
+
+async def _thread_hop(tool: PymTool, n: int) -> dict[str, Any]:
+    """The same feed (``pwd``: no virtual-file round trip) run on the event loop's thread and on the
+    sandbox's thread pool: what keeping the loop free costs per call."""
+    from harness.sandbox.runner import get_pool
+    from harness.sandbox.vfs import TreeOS
+
+    pool = get_pool()
+    script = tool.script
+    limits = tool.limits.to_monty()
+    inputs = {"cwd": "/fs/bench"}
+
+    def feed() -> Any:
+        return pool.feed(
+            script.filename,
+            script.code,
+            limits=limits,
+            inputs=inputs,
+            external_lookup={},
+            os_handler=TreeOS({}),
+            print_callback=lambda stream, text: None,
+        )
+
+    loop = asyncio.get_running_loop()
+    inline: list[float] = []
+    threaded: list[float] = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        feed()
+        inline.append((time.perf_counter() - t0) * 1e6)
+        t0 = time.perf_counter()
+        await loop.run_in_executor(pool.executor, feed)
+        threaded.append((time.perf_counter() - t0) * 1e6)
+    return {
+        "bare_feed_inline_us_p50": round(statistics.median(inline), 1),
+        "bare_feed_thread_us_p50": round(statistics.median(threaded), 1),
+    }
+
+
+def bench_sandbox(n: int = 1000, preset: str = "default", tool: str | None = None) -> dict[str, Any]:
+    """Time ``n`` tool calls (see the module docstring) and return the figures."""
+    Limits.preset(preset)  # fail early on a bad name
+    return asyncio.run(_run(n, preset, tool))

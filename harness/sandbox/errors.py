@@ -1,0 +1,116 @@
+"""The seven ways a sandboxed ``.pym`` tool can fail.
+
+Every failure the sandbox reports is one of these, each with a message that names the line of the
+``.pym`` file or the input concerned. ``kind`` is the class name (what ``ScriptErrorEvent.kind``
+carries) and ``error_kind`` the ``checker:reason`` string a ``ToolResult`` carries.
+"""
+
+from __future__ import annotations
+
+
+class SandboxError(Exception):
+    """Base class: a ``.pym`` script failed to load or to run."""
+
+    error_kind = "tool:script_error"
+
+    def __init__(self, message: str, *, script: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.script = script
+        self.line = line
+
+    @property
+    def kind(self) -> str:
+        """The error kind's name: ``ParseError``, ``LimitError``, ..."""
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ParseError(SandboxError):
+    """The ``.pym`` file is not valid Python, or uses syntax the sandbox does not support."""
+
+    error_kind = "tool:load_error"
+
+
+class CheckError(SandboxError):
+    """A malformed ``Input()``/``@external`` declaration, or the type checker rejected the script."""
+
+    error_kind = "tool:load_error"
+
+
+class InputError(SandboxError):
+    """An input is missing, unknown or of the wrong type.
+
+    ``from_model`` tells whether the input is one the model supplies (its arguments: the kind is then
+    ``tool:bad_arguments``) or one the host supplies (a hidden input: a set-up error of the harness).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        input_name: str | None = None,
+        from_model: bool = True,
+        script: str | None = None,
+    ) -> None:
+        super().__init__(message, script=script)
+        self.input_name = input_name
+        self.from_model = from_model
+        self.error_kind = "tool:bad_arguments" if from_model else "tool:script_error"
+
+
+class ExternalError(SandboxError):
+    """A declared ``@external`` has no implementation, an undeclared one was supplied, or one raised."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        function_name: str | None = None,
+        script: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message, script=script, line=line)
+        self.function_name = function_name
+
+
+class ExecutionError(SandboxError):
+    """The script raised (TypeError, KeyError, ...) while running."""
+
+    def __init__(
+        self, message: str, *, exc_type: str | None = None, script: str | None = None, line: int | None = None
+    ) -> None:
+        super().__init__(message, script=script, line=line)
+        self.exc_type = exc_type
+
+
+class LimitError(SandboxError):
+    """A resource limit was breached: ``limit`` is memory, duration, recursion, suspensions, sleep or wall_clock."""
+
+    error_kind = "tool:limit"
+
+    def __init__(
+        self, message: str, *, limit: str, script: str | None = None, line: int | None = None
+    ) -> None:
+        super().__init__(message, script=script, line=line)
+        self.limit = limit
+
+
+class OutputError(SandboxError):
+    """The script's value failed the output model, is not JSON, or carries malformed mutations."""
+
+    error_kind = "tool:bad_output"
+
+
+ERROR_KINDS: tuple[type[SandboxError], ...] = (
+    ParseError,
+    CheckError,
+    InputError,
+    ExternalError,
+    ExecutionError,
+    LimitError,
+    OutputError,
+)
+"""The seven kinds, in the order a call can meet them."""

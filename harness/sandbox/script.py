@@ -1,0 +1,240 @@
+"""Loading a ``.pym`` script: declarations found with ``ast``, lines blanked, stubs built, checked once.
+
+A ``.pym`` file is Python that declares its interface at module level::
+
+    \"\"\"What the tool does (the tool's description).\"\"\"
+    from harness.sandbox import Input, external
+
+    file_name: str = Input("file_name", description="...")
+    lines: int = Input("lines", default=10)
+    cwd: str = Input("cwd", hidden=True)          # supplied by the host, not in the schema
+
+    @external
+    def lookup(key: str) -> str: ...             # implemented by the host (sync or async)
+
+    ...code...
+    {"output": ..., "mutations": [...]}          # the last expression is the value
+
+The declaration lines are blanked (replaced by empty lines, never regenerated), so the code that runs
+keeps the file's line numbers and every error points at the ``.pym`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.agents.types import ToolSchema
+from harness.sandbox.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
+from harness.sandbox.errors import InputError, ParseError
+from harness.sandbox.validation import compile_validator, first_error_of, first_problem
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from jsonschema import Draft202012Validator
+    from pydantic import BaseModel
+
+    from harness.agents.events import Event
+    from harness.sandbox.limits import Limits
+
+__all__ = ["BUILTIN_STUBS", "ExternalSpec", "InputSpec", "Script", "load_script", "parse_script"]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A loaded, checked ``.pym`` script. Immutable; ``run`` it as often as needed."""
+
+    path: Path
+    name: str
+    description: str
+    code: str
+    """The source with the declaration lines blanked: what is fed to the sandbox."""
+    stubs: str
+    inputs: Mapping[str, InputSpec]
+    externals: Mapping[str, ExternalSpec]
+    _validators: dict[str, Draft202012Validator] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+    def tool_schema(self, name: str | None = None) -> ToolSchema:
+        """The ToolSchema the model sees: visible inputs only, hidden ones left out."""
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for spec in self.inputs.values():
+            if spec.hidden:
+                continue
+            prop = dict(spec.model_schema)
+            if spec.description:
+                prop["description"] = spec.description
+            if spec.has_default and spec.default is not None:
+                prop["default"] = spec.default
+            properties[spec.name] = prop
+            if spec.required:
+                required.append(spec.name)
+        params: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+        return ToolSchema(name=name or self.name, description=self.description, parameters=params)
+
+    def validation_schema(self, *, include_hidden: bool) -> dict[str, Any]:
+        """A strict JSON Schema for argument values: unknown names rejected, Optional accepts null."""
+        props = {s.name: s.validation_schema for s in self.inputs.values() if include_hidden or not s.hidden}
+        required = [s.name for s in self.inputs.values() if s.required]
+        return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+    def validator(self, *, include_hidden: bool) -> Draft202012Validator:
+        """The compiled validator of ``validation_schema`` (built once)."""
+        key = "all" if include_hidden else "visible"
+        found = self._validators.get(key)
+        if found is None:
+            found = self._validators[key] = compile_validator(
+                self.validation_schema(include_hidden=include_hidden)
+            )
+        return found
+
+    def _input_validator(self, name: str) -> Draft202012Validator:
+        key = "input:" + name
+        found = self._validators.get(key)
+        if found is None:
+            found = self._validators[key] = compile_validator(self.inputs[name].validation_schema)
+        return found
+
+    def resolve_inputs(
+        self,
+        given: Mapping[str, Any] | None,
+        host: Mapping[str, Any] | None = None,
+        *,
+        given_checked: bool = False,
+    ) -> dict[str, Any]:
+        """All inputs for a run: ``given`` (the arguments) over ``host`` (hidden values) over defaults.
+
+        Raises InputError naming the input when one is unknown, missing or of the wrong type.
+        ``given_checked``: the caller already validated ``given`` against ``validator(include_hidden=False)``
+        (PymTool does, to report ``tool:bad_arguments``), so only the host's values are checked here.
+        """
+        given = dict(given or {})
+        host = host or {}
+        for key in given:
+            if key not in self.inputs:
+                raise InputError(
+                    f"{self.filename}: unknown input {key!r} (declared: {', '.join(self.inputs) or 'none'})",
+                    input_name=key,
+                    script=self.filename,
+                )
+        values: dict[str, Any] = {}
+        from_host: list[str] = []
+        for spec in self.inputs.values():
+            if spec.name in given:
+                values[spec.name] = given[spec.name]
+            elif spec.hidden and spec.name in host:
+                values[spec.name] = host[spec.name]
+                from_host.append(spec.name)
+            elif spec.has_default:
+                values[spec.name] = spec.default
+            else:
+                who = "the host (hidden input)" if spec.hidden else "the call"
+                raise InputError(
+                    f"{self.filename} line {spec.lineno}: missing input {spec.name!r}, which {who} must supply",
+                    input_name=spec.name,
+                    from_model=not spec.hidden,
+                    script=self.filename,
+                )
+        if not given_checked:
+            _check_types(self, values)
+            return values
+        for name in from_host:
+            problem = first_error_of(self._input_validator(name), values[name])
+            if problem is not None:
+                raise InputError(
+                    f"{self.filename} line {self.inputs[name].lineno}: hidden input {name!r} {problem}",
+                    input_name=name,
+                    from_model=False,
+                    script=self.filename,
+                )
+        return values
+
+    async def run(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        host_inputs: Mapping[str, Any] | None = None,
+        files: Mapping[str, Any] | None = None,
+        externals: Mapping[str, Callable[..., Any]] | None = None,
+        limits: Limits | None = None,
+        output_model: type[BaseModel] | None = None,
+        environ: Mapping[str, str] | None = None,
+        emit: Callable[[Event], Awaitable[None] | None] | None = None,
+        tool_name: str | None = None,
+        arguments_checked: bool = False,
+    ) -> Any:
+        """Run once in a fresh sandbox session and return the script's value.
+
+        ``files`` maps absolute virtual paths to a file's content (str/bytes) or a directory (a dict of
+        name -> content or dict). Raises one of the seven SandboxError kinds; emits ScriptStart/Print/
+        Complete/Error events through ``emit`` when given. ``arguments_checked``: see ``resolve_inputs``.
+        """
+        from harness.sandbox.runner import run_script
+
+        return await run_script(
+            self,
+            inputs,
+            host_inputs=host_inputs,
+            files=files,
+            externals=externals,
+            limits=limits,
+            output_model=output_model,
+            environ=environ,
+            emit=emit,
+            tool_name=tool_name or self.name,
+            arguments_checked=arguments_checked,
+        )
+
+
+def _check_types(script: Script, values: Mapping[str, Any]) -> None:
+    problem = first_problem(script.validator(include_hidden=True), dict(values))
+    if problem is None:
+        return
+    message, name = problem
+    spec = script.inputs.get(name) if name else None
+    where = f"{script.filename} line {spec.lineno}" if spec else script.filename
+    raise InputError(
+        f"{where}: {message}",
+        input_name=name,
+        from_model=not (spec and spec.hidden),
+        script=script.filename,
+    )
+
+
+def load_script(path: str | Path, *, type_check: bool = True) -> Script:
+    """Read, parse and check a ``.pym`` file. Raises ParseError or CheckError with the line."""
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ParseError(f"cannot read {path}: {e}", script=path.name) from e
+    script = parse_script(source, path)
+    if type_check:
+        from harness.sandbox.runner import type_check_script
+
+        type_check_script(script)
+    return script
+
+
+def parse_script(source: str, path: str | Path = "script.pym") -> Script:
+    """The script in ``source``, declarations read, not type-checked. Raises ParseError or CheckError."""
+    path = Path(path)
+    found = parse_declarations(source, path.name)
+    return Script(
+        path=path,
+        name=path.stem,
+        description=found.description,
+        code=found.code,
+        stubs=found.stubs,
+        inputs=found.inputs,
+        externals=found.externals,
+    )

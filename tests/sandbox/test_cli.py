@@ -1,0 +1,85 @@
+"""``harness tool run`` and ``harness bench sandbox``: exact output shapes and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sandbox_helpers import TOOLS_DIR
+from typer.testing import CliRunner
+
+from harness.cli.main import app
+
+runner = CliRunner()
+
+
+def run_tool(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["tool", "run", *args])
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout  # exactly one JSON object
+    return result.exit_code, json.loads(lines[0])
+
+
+def test_tool_run_success_with_files(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "docs").mkdir(parents=True)
+    (root / "a.txt").write_text("hello\nworld")
+    code, out = run_tool(str(TOOLS_DIR / "ls.pym"), "--files", str(root))
+    assert code == 0
+    assert out == {
+        "output": {"current_directory_content": ["a.txt", "docs"]},
+        "is_error": False,
+        "error_kind": None,
+    }
+    code, out = run_tool(
+        str(TOOLS_DIR / "tail.pym"),
+        "--args",
+        '{"file_name": "a.txt", "lines": 1}',
+        "--files",
+        str(root),
+        "--limits",
+        "strict",
+    )
+    assert (code, out["output"]) == (0, {"last_lines": "world"})
+    assert (root / "a.txt").read_text() == "hello\nworld"  # the host directory is only read
+
+
+def test_tool_run_without_files_sees_an_empty_tree() -> None:
+    code, out = run_tool(str(TOOLS_DIR / "pwd.pym"))
+    assert (code, out["output"]) == (0, {"current_working_directory": "/workspace"})
+
+
+def test_tool_run_errors_exit_1() -> None:
+    code, out = run_tool(str(TOOLS_DIR / "cat.pym"), "--args", '{"file_name": 3}')
+    assert code == 1 and out["is_error"] is True and out["error_kind"] == "tool:bad_arguments"
+    code, out = run_tool(str(TOOLS_DIR / "cat.pym"), "--args", "not json")
+    assert code == 1 and out["error_kind"] == "tool:bad_arguments"
+
+
+def test_tool_run_reports_a_script_that_does_not_load(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.pym"
+    broken.write_text('"""Broken."""\nx = (\n')
+    code, out = run_tool(str(broken))
+    assert code == 1
+    assert out["is_error"] is True and out["error_kind"] == "tool:load_error"
+    assert out["output"].startswith("ParseError: broken.pym line 2")
+    code, out = run_tool(str(tmp_path / "missing.pym"))
+    assert code == 1 and out["error_kind"] == "tool:load_error"
+
+
+def test_tool_run_script_failure(tmp_path: Path) -> None:
+    script = tmp_path / "loop.pym"
+    script.write_text('"""Spins."""\nwhile True:\n    pass\n')
+    code, out = run_tool(str(script), "--limits", "strict")
+    assert code == 1 and out["error_kind"] == "tool:limit"
+
+
+def test_bench_sandbox_prints_json_last() -> None:
+    result = runner.invoke(app, ["bench", "sandbox", "--n", "21"])
+    assert result.exit_code == 0, result.stdout
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("tool_call_us_p50", "tool_call_us_p90", "tool_call_us_p99", "tool_call_us_mean"):
+        assert figures[key] > 0
+    assert figures["n"] == 21 and figures["preset"] == "default" and figures["files"] == 20
+    assert figures["error_results"] == 0
+    assert set(figures["per_tool_us_p50"]) == {p.stem for p in TOOLS_DIR.glob("*.pym")}
