@@ -1,0 +1,144 @@
+"""OracleEngine: replays gold answers token by token through the request's own constraint.
+
+An LLMClient with no model. Each request takes the next answer of its queue (a list of ToolCall; an
+empty list is a closing plain message), renders it as the family emits it under the strategy
+(``adapter.render_output``), encodes it with the family's real tokenizer, and walks the ids through the
+grammar the request carries (``constraint_from_request`` -> ``compile_artifact`` -> the decode loop
+with the gold source, the mask filled at every step). Compile time and per-token mask time go to
+EngineStats. Where the grammar forbids a gold token the response carries
+``stats.grammar_error = "grammar:rejected_gold"`` and the text up to that token; any later request of
+the same engine raises ModelCallError of that kind, so the sample ends there. With strategy ``none``
+the request carries no constraint and the gold text passes unconstrained.
+
+It measures grammars, not a model: a grammar that rejects a valid answer shows up with no model at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
+from harness.agents.constraint import ConstraintError, DecodingConstraint
+from harness.agents.families import get_adapter
+from harness.agents.types import ToolCall
+from harness.grammar.compile import compile_artifact
+from harness.grammar.decode import GoldSource, decode
+from harness.grammar.request import constraint_from_request
+from harness.grammar.tokenizers import get_tokenizer
+
+NOTE = "oracle: replays gold answers through the grammar with the real tokenizer; it measures grammars, not a model"
+REJECTED_GOLD = "grammar:rejected_gold"
+
+_STOP_IDS: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+_ARTIFACT_STRATEGY = {"grammar": "ebnf", "structural_tag": "structural_tag", "json": "json_schema"}
+
+
+class OracleEngine:
+    """``OracleEngine(family, answers=[calls_1, calls_2, ...], constraint=...)``.
+
+    ``constraint`` gives the strategy the answers are rendered for; without it the strategy is read
+    from the request's constraint (none when it carries none). ``grammar_cache`` may be shared by many
+    engines of one run so each grammar is compiled once per run (it maps the artifact to its compiled
+    grammar; the per-process compiler cache of ``harness.grammar`` sits below it).
+    """
+
+    name = "oracle"
+    note = NOTE
+
+    def __init__(
+        self,
+        family: str,
+        answers: Iterable[Sequence[ToolCall]] = (),
+        constraint: DecodingConstraint | None = None,
+        grammar_cache: dict[Any, Any] | None = None,
+    ) -> None:
+        self.family = family
+        self.adapter = get_adapter(family)
+        self.answers: list[list[ToolCall]] = [list(a) for a in answers]
+        self.constraint = constraint
+        self.grammar_cache = grammar_cache if grammar_cache is not None else {}
+        self.requests = 0
+        self.rejected: str | None = None
+
+    async def aclose(self) -> None:
+        return None
+
+    def _strategy_constraint(self, artifact: Any) -> DecodingConstraint:
+        if self.constraint is not None:
+            return self.constraint
+        strategy = "none" if artifact is None else _ARTIFACT_STRATEGY.get(artifact.kind, "ebnf")
+        return DecodingConstraint(strategy=strategy)  # type: ignore[arg-type]
+
+    def _compiled(self, artifact: Any) -> tuple[Any, float, bool]:
+        """(compiled grammar, compile ms, cached) for ``artifact``; compiled once per run."""
+        key = (self.family, artifact.kind, artifact.value)
+        started = time.perf_counter()
+        hit = self.grammar_cache.get(key)
+        if hit is not None:
+            return hit.compiled, (time.perf_counter() - started) * 1000.0, True
+        compiled = compile_artifact(artifact, self.family)
+        self.grammar_cache[key] = compiled
+        return compiled.compiled, float(compiled.compile_ms), bool(compiled.cached)
+
+    def _stop_ids(self, tokenizer: Any, stop: Sequence[str]) -> tuple[int, ...]:
+        """End-of-turn ids, plus the request's stop strings that are single tokens (as a server stops
+        on them): after the gold text the grammar must allow one of these."""
+        key = (self.family, tuple(stop))
+        cached = _STOP_IDS.get(key)
+        if cached is None:
+            extra = [ids[0] for ids in (tokenizer.encode(s) for s in stop) if len(ids) == 1]
+            cached = _STOP_IDS[key] = tuple(dict.fromkeys([*tokenizer.eos_ids, *extra]))
+        return cached
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        return self.complete(request)
+
+    def complete(self, request: CompletionRequest) -> CompletionResponse:
+        """Answer one request synchronously (the work is CPU-bound and takes a few milliseconds)."""
+        started = time.perf_counter()
+        self.requests += 1
+        if self.rejected is not None:
+            raise ModelCallError(self.rejected, "an earlier answer of this sample was rejected by the grammar")
+        if not self.answers:
+            raise ModelCallError(
+                "model:oracle_exhausted", f"request {self.requests}: the oracle has no gold answer left"
+            )
+        calls = self.answers.pop(0)
+        try:
+            artifact = constraint_from_request(dict(request.extra_body), None)
+        except ConstraintError as exc:
+            raise ModelCallError("model:bad_request", str(exc)) from exc
+        constraint = self._strategy_constraint(artifact)
+        text = self.adapter.render_output(calls, constraint)
+        tokenizer = get_tokenizer(self.family)
+        compiled, compile_ms, cached = (None, None, None) if artifact is None else self._compiled(artifact)
+        ids = tokenizer.encode(text)
+        result = decode(
+            compiled, GoldSource(ids), tokenizer, max_tokens=len(ids) + 1, mask_policy="always",
+            stop_ids=self._stop_ids(tokenizer, request.stop),
+        )
+        error = result.error
+        if error is not None:
+            self.rejected = error
+        content = result.text if error is not None else text
+        stats = EngineStats(
+            compile_ms=compile_ms,
+            compile_cached=cached,
+            mask_us=tuple(result.mask_us),
+            accept_us=tuple(result.accept_us),
+            generated_tokens=len(result.token_ids),
+            grammar_error=error,
+            engine=self.name,
+        )
+        return CompletionResponse(
+            content=content,
+            finish_reason="grammar_error" if error else "stop",
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            model=request.model,
+            stats=stats,
+        )
+
+
+__all__ = ["NOTE", "OracleEngine"]

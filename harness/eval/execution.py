@@ -1,0 +1,97 @@
+"""The sandbox as the runner and scoring use it: the bundle's tools, file-system states and workspaces.
+
+Calls run through the bundle's real ``.pym`` tools (``PymTool.execute``) on a ``Workspace`` over a
+``FileSystemState``; nothing here reimplements a tool. States that every sample of a case shares (the
+state a next-call point's history leaves) are computed once per case and copied per use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.agents.tools import Tool, ToolContext
+from harness.agents.types import ToolCall
+from harness.eval.suite import Case, NextCallCase
+
+_ids = itertools.count(1)
+
+
+def load_tools(bundle_dir: Path, config: Any) -> list[Tool]:
+    """The bundle's sandboxed tools (``tools_dir``, the bundle's limits), loaded and checked once."""
+    from harness.sandbox import discover_tools
+
+    return list(discover_tools(Path(bundle_dir) / config.tools_dir, limits=config.limits))
+
+
+class SandboxStates:
+    """File-system states for a suite's cases, and calls executed on them with the real tools.
+
+    Implements scoring's ``StateBackend`` (``initial``, ``apply``, ``difference``) and gives the runner
+    its workspaces (``workspace``, ``workspace_after_history``)."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self.tools = {t.schema.name: t for t in tools}
+        self._after_history: dict[str, Any] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def initial(self, case: Case) -> Any:
+        from harness.sandbox import FileSystemState
+
+        state = FileSystemState.from_bfcl(case.initial_fs.to_bfcl())
+        if case.cwd:
+            state = FileSystemState(state.root_name, state.tree, [p for p in case.cwd.split("/") if p])
+        return state
+
+    async def run_call(self, state: Any, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Run one call on ``state`` in place; returns the ToolResult (an unknown tool is an error)."""
+        from harness.agents.types import ToolResult
+        from harness.sandbox import Workspace
+
+        call = ToolCall(id=f"score_{next(_ids)}", name=name, arguments=dict(arguments))
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolResult(call.id, name, f"unknown tool {name!r}", is_error=True, error_kind="tool:unknown")
+        return await tool.execute(call, ToolContext(call_id=call.id, workspace=Workspace.filesystem(state)))
+
+    async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Run one call on a copy of ``state``; the new state and the call's output."""
+        new = state.copy()
+        result = await self.run_call(new, name, arguments)
+        return new, result.output
+
+    def difference(self, a: Any, b: Any) -> str | None:
+        if a != b:  # FileSystemState equality compares the trees (BFCL's)
+            return "state:tree_differs"
+        if tuple(a.cwd) != tuple(b.cwd):
+            return "state:cwd_differs"
+        return None
+
+    async def state_after_history(self, case: NextCallCase) -> Any:
+        """The state a next-call point's history leaves (computed once per case; do not mutate)."""
+        if case.id not in self._after_history:
+            async with self._locks.setdefault(case.id, asyncio.Lock()):
+                if case.id not in self._after_history:
+                    state = self.initial(case)
+                    for call in case.history_calls():
+                        await self.run_call(state, call.name, call.arguments)
+                    self._after_history[case.id] = state
+        return self._after_history[case.id]
+
+    def workspace(self, case: Case) -> Any:
+        """A fresh workspace on the case's initial state (episodes)."""
+        from harness.sandbox import Workspace
+
+        return Workspace.filesystem(self.initial(case))
+
+    async def workspace_after_history(self, case: NextCallCase) -> Any:
+        """A fresh workspace on a copy of the state after the point's history (next-call samples)."""
+        from harness.sandbox import Workspace
+
+        return Workspace.filesystem((await self.state_after_history(case)).copy())
+
+
+__all__ = ["SandboxStates", "load_tools"]

@@ -1,0 +1,371 @@
+"""The runner: family x strategy x case x epoch samples, run concurrently, saved as they finish.
+
+``run_suite(RunSpec)`` loads the suite and the bundle's tools once, builds one lane per family and
+strategy (payloads and grammars are built once per lane, not per request), then hands samples to
+``concurrency`` workers. Each sample is bounded in time (``sample:timeout``) and retried once when the
+model call failed on a timeout or a lost connection. Every finished sample goes to samples.jsonl at
+once (see ``SampleWriter``); with ``resume`` the samples already saved are skipped, and a line torn by
+a kill is cut off and its sample run again. Scoring runs at the end from samples.jsonl alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.agents.client import LLMClient
+from harness.agents.constraint import DecodingConstraint
+from harness.eval.results import (
+    RUN_FILE,
+    SAMPLES_FILE,
+    SampleWriter,
+    default_run_id,
+    git_commit,
+    make_sample_id,
+    read_run,
+    repair_samples,
+    utc_now,
+    versions,
+    write_json,
+)
+from harness.eval.sample import (
+    Lane,
+    SampleOutcome,
+    cached_payload_adapter,
+    run_episode,
+    run_next_call,
+    sample_record,
+)
+from harness.eval.suite import Case, NextCallCase, Suite, load_suite
+
+RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
+DEFAULT_CONCURRENCY = {"oracle": 1, "local": 1, "openai": 4}
+DEFAULT_MAX_TOKENS = {"openai": 512}
+"""A server's own default is the rest of the context window: bounded here, as small models loop."""
+"""The oracle is CPU-bound on the event loop (more samples in flight only add noise to the mask
+times it measures); the embedded engine serializes requests; a server gains from requests in flight."""
+ENGINES = ("oracle", "openai", "local")
+
+
+class RunError(Exception):
+    """A run that cannot start (bad options, a run directory in the way...); the message says why."""
+
+
+class EngineSetup(Protocol):
+    """Where a run's model answers come from: one client per sample (the oracle, which replays that
+    sample's gold) or one shared client (a server, the embedded engine)."""
+
+    name: str
+    note: str
+    base_url: str | None
+    model_id: str
+
+    def prepare(self, families: list[str]) -> None:
+        """Load what every sample needs (tokenizers, weights) before samples are timed."""
+        ...
+
+    def client_for(self, lane: Lane, case: Case) -> LLMClient: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class RunSpec:
+    suite_dir: Path
+    engine: str = "oracle"
+    base_url: str | None = None
+    model: str | None = None
+    families: list[str] | None = None
+    strategies: list[str] | None = None
+    limit: int | None = None
+    concurrency: int | None = None
+    """Samples in flight; None = the engine's default (``DEFAULT_CONCURRENCY``)."""
+    epochs: int = 1
+    out: Path | None = None
+    resume: bool = False
+    sample_timeout_s: float = 300.0
+    max_steps_per_turn: int = 20
+    max_tokens: int | None = None
+    """Bound per model response; None = ``DEFAULT_MAX_TOKENS`` of the engine (the embedded engine's own
+    default when absent there)."""
+    results_root: Path = Path("results")
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    total: int
+    skipped: int
+    ran: int
+    errors: int
+    wall_s: float
+    harness_ms: list[float] = field(default_factory=list)
+
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class _Job:
+    lane: Lane
+    case: Case
+    epoch: int
+    sample_id: str
+
+    def header(self, suite: Suite) -> dict[str, Any]:
+        return {
+            "sample_id": self.sample_id, "case_id": self.case.id, "family": self.lane.family,
+            "strategy": self.lane.strategy, "epoch": self.epoch, "kind": suite.kind,
+        }
+
+
+class Runner:
+    """One run: the suite, the engine setup, the lanes, the sandbox states and the writer."""
+
+    def __init__(self, spec: RunSpec, suite: Suite, engine: EngineSetup, families: list[str],
+                 strategies: list[str]) -> None:
+        from harness.agents.bundle import load_bundle_config
+        from harness.agents.families import get_adapter
+        from harness.eval.execution import SandboxStates, load_tools
+
+        self.spec, self.suite, self.engine = spec, suite, engine
+        self.bundle = load_bundle_config(suite.bundle_dir)
+        self.tools = load_tools(suite.bundle_dir, self.bundle)
+        self.states = SandboxStates(self.tools)
+        self.lanes: list[Lane] = []
+        for family in families:
+            adapter = cached_payload_adapter(get_adapter(family))
+            for strategy in strategies:
+                constraint = DecodingConstraint(
+                    strategy=strategy,  # type: ignore[arg-type]  # validated by DecodingConstraint
+                    allow_parallel_calls=self.bundle.constraint.allow_parallel_calls,
+                    send_tools_to_api=self.bundle.constraint.send_tools_to_api,
+                )
+                self.lanes.append(Lane(
+                    family=family, strategy=strategy, adapter=adapter, constraint=constraint,
+                    model_id=engine.model_id, system_prompt=self.bundle.system_prompt, tools=list(self.tools),
+                    max_concurrency=self.bundle.kernel.max_concurrency,
+                    max_history_messages=self.bundle.kernel.max_history_messages,
+                    max_tokens=spec.max_tokens, agent_id=self.bundle.name,
+                ))
+
+    async def prepare(self, families: list[str]) -> None:
+        """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
+        first call starts processes) and the per-lane payloads."""
+        self.engine.prepare(families)
+        no_args = [t.schema.name for t in self.tools if not t.schema.required]
+        if self.suite.cases and no_args:
+            state = self.states.initial(self.suite.cases[0])
+            await asyncio.gather(*(
+                self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.spec.concurrency or 1)
+            ))
+        for lane in self.lanes:
+            lane.adapter.build_payload([t.schema for t in lane.tools], lane.constraint)
+
+    def jobs(self) -> list[_Job]:
+        cases = self.suite.cases[: self.spec.limit] if self.spec.limit else self.suite.cases
+        return [
+            _Job(lane, case, epoch, make_sample_id(case.id, lane.family, lane.strategy, epoch))
+            for lane in self.lanes
+            for case in cases
+            for epoch in range(1, self.spec.epochs + 1)
+        ]
+
+    async def _attempt(self, job: _Job) -> SampleOutcome:
+        client = self.engine.client_for(job.lane, job.case)
+        started = time.perf_counter()
+        if isinstance(job.case, NextCallCase):
+            workspace = await self.states.workspace_after_history(job.case)
+            setup_ms = (time.perf_counter() - started) * 1000.0
+            outcome = await run_next_call(job.lane, job.case, client, workspace)
+        else:
+            workspace = self.states.workspace(job.case)
+            setup_ms = (time.perf_counter() - started) * 1000.0
+            outcome = await run_episode(job.lane, job.case, client, workspace, self.spec.max_steps_per_turn)
+        outcome.setup_ms = setup_ms
+        return outcome
+
+    async def run_sample(self, job: _Job) -> dict[str, Any]:
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                outcome = await asyncio.wait_for(self._attempt(job), self.spec.sample_timeout_s)
+            except TimeoutError:
+                outcome = SampleOutcome(
+                    error_kind="sample:timeout", error=f"no result within {self.spec.sample_timeout_s:g} s"
+                )
+            except Exception as exc:  # a bug or a broken engine: counted on the sample, never hidden
+                outcome = SampleOutcome(error_kind="harness:exception", error=f"{type(exc).__name__}: {exc}")
+            if outcome.error_kind in RETRY_KINDS and attempts == 1:
+                continue
+            return sample_record(job.header(self.suite), outcome, started, attempts)
+
+    async def run(self, writer: SampleWriter, todo: list[_Job], progress: Progress | None) -> list[dict[str, Any]]:
+        queue: asyncio.Queue[_Job] = asyncio.Queue()
+        for job in todo:
+            queue.put_nowait(job)
+        finished: list[dict[str, Any]] = []
+
+        async def worker() -> None:
+            while True:
+                try:
+                    job = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                record = await self.run_sample(job)
+                writer.put(record)
+                finished.append(record)
+                if progress is not None:
+                    progress(record)
+
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.spec.concurrency or 1))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+        return finished
+
+
+def _run_dir(spec: RunSpec, suite: Suite) -> Path:
+    if spec.out is not None:
+        return Path(spec.out)
+    return spec.results_root / default_run_id(suite.name, spec.engine)
+
+
+def _suite_path(path: Path) -> str:
+    resolved = path.resolve()
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(resolved)
+
+
+def _check_names(families: list[str] | None, strategies: list[str] | None) -> None:
+    from harness.agents.constraint import STRATEGIES
+    from harness.eval.suite import FAMILY_NAMES
+
+    for given, known, what in ((families, FAMILY_NAMES, "family"), (strategies, STRATEGIES, "strategy")):
+        bad = [g for g in given or () if g not in known]
+        if bad:
+            raise RunError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")
+
+
+def _check_resume(run_dir: Path, spec: RunSpec, suite: Suite) -> dict[str, Any]:
+    """The saved run.json, when ``spec`` continues the same suite on the same engine."""
+    previous = read_run(run_dir)
+    saved = {"engine": previous.get("engine"), "suite": (previous.get("suite") or {}).get("name")}
+    now = {"engine": spec.engine, "suite": suite.name}
+    mismatched = [f"{k} {saved[k]!r} != {now[k]!r}" for k in now if saved[k] != now[k]]
+    if mismatched:
+        raise RunError(f"{run_dir}: cannot resume: {'; '.join(mismatched)} (saved run.json vs this command)")
+    return previous
+
+
+async def run_suite(
+    spec: RunSpec,
+    engine_factory: Callable[[RunSpec, list[str] | None], tuple[EngineSetup, list[str] | None]],
+    progress_factory: Callable[[int, int], Progress] | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> RunOutcome:
+    """Run a suite into a results directory, then score it. ``engine_factory(spec, families)`` builds
+    the engine and may restrict the families (the embedded engine has weights for some only)."""
+    from harness.eval.score_run import score_run
+
+    started = time.perf_counter()
+    suite = load_suite(spec.suite_dir)
+    if spec.concurrency is None:
+        spec.concurrency = DEFAULT_CONCURRENCY.get(spec.engine, 1)
+    if spec.max_tokens is None:
+        spec.max_tokens = DEFAULT_MAX_TOKENS.get(spec.engine)
+    if spec.epochs < 1 or spec.concurrency < 1 or (spec.limit is not None and spec.limit < 1):
+        raise RunError("--epochs, --concurrency and --limit must be >= 1")
+    _check_names(spec.families, spec.strategies)
+    run_dir = _run_dir(spec, suite)
+    samples_path = run_dir / SAMPLES_FILE
+    resuming = spec.resume and (run_dir / RUN_FILE).is_file()
+    if spec.resume and not resuming:
+        if samples_path.exists() and samples_path.stat().st_size > 0:
+            raise RunError(f"{run_dir}: samples but no {RUN_FILE}: not a run directory this runner wrote")
+        log(f"resume: {run_dir} holds no run yet (killed before its first sample?): starting it")
+    if resuming:
+        previous = _check_resume(run_dir, spec, suite)
+        # Unless given again, a resumed run keeps the matrix it was started with.
+        spec.families = spec.families or previous.get("families")
+        spec.strategies = spec.strategies or previous.get("strategies")
+    engine, families = engine_factory(spec, spec.families)
+    families = families or list(suite.spec.families)
+    strategies = spec.strategies or list(suite.spec.strategies)
+    done: set[str] = set()
+    if resuming:
+        log_file = repair_samples(samples_path)
+        if log_file.torn_tail_at is not None:
+            log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
+        done = set(log_file.samples)
+    elif samples_path.exists() and samples_path.stat().st_size > 0:
+        raise RunError(f"{run_dir} already holds samples: use --resume to continue it, or another --out")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        runner = Runner(spec, suite, engine, families, strategies)
+        jobs = runner.jobs()
+        todo = [j for j in jobs if j.sample_id not in done]
+        run_info: dict[str, Any] = {
+            "run_id": run_dir.name,
+            "suite": {"name": suite.name, "version": suite.spec.version, "kind": suite.kind,
+                      "path": _suite_path(suite.path)},
+            "engine": engine.name, "engine_note": engine.note, "base_url": engine.base_url,
+            "model": engine.model_id, "families": families, "strategies": strategies,
+            "epochs": spec.epochs, "limit": spec.limit, "concurrency": spec.concurrency,
+            "sample_timeout_s": spec.sample_timeout_s, "max_steps_per_turn": spec.max_steps_per_turn,
+            "max_tokens": spec.max_tokens, "versions": versions(), "git_commit": git_commit(),
+            "started_at": utc_now(), "finished_at": None,
+        }
+        if resuming:
+            previous = read_run(run_dir)
+            run_info["started_at"] = previous.get("started_at", run_info["started_at"])
+            run_info["resumed_at"] = [*previous.get("resumed_at", []), utc_now()]
+        write_json(run_dir / RUN_FILE, run_info)
+        log(f"{len(jobs)} samples ({len(families)} families x {len(strategies)} strategies x "
+            f"{len(jobs) // max(1, len(families) * len(strategies) * spec.epochs)} cases x {spec.epochs} epochs)"
+            + (f", {len(jobs) - len(todo)} already saved" if done else "") + f" -> {run_dir}")
+        if todo:
+            await runner.prepare(families)
+        progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
+        run_started = time.perf_counter()
+        async with SampleWriter(samples_path) as writer:
+            finished = await runner.run(writer, todo, progress)
+        run_s = time.perf_counter() - run_started
+    finally:
+        await engine.aclose()
+    harness_ms = [r["harness_ms"] for r in finished]
+    run_info["finished_at"] = utc_now()
+    run_info["timing"] = _timing(run_s, finished)
+    write_json(run_dir / RUN_FILE, run_info)
+    await score_run(run_dir, suite=suite)
+    return RunOutcome(
+        run_dir=run_dir, total=len(jobs), skipped=len(jobs) - len(todo), ran=len(finished),
+        errors=sum(r["status"] == "error" for r in finished), wall_s=time.perf_counter() - started,
+        harness_ms=harness_ms,
+    )
+
+
+def _timing(run_s: float, finished: list[dict[str, Any]]) -> dict[str, Any]:
+    from harness.eval.summary import percentile
+
+    harness = [r["harness_ms"] for r in finished]
+    return {
+        "samples_s": round(run_s, 3),
+        "samples": len(finished),
+        "harness_ms_p50": round(percentile(harness, 50), 3) if harness else None,
+        "harness_ms_p99": round(percentile(harness, 99), 3) if harness else None,
+        "harness_ms_mean": round(sum(harness) / len(harness), 3) if harness else None,
+    }
+
+
+__all__ = ["ENGINES", "EngineSetup", "RunError", "RunOutcome", "RunSpec", "Runner", "run_suite"]

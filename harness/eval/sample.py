@@ -1,0 +1,250 @@
+"""Running one sample: a case on one family x strategy, through the real kernel, into a sample record.
+
+Generation only: nothing here scores. A next-call sample is one ``kernel.step`` on the case's history,
+its calls executed in the sandbox on the state the history leaves (so the transcript holds real tool
+results and timings). An episode is one ``kernel.run`` per user turn, tools executed in the sandbox on a
+workspace built from the case's initial file system, at most ``max_steps`` steps a turn. Scoring later
+re-executes calls from the saved record on its own copies, so it never needs the engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.agents.adapter import ModelAdapter
+from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.agents.constraint import DecodingConstraint, RequestPayload
+from harness.agents.kernel import AgentKernel
+from harness.agents.tools import Tool
+from harness.agents.types import Message, StepResult, ToolCall, ToolSchema
+from harness.eval.suite import EpisodeCase, NextCallCase
+
+REJECTED_GOLD = "grammar:rejected_gold"
+
+
+class RecordingClient:
+    """Wraps the run's LLMClient and keeps every response of one sample, in order (the kernel's
+    StepResult does not carry latency or engine stats)."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+        self.responses: list[CompletionResponse] = []
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        response = await self.inner.chat_completion(request)
+        self.responses.append(response)
+        return response
+
+    async def aclose(self) -> None:
+        """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
+
+
+def cached_payload_adapter(adapter: ModelAdapter) -> ModelAdapter:
+    """The adapter with ``build_payload`` memoized per (tool names, constraint): a run builds each
+    family x strategy x tool set payload once, not once per request."""
+    cache: dict[tuple[tuple[str, ...], DecodingConstraint], RequestPayload] = {}
+    build = adapter.build_payload
+
+    def cached(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
+        key = (tuple(t.name for t in tools), constraint)
+        payload = cache.get(key)
+        if payload is None:
+            payload = cache[key] = build(tools, constraint)
+        return payload
+
+    return dataclasses.replace(adapter, build_payload=cached)
+
+
+def gold_answers(case: NextCallCase | EpisodeCase) -> list[list[ToolCall]]:
+    """What the oracle answers, request by request: a next-call case's expected call; an episode's
+    ground-truth calls one request each (no parallel calls needed), then a closing message per turn."""
+    if isinstance(case, NextCallCase):
+        return [[case.expected.to_tool_call(f"{case.id}-gold")]]
+    answers: list[list[ToolCall]] = []
+    for t, turn in enumerate(case.ground_truth):
+        answers.extend([c.to_tool_call(f"{case.id}-t{t}-{i}")] for i, c in enumerate(turn))
+        answers.append([])
+    return answers
+
+
+def _stats(response: CompletionResponse) -> dict[str, Any] | None:
+    s = response.stats
+    if s is None:
+        return None
+    return {
+        "compile_ms": s.compile_ms,
+        "compile_cached": s.compile_cached,
+        "mask_us": [round(v, 3) for v in s.mask_us],
+        "accept_us": [round(v, 3) for v in s.accept_us],
+        "generated_tokens": s.generated_tokens,
+        "grammar_error": s.grammar_error,
+    }
+
+
+def turn_record(step: StepResult, response: CompletionResponse, user_turn: int | None = None) -> dict[str, Any]:
+    """One model response of a sample, in the results contract's shape."""
+    usage = response.usage
+    record: dict[str, Any] = {
+        "output": response.content,
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in step.tool_calls],
+        "parse_errors": [{"kind": e.kind, "message": e.message} for e in step.parse_errors],
+        "tool_results": [
+            {"name": r.name, "output": r.output, "is_error": r.is_error, "error_kind": r.error_kind,
+             "duration_us": None if r.duration_us is None else round(r.duration_us, 1)}
+            for r in step.tool_results
+        ],
+        "latency_ms": response.latency_ms,
+        "ttft_ms": response.ttft_ms,
+        "usage": None if usage is None else {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        },
+        "stats": _stats(response),
+    }
+    if user_turn is not None:
+        record["user_turn"] = user_turn
+    return record
+
+
+@dataclass
+class SampleOutcome:
+    """What one attempt produced: the turns, and the error that ended it (if any)."""
+
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    error_kind: str | None = None
+    error: str | None = None
+    setup_ms: float = 0.0
+    """Time spent building the sample's workspace (a next-call point replays its history in the
+    sandbox, once per case): sandbox time, not harness time."""
+    max_steps_turns: list[int] = field(default_factory=list)
+    """Episode user turns that ended because they reached the step bound, not by a text answer."""
+
+
+@dataclass
+class Lane:
+    """Everything one family x strategy needs, built once per run."""
+
+    family: str
+    strategy: str
+    adapter: ModelAdapter
+    constraint: DecodingConstraint
+    model_id: str
+    system_prompt: str | None
+    tools: list[Tool]
+    max_concurrency: int = 1
+    max_history_messages: int | None = None
+    max_tokens: int | None = None
+    agent_id: str = "agent"
+
+    def kernel(self, client: LLMClient) -> AgentKernel:
+        return AgentKernel(
+            client, self.adapter, model=self.model_id, constraint=self.constraint,
+            max_concurrency=self.max_concurrency, max_history_messages=self.max_history_messages,
+            agent_id=self.agent_id, max_tokens=self.max_tokens,
+        )
+
+    def opening(self, messages: Sequence[Message]) -> list[Message]:
+        """The case's messages behind the bundle's system prompt (unless the case brings its own)."""
+        if self.system_prompt and not any(m.role == "system" for m in messages):
+            return [Message(role="system", content=self.system_prompt), *messages]
+        return list(messages)
+
+
+WorkspaceFactory = Callable[[Any], Any]
+
+
+async def run_next_call(
+    lane: Lane, case: NextCallCase, client: LLMClient, workspace: Any
+) -> SampleOutcome:
+    """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
+    recorder = RecordingClient(client)
+    kernel = lane.kernel(recorder)
+    outcome = SampleOutcome()
+    try:
+        step = await kernel.step(lane.opening(case.history()), lane.tools, workspace=workspace)
+    except ModelCallError as exc:
+        outcome.error_kind, outcome.error = exc.kind, str(exc)
+        return outcome
+    response = recorder.responses[-1]
+    outcome.turns.append(turn_record(step, response))
+    _note_rejection(outcome, [response])
+    return outcome
+
+
+async def run_episode(
+    lane: Lane, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int = 20
+) -> SampleOutcome:
+    """``kernel.run`` per user turn on one workspace; every step of every turn is recorded."""
+    recorder = RecordingClient(client)
+    kernel = lane.kernel(recorder)
+    excluded = set(case.excluded_tools)
+    tools = [t for t in lane.tools if t.schema.name not in excluded]
+    history: list[Message] = lane.opening([])
+    outcome = SampleOutcome()
+    for index, user_messages in enumerate(case.turns):
+        history.extend(Message(role=m.role, content=m.content) for m in user_messages)
+        seen = len(recorder.responses)
+        try:
+            result = await kernel.run(history, tools, max_turns=max_steps, workspace=workspace)
+        except ModelCallError as exc:
+            outcome.error_kind, outcome.error = exc.kind, str(exc)
+            return outcome
+        responses = recorder.responses[seen:]
+        outcome.turns.extend(
+            turn_record(step, response, user_turn=index)
+            for step, response in zip(result.steps, responses, strict=True)
+        )
+        if _note_rejection(outcome, responses):
+            return outcome
+        if result.termination_reason == "max_turns":
+            outcome.max_steps_turns.append(index)
+        history = list(result.history)
+    return outcome
+
+
+def _note_rejection(outcome: SampleOutcome, responses: Sequence[CompletionResponse]) -> bool:
+    for response in responses:
+        if response.stats is not None and response.stats.grammar_error:
+            outcome.error_kind = response.stats.grammar_error
+            outcome.error = f"the grammar forbade a gold token; emitted so far: {response.content!r}"
+            return True
+    return False
+
+
+def sample_record(
+    job: dict[str, Any], outcome: SampleOutcome, started: float, attempts: int = 1
+) -> dict[str, Any]:
+    """The samples.jsonl line: ids, status, turns, and where the time went."""
+    duration_ms = (time.perf_counter() - started) * 1000.0
+    model_ms = sum(t.get("latency_ms") or 0.0 for t in outcome.turns)
+    tool_ms = sum((r.get("duration_us") or 0.0) / 1000.0 for t in outcome.turns for r in t["tool_results"])
+    return {
+        **job,
+        "status": "error" if outcome.error_kind else "ok",
+        "error_kind": outcome.error_kind,
+        "error": outcome.error,
+        "turns": outcome.turns,
+        "attempts": attempts,
+        **({"max_steps_turns": outcome.max_steps_turns} if outcome.max_steps_turns else {}),
+        "duration_ms": round(duration_ms, 3),
+        "setup_ms": round(outcome.setup_ms, 3),
+        "harness_ms": round(max(0.0, duration_ms - model_ms - tool_ms - outcome.setup_ms), 3),
+    }
+
+
+__all__ = [
+    "Lane",
+    "RecordingClient",
+    "SampleOutcome",
+    "cached_payload_adapter",
+    "gold_answers",
+    "run_episode",
+    "run_next_call",
+    "sample_record",
+    "turn_record",
+]

@@ -1,0 +1,339 @@
+"""Scoring: each saved sample against its case, with no engine involved.
+
+Per sample, four metrics (scores.parquet rows), each 1/0 with a ``checker:reason`` on failure, or
+null where it does not apply:
+
+- ``validity``: the answer parsed, every call names a tool that was offered, and its arguments are
+  valid for that tool's JSON schema (jsonschema).
+- ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
+  A next-call case's ``expected_alternatives`` are accepted too. Episodes: every user turn's calls
+  equal that turn's ground truth.
+- ``state_match``: the predicted calls and the gold calls, executed in the sandbox from the case's
+  state, leave the same tree and working directory. Next-call points replay the history's calls first.
+  Episodes go turn by turn on two copies and also apply BFCL's response check: the gold results of a
+  turn must be an unordered subset of the model's results so far. Null when the case has no known file
+  system (``state_check: false``).
+- ``grammar_rejection``: 1 when the oracle engine found a gold token the grammar forbids. Only the
+  oracle can measure it; null for other engines.
+
+A sample that ended in an error (``model:timeout``, ``sample:timeout``, ``grammar:rejected_gold``...)
+fails every applicable metric with that kind: failures are counted, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.agents.types import ToolSchema
+from harness.eval.suite import Case, EpisodeCase, NextCallCase
+
+REJECTED_GOLD = "grammar:rejected_gold"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    value: float | None
+    error_kind: str | None = None
+
+
+PASS = Verdict(1.0)
+NOT_APPLICABLE = Verdict(None)
+
+
+def fail(kind: str) -> Verdict:
+    return Verdict(0.0, kind)
+
+
+class StateBackend(Protocol):
+    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.execution``)."""
+
+    def initial(self, case: Case) -> Any:
+        """A fresh state: the case's tree and working directory."""
+        ...
+
+    async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Run one call on ``state`` (left untouched); returns the new state and the call's output."""
+        ...
+
+    def difference(self, a: Any, b: Any) -> str | None:
+        """None when both states are equal, else ``state:tree_differs`` or ``state:cwd_differs``."""
+        ...
+
+
+# -- comparing calls ----------------------------------------------------------------------------------
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """JSON equality where a boolean never equals a number (``True == 1`` in Python) and 1 == 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def call_difference(predicted: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[str, Any]]) -> str | None:
+    """None when the call lists are equal, else the ``exact:*`` reason of the first difference."""
+    if len(predicted) != len(gold):
+        return "exact:call_count"
+    for p, g in zip(predicted, gold, strict=True):
+        if p.get("name") != g.get("name"):
+            return "exact:wrong_name"
+        if not same_value(p.get("arguments") or {}, g.get("arguments") or {}):
+            return "exact:wrong_arguments"
+    return None
+
+
+def _canonical(output: Any) -> str:
+    return output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
+
+
+def unordered_subset(needles: Iterable[Any], haystack: Iterable[Any]) -> bool:
+    """Every needle is found in the haystack, each haystack item used at most once (BFCL)."""
+    pool: dict[str, int] = {}
+    for item in haystack:
+        key = _canonical(item)
+        pool[key] = pool.get(key, 0) + 1
+    for item in needles:
+        key = _canonical(item)
+        if pool.get(key, 0) <= 0:
+            return False
+        pool[key] -= 1
+    return True
+
+
+# -- the scorer ---------------------------------------------------------------------------------------
+
+
+class Scorer:
+    """Scores saved samples of one suite. ``tools`` are the schemas the bundle offers; ``engine`` is
+    the run's engine (only the oracle measures grammar rejections)."""
+
+    def __init__(
+        self,
+        cases: Iterable[Case],
+        tools: Iterable[ToolSchema],
+        engine: str,
+        backend: StateBackend | None,
+        concurrency: int = 8,
+    ) -> None:
+        from jsonschema import Draft202012Validator
+
+        self.cases = {c.id: c for c in cases}
+        self.schemas = {t.name: t for t in tools}
+        self.validators = {n: Draft202012Validator(s.parameters) for n, s in self.schemas.items()}
+        self.engine = engine
+        self.backend = backend
+        self._limit = asyncio.Semaphore(concurrency)
+        self._state_cache: dict[tuple[str, str], Any] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._verdicts: dict[tuple[str, str], asyncio.Future[Verdict]] = {}
+
+    # validity ------------------------------------------------------------------------------------
+
+    def call_problem(self, call: Mapping[str, Any], offered: Iterable[str] | None = None) -> str | None:
+        name = call.get("name")
+        names = set(offered) if offered is not None else self.schemas.keys()
+        if not isinstance(name, str) or name not in names or name not in self.schemas:
+            return "validity:unknown_tool"
+        arguments = call.get("arguments")
+        if not isinstance(arguments, dict):
+            return "parse:bad_arguments"
+        if not self.validators[name].is_valid(arguments):
+            return "validity:schema"
+        return None
+
+    def validity(
+        self, turns: Sequence[Mapping[str, Any]], offered: Iterable[str], need_call: bool, text_ends_turn: bool = False
+    ) -> Verdict:
+        """Every answer parsed, every call is known and schema-valid. In an episode a plain-text answer
+        ends the user turn (``text_ends_turn``): its ``parse:no_call`` is how the loop stops, not an error."""
+        offered = list(offered)
+        calls = 0
+        for turn in turns:
+            errors = [
+                e for e in turn.get("parse_errors") or ()
+                if not (text_ends_turn and e.get("kind") == "parse:no_call" and not turn.get("tool_calls"))
+            ]
+            if errors:
+                return fail(str(errors[0].get("kind") or "parse:error"))
+            for call in turn.get("tool_calls") or ():
+                calls += 1
+                problem = self.call_problem(call, offered)
+                if problem:
+                    return fail(problem)
+        if need_call and calls == 0:
+            return fail("parse:no_call")
+        return PASS
+
+    # the sample ----------------------------------------------------------------------------------
+
+    async def score(self, sample: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The four metric rows of one sample."""
+        case = self.cases.get(sample["case_id"])
+        verdicts: dict[str, Verdict]
+        if case is None:
+            missing = fail("score:unknown_case")
+            verdicts = {"validity": missing, "exact_match": missing, "state_match": missing}
+        elif sample.get("status") == "error":
+            kind = str(sample.get("error_kind") or "sample:error")
+            state = fail(kind) if self._state_applies(case) else NOT_APPLICABLE
+            verdicts = {"validity": fail(kind), "exact_match": fail(kind), "state_match": state}
+        elif isinstance(case, NextCallCase):
+            verdicts = await self._next_call(case, sample)
+        else:
+            verdicts = await self._episode(case, sample)
+        verdicts["grammar_rejection"] = self._rejection(sample)
+        base = {k: sample[k] for k in ("sample_id", "case_id", "family", "strategy", "epoch")}
+        return [
+            {**base, "metric": metric, "value": v.value, "error_kind": v.error_kind}
+            for metric, v in verdicts.items()
+        ]
+
+    def _state_applies(self, case: Case) -> bool:
+        """A state check needs a sandbox and a known file system (imported SHELLper points have none)."""
+        return self.backend is not None and getattr(case, "state_check", True)
+
+    def _rejection(self, sample: Mapping[str, Any]) -> Verdict:
+        if self.engine != "oracle":
+            return NOT_APPLICABLE
+        rejected = sample.get("error_kind") == REJECTED_GOLD or any(
+            (t.get("stats") or {}).get("grammar_error") == REJECTED_GOLD for t in sample.get("turns") or ()
+        )
+        return Verdict(1.0, REJECTED_GOLD) if rejected else Verdict(0.0)
+
+    async def _next_call(self, case: NextCallCase, sample: Mapping[str, Any]) -> dict[str, Verdict]:
+        turns = sample.get("turns") or []
+        validity = self.validity(turns[:1], self.schemas, need_call=True)
+        calls = list(turns[0].get("tool_calls") or []) if turns else []
+        golds = [g.model_dump() for g in case.gold_calls()]
+        parse_failure = validity.error_kind if validity.error_kind and validity.error_kind.startswith("parse:") else None
+        if parse_failure:
+            exact = fail(parse_failure)
+        else:
+            reasons = [call_difference(calls, [g]) for g in golds]
+            exact = PASS if None in reasons else fail(str(reasons[0]))
+        if not self._state_applies(case):
+            state = NOT_APPLICABLE
+        elif parse_failure:
+            state = fail(parse_failure)
+        else:
+            state = await self._memo(case.id, calls, lambda: self._next_call_state(case, calls))
+        return {"validity": validity, "exact_match": exact, "state_match": state}
+
+    async def _memo(self, case_id: str, calls: Any, compute: Callable[[], Awaitable[Verdict]]) -> Verdict:
+        """The state verdict of these calls on this case, computed once: tools are deterministic, and
+        the samples of one case (families, strategies, epochs) often make the very same calls."""
+        key = (case_id, json.dumps(calls, sort_keys=True, ensure_ascii=False))
+        future = self._verdicts.get(key)
+        if future is None:
+            future = self._verdicts[key] = asyncio.get_running_loop().create_future()
+            try:
+                future.set_result(await compute())
+            except BaseException as exc:
+                del self._verdicts[key]
+                future.set_exception(exc)
+                future.exception()  # retrieved: an error reaches the caller below, not the loop's log
+                raise
+        return await asyncio.shield(future)
+
+    async def _apply_all(self, state: Any, calls: Iterable[Mapping[str, Any]]) -> tuple[Any, list[Any]]:
+        assert self.backend is not None
+        outputs = []
+        for call in calls:
+            async with self._limit:
+                state, out = await self.backend.apply(state, str(call.get("name")), call.get("arguments") or {})
+            outputs.append(out)
+        return state, outputs
+
+    async def _cached(self, case: NextCallCase, key: str, build: Any) -> Any:
+        """Per-case states shared by every sample of the case (history replayed once, golds once)."""
+        if (case.id, key) not in self._state_cache:
+            lock = self._locks.setdefault(f"{case.id}/{key}", asyncio.Lock())
+            async with lock:
+                if (case.id, key) not in self._state_cache:
+                    self._state_cache[(case.id, key)] = await build()
+        return self._state_cache[(case.id, key)]
+
+    async def _next_call_state(self, case: NextCallCase, calls: Sequence[Mapping[str, Any]]) -> Verdict:
+        assert self.backend is not None
+        backend = self.backend
+
+        async def history() -> Any:
+            state, _ = await self._apply_all(backend.initial(case), [c.model_dump() for c in case.history_calls()])
+            return state
+
+        async def golds() -> list[Any]:
+            start = await self._cached(case, "history", history)
+            return [(await self._apply_all(start, [g.model_dump()]))[0] for g in case.gold_calls()]
+
+        start = await self._cached(case, "history", history)
+        gold_states = await self._cached(case, "golds", golds)
+        predicted, _ = await self._apply_all(start, calls)
+        reasons = [backend.difference(predicted, g) for g in gold_states]
+        return PASS if None in reasons else fail(str(reasons[0]))
+
+    async def _episode(self, case: EpisodeCase, sample: Mapping[str, Any]) -> dict[str, Verdict]:
+        turns = sample.get("turns") or []
+        offered = [n for n in self.schemas if n not in set(case.excluded_tools)]
+        need_call = any(case.ground_truth)
+        validity = self.validity(turns, offered, need_call=need_call, text_ends_turn=True)
+        per_turn: list[list[dict[str, Any]]] = [[] for _ in case.ground_truth]
+        for turn in turns:
+            index = int(turn.get("user_turn", 0))
+            if 0 <= index < len(per_turn):
+                per_turn[index].extend(turn.get("tool_calls") or [])
+        parse_failure = validity.error_kind if validity.error_kind and validity.error_kind.startswith("parse:") else None
+        exact = PASS
+        for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
+            reason = call_difference(model_calls, [g.model_dump() for g in gold])
+            if reason:
+                exact = fail(parse_failure or reason)
+                break
+        if self._state_applies(case):
+            state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
+        else:
+            state = NOT_APPLICABLE
+        return {"validity": validity, "exact_match": exact, "state_match": state}
+
+    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Mapping[str, Any]]]) -> Verdict:
+        assert self.backend is not None
+        model_state = gold_state = self.backend.initial(case)
+        model_outputs: list[Any] = []
+        for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
+            model_state, outs = await self._apply_all(model_state, model_calls)
+            model_outputs.extend(outs)
+            gold_state, gold_outs = await self._apply_all(gold_state, [g.model_dump() for g in gold])
+            reason = self.backend.difference(model_state, gold_state)
+            if reason:
+                return fail(reason)
+            if not unordered_subset(gold_outs, model_outputs):
+                return fail("state:response_missing")
+        return PASS
+
+    async def score_all(self, samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Rows of every sample, in the samples' order."""
+        results = await asyncio.gather(*(self.score(s) for s in samples))
+        return [row for rows in results for row in rows]
+
+
+__all__ = [
+    "NOT_APPLICABLE",
+    "PASS",
+    "REJECTED_GOLD",
+    "Scorer",
+    "StateBackend",
+    "Verdict",
+    "call_difference",
+    "fail",
+    "same_value",
+    "unordered_subset",
+]

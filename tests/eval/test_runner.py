@@ -1,0 +1,265 @@
+"""The runner end to end with the oracle engine: the smoke suite, the matrix options, errors, resume
+after a kill, and re-scoring from saved samples."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.cli.main import app
+from harness.eval.engine_setup import OracleSetup, make_engine
+from harness.eval.results import load_samples, read_scores
+from harness.eval.runner import RunError, RunSpec, run_suite
+from harness.eval.sample import Lane
+from harness.eval.suite import Case, load_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "suites" / "smoke"
+HARNESS = [sys.executable, "-c", "from harness.cli.main import main; main()"]
+
+
+def scores_by_key(run_dir: Path) -> dict[tuple[str, str], tuple[Any, Any]]:
+    return {(r["sample_id"], r["metric"]): (r["value"], r["error_kind"]) for r in read_scores(run_dir / "scores.parquet")}
+
+
+def summary(run_dir: Path) -> dict[tuple[str, str, str], Any]:
+    rows = json.loads((run_dir / "summary.json").read_text())
+    return {(r["family"], r["strategy"], r["metric"]): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke suite, both families, all four strategies, oracle engine (one run for several tests)."""
+    import asyncio
+
+    out = tmp_path_factory.mktemp("runs") / "smoke"
+    asyncio.run(run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out), make_engine))
+    return out
+
+
+def test_the_oracle_passes_every_gold_answer_of_the_smoke_suite(smoke_run: Path) -> None:
+    rows = summary(smoke_run)
+    cases = len(load_suite(SMOKE).cases)
+    for family in ("function_gemma", "qwen"):
+        for strategy in ("none", "ebnf", "structural_tag", "json_schema"):
+            for metric in ("validity", "exact_match", "state_match"):
+                row = rows[(family, strategy, metric)]
+                assert (row["value"], row["n"]) == (1.0, cases), (family, strategy, metric)
+            assert rows[(family, strategy, "grammar_rejections")]["value"] == 0.0
+            # the oracle measures masks (constrained strategies) but has no time to first token
+            assert ((family, strategy, "mask_us_p50") in rows) == (strategy != "none")
+            assert (family, strategy, "ttft_ms_p50") not in rows
+
+
+def test_every_sample_is_saved_once_with_its_transcript(smoke_run: Path) -> None:
+    samples = load_samples(smoke_run / "samples.jsonl").samples
+    assert len(samples) == len(load_suite(SMOKE).cases) * 2 * 4
+    one = next(iter(samples.values()))
+    turn = one["turns"][0]
+    assert one["status"] == "ok" and turn["tool_calls"] and turn["tool_results"]
+    assert turn["tool_results"][0]["duration_us"] > 0
+    run = json.loads((smoke_run / "run.json").read_text())
+    assert run["engine"] == "oracle" and "measures grammars, not a model" in run["engine_note"]
+    assert run["versions"]["xgrammar"] and run["finished_at"]
+
+
+def test_rescoring_gives_the_same_scores(smoke_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(smoke_run, copy)
+    (copy / "scores.parquet").unlink()
+    (copy / "summary.json").unlink()
+    result = CliRunner().invoke(app, ["score", str(copy), "--suite", str(SMOKE)])
+    assert result.exit_code == 0, result.output
+    assert scores_by_key(copy) == scores_by_key(smoke_run)
+    assert json.loads((copy / "summary.json").read_text()) == json.loads((smoke_run / "summary.json").read_text())
+
+
+def test_matrix_options_select_families_strategies_cases_and_epochs(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "run", str(SMOKE), "--engine", "oracle", "--family", "qwen", "--strategy", "none,json_schema",
+        "--limit", "2", "--epochs", "2", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    first_two = [c.id for c in load_suite(SMOKE).cases[:2]]
+    expected = {f"{c}/qwen/{s}/{e}" for c in first_two for s in ("none", "json_schema") for e in (1, 2)}
+    assert set(load_samples(out / "samples.jsonl").samples) == expected
+    run = json.loads((out / "run.json").read_text())
+    assert (run["families"], run["strategies"], run["epochs"], run["limit"]) == (["qwen"], ["none", "json_schema"], 2, 2)
+
+
+def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", str(SMOKE), "--engine", "oracle", "--family", "llama",
+                                      "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "unknown family 'llama'" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+async def test_a_run_directory_with_samples_is_not_overwritten(smoke_run: Path) -> None:
+    with pytest.raises(RunError, match="--resume"):
+        await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=smoke_run), make_engine)
+
+
+async def test_a_sample_over_its_time_bound_is_counted_as_sample_timeout(tmp_path: Path) -> None:
+    spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "t", families=["qwen"], strategies=["none"],
+                   limit=2, sample_timeout_s=1e-6)
+    await run_suite(spec, make_engine)
+    samples = load_samples(tmp_path / "t" / "samples.jsonl").samples.values()
+    assert {(s["status"], s["error_kind"]) for s in samples} == {("error", "sample:timeout")}
+    assert {v for (_, metric), v in scores_by_key(tmp_path / "t").items() if metric == "exact_match"} == {
+        (0.0, "sample:timeout")
+    }
+
+
+@dataclass
+class FlakyOracle(OracleSetup):
+    """TEST DOUBLE around the real oracle: each sample's first request fails with model:timeout."""
+
+    failed: set[str] = field(default_factory=set)
+
+    def client_for(self, lane: Lane, case: Case) -> LLMClient:
+        inner = super().client_for(lane, case)
+        failed = self.failed
+
+        class Client:
+            async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+                if case.id not in failed:
+                    failed.add(case.id)
+                    raise ModelCallError("model:timeout", "test double: first request times out")
+                return await inner.chat_completion(request)
+
+            async def aclose(self) -> None:
+                await inner.aclose()
+
+        return Client()
+
+
+async def test_a_model_timeout_is_retried_once(tmp_path: Path) -> None:
+    spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "f", families=["qwen"], strategies=["ebnf"], limit=2)
+    await run_suite(spec, lambda s, f: (FlakyOracle(), f))
+    samples = list(load_samples(tmp_path / "f" / "samples.jsonl").samples.values())
+    assert [(s["status"], s["attempts"]) for s in samples] == [("ok", 2), ("ok", 2)]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*HARNESS, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _assert_same_as_reference(run_dir: Path, reference: Path) -> None:
+    ids = [json.loads(x)["sample_id"] for x in (run_dir / "samples.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)), "a sample was saved twice"
+    assert set(ids) == set(load_samples(reference / "samples.jsonl").samples), "a sample was lost"
+    assert scores_by_key(run_dir) == scores_by_key(reference)
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_way_resumes_without_losing_or_repeating_samples(tmp_path: Path) -> None:
+    args = ["run", str(SMOKE), "--engine", "oracle", "--strategy", "none,ebnf", "--epochs", "10", "--concurrency", "1"]
+    reference = tmp_path / "reference"
+    assert _cli(*args, "--out", str(reference)).returncode == 0
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*HARNESS, *args, "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    samples = out / "samples.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if samples.exists() and samples.read_bytes().count(b"\n") >= 5:
+            break
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = samples.read_bytes().count(b"\n")
+    total = len(load_samples(reference / "samples.jsonl").samples)
+    assert 5 <= saved < total, f"the kill came too late to test anything ({saved}/{total} saved)"
+    resumed = _cli(*args, "--out", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    _assert_same_as_reference(out, reference)
+
+
+def test_a_torn_last_line_is_cut_off_and_its_sample_run_again(smoke_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "torn"
+    shutil.copytree(smoke_run, out)
+    lines = (out / "samples.jsonl").read_text().splitlines(keepends=True)
+    # as a kill leaves it: the last 3 samples never written, the one before written half
+    (out / "samples.jsonl").write_text("".join(lines[:-4]) + lines[-4][: len(lines[-4]) // 2])
+    result = CliRunner().invoke(app, ["run", str(SMOKE), "--engine", "oracle", "--out", str(out), "--resume"])
+    assert result.exit_code == 0, result.output
+    assert f"4 samples run ({len(lines) - 4} resumed" in result.output
+    _assert_same_as_reference(out, smoke_run)
+
+
+@pytest.fixture
+def oracle_server() -> Any:
+    """``harness serve --engine oracle`` on a free port of 127.0.0.1 (a real HTTP server)."""
+    import re
+
+    proc = subprocess.Popen([*HARNESS, "serve", "--engine", "oracle", "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    url = None
+    deadline = time.monotonic() + 120
+    while url is None and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        found = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line)
+        url = found.group(1) if found else None
+    try:
+        assert url, "the server did not start"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, tmp_path: Path) -> None:
+    # The served model is an oracle: each request carries its gold answer, so every point must pass
+    # through HTTP, the server's tool-call parsing and the client's, with nothing measured twice.
+    spec = RunSpec(suite_dir=SMOKE, engine="openai", base_url=oracle_server, model="oracle-function_gemma",
+                   strategies=["none", "ebnf"], limit=3, out=tmp_path / "http")
+    outcome = await run_suite(spec, make_engine)
+    assert outcome.errors == 0
+    rows = summary(tmp_path / "http")
+    for strategy in ("none", "ebnf"):
+        assert rows[("function_gemma", strategy, "exact_match")]["value"] == 1.0
+        assert ("function_gemma", strategy, "latency_ms_p50") in rows
+        # a client cannot see the server's masks or grammar rejections: left out, not zero
+        assert ("function_gemma", strategy, "mask_us_p50") not in rows
+        assert ("function_gemma", strategy, "grammar_rejections") not in rows
+    run = json.loads((tmp_path / "http" / "run.json").read_text())
+    assert (run["engine"], run["model"], run["base_url"]) == ("openai", "oracle-function_gemma", oracle_server)
+    assert run["families"] == ["function_gemma"]  # read from the model id
+
+
+async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path) -> None:
+    episodes = ROOT / "suites" / "fs-episodes"
+    spec = RunSpec(suite_dir=episodes, engine="oracle", strategies=["none"], limit=3, out=tmp_path / "ep")
+    await run_suite(spec, make_engine)
+    rows = summary(tmp_path / "ep")
+    for family in ("function_gemma", "qwen"):
+        for metric in ("validity", "exact_match", "state_match"):
+            assert (rows[(family, "none", metric)]["value"], rows[(family, "none", metric)]["n"]) == (1.0, 3)
+    cases = {c.id: c for c in load_suite(episodes).cases}
+    for sample in load_samples(tmp_path / "ep" / "samples.jsonl").samples.values():
+        case = cases[sample["case_id"]]
+        # one step per gold call, then a text answer, per user turn; every call really executed
+        assert [t["user_turn"] for t in sample["turns"]] == [
+            i for i, gold in enumerate(case.ground_truth) for _ in range(len(gold) + 1)  # type: ignore[union-attr]
+        ]
+        assert all(len(t["tool_results"]) == len(t["tool_calls"]) for t in sample["turns"])
+        assert "max_steps_turns" not in sample

@@ -1,0 +1,228 @@
+"""Scoring on hand-made samples: every metric and every error kind, computed from saved records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.eval.fs_tools import builtin_fs_schemas
+from harness.eval.scoring import Scorer, call_difference, same_value, unordered_subset
+from harness.eval.suite import EpisodeCase, NextCallCase
+
+TREE = {
+    "root": {
+        "home": {
+            "type": "directory",
+            "contents": {
+                "notes.txt": {"type": "file", "content": "alpha\nbeta\n"},
+                "docs": {"type": "directory", "contents": {"a.md": {"type": "file", "content": "# A\n"}}},
+            },
+        }
+    }
+}
+
+
+def next_case(expected: dict[str, Any], *, state_check: bool = True, **extra: Any) -> NextCallCase:
+    return NextCallCase.model_validate({
+        "id": "p1", "initial_fs": TREE, "messages": [{"role": "user", "content": "do it"}],
+        "expected": expected, "state_check": state_check, **extra,
+    })
+
+
+def sample(calls: list[dict[str, Any]] | None = None, *, parse_errors: list[dict[str, str]] | None = None,
+           status: str = "ok", error_kind: str | None = None, stats: dict[str, Any] | None = None,
+           case_id: str = "p1", turns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    if turns is None:
+        turns = [{"output": "x", "tool_calls": calls or [], "parse_errors": parse_errors or [],
+                  "tool_results": [], "latency_ms": 1.0, "ttft_ms": None, "usage": None, "stats": stats}]
+    return {"sample_id": f"{case_id}/qwen/ebnf/1", "case_id": case_id, "family": "qwen", "strategy": "ebnf",
+            "epoch": 1, "kind": "next_call", "status": status, "error_kind": error_kind, "turns": turns}
+
+
+def scorer(*cases: Any, engine: str = "oracle") -> Scorer:
+    return Scorer(cases, builtin_fs_schemas().values(), engine, backend=None)
+
+
+async def verdicts(s: Scorer, record: dict[str, Any]) -> dict[str, tuple[float | None, str | None]]:
+    return {r["metric"]: (r["value"], r["error_kind"]) for r in await s.score(record)}
+
+
+def test_values_compare_as_json_not_as_python() -> None:
+    assert same_value({"a": 1}, {"a": 1.0})
+    assert not same_value({"a": True}, {"a": 1})  # True == 1 in Python; not for a tool argument
+    assert not same_value({"a": "1"}, {"a": 1})
+    assert not same_value({"a": [1, 2]}, {"a": [2, 1]})
+
+
+def test_call_difference_names_the_first_difference() -> None:
+    gold = [{"name": "cat", "arguments": {"file_name": "a"}}]
+    assert call_difference(gold, gold) is None
+    assert call_difference([], gold) == "exact:call_count"
+    assert call_difference([{"name": "ls", "arguments": {}}], gold) == "exact:wrong_name"
+    assert call_difference([{"name": "cat", "arguments": {"file_name": "b"}}], gold) == "exact:wrong_arguments"
+
+
+def test_unordered_subset_uses_each_result_once() -> None:
+    assert unordered_subset([{"a": 1}, "x"], ["x", {"a": 1}, "y"])
+    assert not unordered_subset(["x", "x"], ["x", "y"])
+
+
+async def test_a_correct_call_passes_validity_and_exact_match() -> None:
+    s = scorer(next_case({"name": "cat", "arguments": {"file_name": "notes.txt"}}, state_check=False))
+    v = await verdicts(s, sample([{"name": "cat", "arguments": {"file_name": "notes.txt"}}]))
+    assert v == {"validity": (1.0, None), "exact_match": (1.0, None), "state_match": (None, None),
+                 "grammar_rejection": (0.0, None)}
+
+
+@pytest.mark.parametrize(
+    ("calls", "parse_errors", "validity", "exact"),
+    [
+        ([], None, "parse:no_call", "parse:no_call"),
+        ([], [{"kind": "parse:bad_arguments", "message": "not JSON"}], "parse:bad_arguments", "parse:bad_arguments"),
+        ([{"name": "cat_file", "arguments": {"file_name": "notes.txt"}}], None, "validity:unknown_tool",
+         "exact:wrong_name"),
+        ([{"name": "cat", "arguments": {"file": "notes.txt"}}], None, "validity:schema", "exact:wrong_arguments"),
+        ([{"name": "tail", "arguments": {"file_name": "notes.txt", "lines": "2"}}], None, "validity:schema",
+         "exact:wrong_name"),
+        ([{"name": "cat", "arguments": {"file_name": "x.txt"}}], None, None, "exact:wrong_arguments"),
+        ([{"name": "ls", "arguments": {}}], None, None, "exact:wrong_name"),
+        ([{"name": "cat", "arguments": {"file_name": "notes.txt"}}] * 2, None, None, "exact:call_count"),
+    ],
+)
+async def test_each_failure_has_its_error_kind(
+    calls: list[dict[str, Any]], parse_errors: Any, validity: str | None, exact: str
+) -> None:
+    s = scorer(next_case({"name": "cat", "arguments": {"file_name": "notes.txt"}}, state_check=False))
+    v = await verdicts(s, sample(calls, parse_errors=parse_errors))
+    assert v["validity"] == ((0.0, validity) if validity else (1.0, None))
+    assert v["exact_match"] == (0.0, exact)
+
+
+async def test_expected_alternatives_are_accepted() -> None:
+    case = next_case({"name": "ls", "arguments": {}}, state_check=False,
+                     expected_alternatives=[{"name": "ls", "arguments": {"a": False}}])
+    v = await verdicts(scorer(case), sample([{"name": "ls", "arguments": {"a": False}}]))
+    assert v["exact_match"] == (1.0, None)
+
+
+@pytest.mark.parametrize("kind", ["model:timeout", "sample:timeout", "grammar:rejected_gold"])
+async def test_a_failed_sample_fails_every_metric_with_its_kind(kind: str) -> None:
+    s = Scorer([next_case({"name": "ls", "arguments": {}}, state_check=False)], builtin_fs_schemas().values(),
+               "oracle", backend=None)
+    v = await verdicts(s, sample(status="error", error_kind=kind))
+    assert v["validity"] == (0.0, kind) and v["exact_match"] == (0.0, kind)
+    assert v["state_match"] == (None, None)  # no file system: still not applicable
+    assert v["grammar_rejection"] == ((1.0, kind) if kind == "grammar:rejected_gold" else (0.0, None))
+
+
+async def test_grammar_rejection_is_only_measured_by_the_oracle() -> None:
+    case = next_case({"name": "ls", "arguments": {}}, state_check=False)
+    record = sample([{"name": "ls", "arguments": {}}], stats={"grammar_error": None, "mask_us": [1.0]})
+    assert (await verdicts(scorer(case, engine="openai"), record))["grammar_rejection"] == (None, None)
+    rejected = sample([], stats={"grammar_error": "grammar:rejected_gold"})
+    assert (await verdicts(scorer(case), rejected))["grammar_rejection"] == (1.0, "grammar:rejected_gold")
+
+
+async def test_an_unknown_case_is_counted_not_skipped() -> None:
+    v = await verdicts(scorer(next_case({"name": "ls", "arguments": {}})), sample([], case_id="gone"))
+    assert v["validity"] == (0.0, "score:unknown_case")
+
+
+def episode(ground_truth: list[list[dict[str, Any]]], **extra: Any) -> EpisodeCase:
+    return EpisodeCase.model_validate({
+        "id": "e1", "initial_fs": TREE,
+        "turns": [[{"role": "user", "content": f"turn {i}"}] for i in range(len(ground_truth))],
+        "ground_truth": ground_truth, **extra,
+    })
+
+
+def steps(*per_turn: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One step per call, then a closing step, per user turn (how the runner records an episode)."""
+    out: list[dict[str, Any]] = []
+    for index, calls in enumerate(per_turn):
+        for call in [*([c] for c in calls), []]:
+            # the closing text answer carries the parser's parse:no_call, as the real parsers report it
+            errors = [] if call else [{"kind": "parse:no_call", "message": "the answer holds no tool call"}]
+            out.append({"user_turn": index, "output": "", "tool_calls": call, "parse_errors": errors,
+                        "tool_results": [], "latency_ms": 1.0, "ttft_ms": None, "usage": None, "stats": None})
+    return out
+
+
+async def test_episode_exact_match_goes_turn_by_turn() -> None:
+    gt = [[{"name": "cd", "arguments": {"folder": "docs"}}], [{"name": "cat", "arguments": {"file_name": "a.md"}}]]
+    case = episode(gt)
+    s = scorer(case)
+    good = await verdicts(s, sample(turns=steps(*gt), case_id="e1"))
+    assert good["validity"] == (1.0, None) and good["exact_match"] == (1.0, None)
+    swapped = await verdicts(s, sample(turns=steps(gt[0] + gt[1], []), case_id="e1"))
+    assert swapped["exact_match"] == (0.0, "exact:call_count")
+
+
+async def test_episode_calls_to_an_excluded_tool_are_unknown() -> None:
+    gt = [[{"name": "ls", "arguments": {}}]]
+    case = episode(gt, excluded_tools=["ls"])
+    v = await verdicts(scorer(case), sample(turns=steps(*gt), case_id="e1"))
+    assert v["validity"] == (0.0, "validity:unknown_tool")
+
+
+# -- state_match, with the bundle's real tools in the sandbox -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sandbox_scorer_parts() -> tuple[Any, list[Any]]:
+    from pathlib import Path
+
+    from harness.agents.bundle import load_bundle_config
+    from harness.eval.execution import SandboxStates, load_tools
+
+    bundle = Path(__file__).resolve().parents[2] / "bundles" / "shellper"
+    tools = load_tools(bundle, load_bundle_config(bundle))
+    return SandboxStates(tools), [t.schema for t in tools]
+
+
+def state_scorer(parts: tuple[Any, list[Any]], *cases: Any) -> Scorer:
+    backend, schemas = parts
+    return Scorer(cases, schemas, "oracle", backend=backend)
+
+
+@pytest.mark.parametrize(
+    ("predicted", "expected"),
+    [
+        ({"name": "cat", "arguments": {"file_name": "a.md"}}, (1.0, None)),
+        ({"name": "ls", "arguments": {}}, (1.0, None)),  # read-only too: same tree, same directory
+        ({"name": "rm", "arguments": {"file_name": "a.md"}}, (0.0, "state:tree_differs")),
+        ({"name": "cd", "arguments": {"folder": ".."}}, (0.0, "state:cwd_differs")),
+    ],
+)
+async def test_next_call_state_replays_the_history_then_compares(
+    sandbox_scorer_parts: tuple[Any, list[Any]], predicted: dict[str, Any], expected: tuple[float, str | None]
+) -> None:
+    case = next_case(
+        {"name": "cat", "arguments": {"file_name": "a.md"}},
+        messages=[{"role": "user", "content": "go to docs"},
+                  {"role": "assistant", "tool_calls": [{"name": "cd", "arguments": {"folder": "docs"}}]},
+                  {"role": "user", "content": "show a.md"}],
+    )
+    v = await verdicts(state_scorer(sandbox_scorer_parts, case), sample([predicted]))
+    assert v["state_match"] == expected
+
+
+async def test_episode_state_uses_bfcl_response_check_over_the_results_so_far(
+    sandbox_scorer_parts: tuple[Any, list[Any]],
+) -> None:
+    cd = {"name": "cd", "arguments": {"folder": "docs"}}
+    cat = {"name": "cat", "arguments": {"file_name": "a.md"}}
+    ls = {"name": "ls", "arguments": {}}
+    s = state_scorer(sandbox_scorer_parts, episode([[cd], [cat]]))
+    exact = await verdicts(s, sample(turns=steps([cd], [cat]), case_id="e1"))
+    assert exact["state_match"] == (1.0, None)
+    # same tree and directory, but the content `cat` returned never reached the user
+    missing = await verdicts(s, sample(turns=steps([cd], [ls]), case_id="e1"))
+    assert missing["state_match"] == (0.0, "state:response_missing")
+    # cat done a turn early: not an exact match, but its result is among the results so far
+    early = await verdicts(s, sample(turns=steps([cd, cat], []), case_id="e1"))
+    assert early["exact_match"] == (0.0, "exact:call_count") and early["state_match"] == (1.0, None)
+    wrong_tree = await verdicts(s, sample(turns=steps([{"name": "mkdir", "arguments": {"dir_name": "x"}}], [cat]),
+                                          case_id="e1"))
+    assert wrong_tree["state_match"] == (0.0, "state:tree_differs")
