@@ -1,0 +1,220 @@
+"""What both families share around calls: JSON call schemas, reading JSON calls, payloads.
+
+- ``call_schema``: the json_schema strategy's schema, ``{"name": NAME, "arguments": {...}}`` (anyOf
+  over the tools, each name a const, arguments closed), an array of those when parallel calls are
+  allowed. Arguments list their properties in canonical order (see ``_ebnf``), which is the order
+  xgrammar enforces for a JSON schema and the order the renderers write.
+- ``read_json_calls`` reads that output (and any ``{"name", "arguments"}`` JSON) into calls or typed
+  errors; ``check_api_calls`` vets calls a server already parsed; ``finish`` assembles the
+  ``ParsedResponse`` (text outside the calls is kept; an answer with no call is ``parse:no_call``).
+- ``make_payload``: the request payload with vLLM's ``StructuredOutputsParams`` field names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.agents.adapter import ParsedResponse
+from harness.agents.constraint import ConstraintArtifact, ConstraintError, RequestPayload
+from harness.agents.families._ebnf import canonical_keys, json_text
+from harness.agents.types import ParseFailure, ToolCall, ToolSchema
+
+MAX_ERROR_TEXT = 400
+"""Longest excerpt of the offending output kept in a ParseFailure."""
+
+
+def index_tools(tools: Sequence[ToolSchema]) -> dict[str, ToolSchema]:
+    """Tools by name; a duplicate name is a configuration error."""
+    out: dict[str, ToolSchema] = {}
+    for tool in tools:
+        if tool.name in out:
+            raise ConstraintError(f"two tools are named {tool.name!r}")
+        out[tool.name] = tool
+    return out
+
+
+def failure(kind: str, message: str, text: str = "") -> ParseFailure:
+    return ParseFailure(kind=kind, message=message, text=text[:MAX_ERROR_TEXT])
+
+
+def ordered_schema(schema: Any) -> Any:
+    """A copy of ``schema`` with every ``properties`` mapping in canonical order (nothing else changed)."""
+    if isinstance(schema, Mapping):
+        return {
+            k: (
+                {p: ordered_schema(v[p]) for p in canonical_keys(v)}
+                if k == "properties" and isinstance(v, Mapping)
+                else ordered_schema(v)
+            )
+            for k, v in schema.items()
+        }
+    if isinstance(schema, list):
+        return [ordered_schema(v) for v in schema]
+    return schema
+
+
+# --- strict JSON schemas (json_schema strategy, JSON structural tags) ----------------------------
+
+
+def strict_schema(schema: Any, *, closed: bool = True) -> Any:
+    """A copy of ``schema`` whose objects list properties in canonical order and, where they declare
+    properties (or at the top, ``closed``), forbid others: what the EBNF grammars enforce."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, val in schema.items():
+        if key == "properties" and isinstance(val, Mapping):
+            out[key] = {k: strict_schema(val[k], closed=False) for k in canonical_keys(val)}
+        elif key in ("items", "additionalProperties") and isinstance(val, Mapping):
+            out[key] = strict_schema(val, closed=False)
+        elif key in ("anyOf", "oneOf", "allOf") and isinstance(val, list):
+            out[key] = [strict_schema(v, closed=False) for v in val]
+        else:
+            out[key] = val
+    if out.get("nullable") is True and "type" in out and "enum" not in out and "const" not in out:
+        types = out["type"] if isinstance(out["type"], list) else [out["type"]]
+        out["type"] = types if "null" in types else [*types, "null"]  # OpenAPI's nullable, as JSON Schema
+    is_object = out.get("type") == "object" or "properties" in out
+    if is_object and ("properties" in out or closed):
+        out.setdefault("properties", {})
+        out["additionalProperties"] = False
+    if closed:
+        out.setdefault("type", "object")
+    return out
+
+
+def call_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
+    """The JSON schema of ``{"name": NAME, "arguments": {...}}`` over ``tools`` (a list when parallel)."""
+    one = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "const": t.name},
+                    "arguments": strict_schema(t.parameters),
+                },
+                "required": ["name", "arguments"],
+                "additionalProperties": False,
+            }
+            for t in tools
+        ]
+    }
+    if not one["anyOf"]:
+        raise ConstraintError("a constraint needs at least one tool")
+    return {"type": "array", "items": one, "minItems": 1} if parallel else one
+
+
+def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool) -> str:
+    """The json_schema strategy's output: ``{"name": ..., "arguments": {...}}`` (a list when parallel
+    calls are allowed), ``name`` first, arguments in canonical order, Python's default separators.
+    Several calls without parallel calls render as a list, which the constraint then rejects."""
+    objs = [
+        f'{{"name": {json.dumps(c.name, ensure_ascii=False)}, "arguments": {json_text(c.arguments)}}}'
+        for c in calls
+    ]
+    if not objs:
+        return ""
+    return objs[0] if len(objs) == 1 and not parallel else "[" + ", ".join(objs) + "]"
+
+
+# --- reading calls --------------------------------------------------------------------------------
+
+
+def call_from_json(obj: Any, known: Mapping[str, ToolSchema], text: str) -> ToolCall | ParseFailure:
+    """``{"name": ..., "arguments": {...}}`` as a call; ``arguments`` may also be a JSON string."""
+    if not isinstance(obj, dict):
+        return failure("parse:bad_arguments", f"a call must be a JSON object, not {type(obj).__name__}", text)
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return failure("parse:bad_arguments", "the call has no tool name", text)
+    if known and name not in known:
+        return failure("parse:unknown_tool", f"no tool is named {name!r}", text)
+    if "arguments" not in obj:
+        return failure("parse:bad_arguments", f"the call to {name!r} has no arguments field", text)
+    args = obj["arguments"]
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except (ValueError, RecursionError) as exc:
+            return failure("parse:bad_arguments", f"arguments of {name!r} are not JSON: {exc}", text)
+    if not isinstance(args, dict):
+        return failure(
+            "parse:bad_arguments", f"arguments of {name!r} must be an object, not {type(args).__name__}", text
+        )
+    return ToolCall.create(name, args)
+
+
+def read_json_calls(
+    text: str, known: Mapping[str, ToolSchema], *, native_marker: str
+) -> tuple[list[ToolCall], list[ParseFailure]] | None:
+    """Calls from a JSON document (json_schema output): one call object or an array of them.
+
+    None when ``text`` is not JSON-looking, or is invalid JSON that holds the family's native call
+    marker (then the native parser reads it); invalid JSON otherwise is ``parse:bad_json``.
+    """
+    if text.strip()[:1] not in ("{", "["):
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        if native_marker in text:
+            return None
+        return [], [failure("parse:bad_json", f"not valid JSON: {exc}", text)]
+    items = doc if isinstance(doc, list) else [doc]
+    if not items:
+        return [], [failure("parse:no_call", "an empty list of calls", text)]
+    calls: list[ToolCall] = []
+    errors: list[ParseFailure] = []
+    for item in items:
+        got = call_from_json(item, known, json.dumps(item, ensure_ascii=False) if len(items) > 1 else text)
+        if isinstance(got, ParseFailure):
+            errors.append(got)
+        else:
+            calls.append(got)
+    return calls, errors
+
+
+def check_api_calls(
+    api_calls: Sequence[ToolCall], known: Mapping[str, ToolSchema]
+) -> tuple[list[ToolCall], list[ParseFailure]]:
+    """Calls a server already parsed: kept unless they name an unknown tool."""
+    calls: list[ToolCall] = []
+    errors: list[ParseFailure] = []
+    for call in api_calls:
+        if known and call.name not in known:
+            errors.append(failure("parse:unknown_tool", f"no tool is named {call.name!r}", call.name))
+        elif not isinstance(call.arguments, dict):
+            errors.append(failure("parse:bad_arguments", f"arguments of {call.name!r} are not an object"))
+        else:
+            calls.append(call)
+    return calls, errors
+
+
+def finish(
+    content: str | None, calls: Iterable[ToolCall], errors: Iterable[ParseFailure], *, whole: str
+) -> ParsedResponse:
+    """The ParsedResponse; no call and no error means ``parse:no_call`` (the text stays in content)."""
+    call_list = tuple(calls)
+    error_list = list(errors)
+    if not call_list and not error_list:
+        error_list.append(failure("parse:no_call", "the answer holds no tool call", whole))
+    text = content if content is not None and content.strip() else None
+    return ParsedResponse(content=text, tool_calls=call_list, errors=tuple(error_list))
+
+
+# --- payload ----------------------------------------------------------------------------------------
+
+
+def make_payload(
+    artifact: ConstraintArtifact | None, extra: Mapping[str, Any], stop: tuple[str, ...] = ()
+) -> RequestPayload:
+    """``extra_body = {"structured_outputs": {<field>: <artifact text>}, **extra}``: the field is
+    ``grammar``, ``json`` or ``structural_tag`` as vLLM's ``StructuredOutputsParams`` names them; each
+    value is the artifact's text (``json`` may be str or dict there; the text keeps one compile-cache
+    key from the adapter to any server)."""
+    body: dict[str, Any] = dict(extra)
+    if artifact is not None:
+        body["structured_outputs"] = {artifact.kind: artifact.value}
+    return RequestPayload(extra_body=body, stop=stop, artifact=artifact)

@@ -1,0 +1,477 @@
+"""FunctionGemma (google/functiongemma-270m-it): prompt, constraints, output and parser side by side.
+
+Call syntax: ``<start_function_call>call:NAME{k:<escape>v<escape>,n:15,flag:true}<end_function_call>``;
+strings inside ``<escape>``, numbers/booleans/null bare, arrays ``[...]``, objects ``{k:...}``, no
+whitespace. Parallel calls are consecutive blocks.
+
+Decisions (the other areas rely on them):
+
+- ``<bos>``: the prompt text starts with ``<bos>``, as the chat template's ``bos_token`` does; the
+  family tokenizer adds no BOS, so encoding the prompt text yields id 2 exactly once.
+- Argument order: canonical (``_ebnf.canonical_keys``: case-insensitive sort), which is the order
+  the chat template (``dictsort``) writes calls in. Grammar, structural tag and renderer share it.
+- Strings hold any text except ``<escape>`` (a string containing it cannot be written; rendering
+  such a call raises ``ConstraintError``). Control-token texts such as ``<end_function_call>`` may
+  appear inside strings: the parser tracks the ``<escape>`` delimiters.
+- Developer turn: the first system/developer message's text, then the declarations.
+  ``format_messages`` makes sure that text holds the activation sentence FunctionGemma needs ("You
+  are a model that can do function calling with the following functions"), for the server's chat
+  template and for ``render_prompt`` alike.
+- Tool results are rendered inline in the model turn (``<start_function_response>response:NAME{...}
+  <end_function_response>``; a JSON-object output as its fields, other output as
+  ``{value:<escape>text<escape>}``) and the model continues that turn: after tool results the prompt
+  ends with ``<end_function_response>``, not with a new ``<start_of_turn>model\\n`` (as Google's
+  published renderings show). Otherwise it ends with ``<start_of_turn>model\\n``.
+- Declarations reproduce Google's published renderings (``properties:{...} },`` and ``} }`` with a
+  space); nested-object details follow the Gemma chat-template family and are not byte-verified.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from harness.agents.adapter import ModelAdapter, ParsedResponse
+from harness.agents.constraint import (
+    ConstraintArtifact,
+    ConstraintError,
+    DecodingConstraint,
+    RequestPayload,
+)
+from harness.agents.families._calls import (
+    call_schema,
+    check_api_calls,
+    failure,
+    finish,
+    index_tools,
+    json_calls_text,
+    make_payload,
+    read_json_calls,
+)
+from harness.agents.families._ebnf import (
+    ESCAPE,
+    FG_SYNTAX,
+    FG_SYNTAX_PORTABLE,
+    EbnfBuilder,
+    canonical_keys,
+    check_fg_name,
+    ebnf_literal,
+    fg_text,
+    rule_name,
+)
+from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
+
+FAMILY = "function_gemma"
+BOS = "<bos>"
+CALL_START, CALL_END = "<start_function_call>", "<end_function_call>"
+RESP_START, RESP_END = "<start_function_response>", "<end_function_response>"
+DECL_START, DECL_END = "<start_function_declaration>", "<end_function_declaration>"
+TURN_START, TURN_END = "<start_of_turn>", "<end_of_turn>"
+ACTIVATION = "You are a model that can do function calling with the following functions"
+STOP = (RESP_START,)
+"""Stop sequences: without it a small model invents the tool's answer."""
+_TRAILERS = (RESP_START, TURN_END, "<eos>")
+
+# --- prompt ------------------------------------------------------------------------------------
+
+
+def format_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """The messages with the activation sentence in the first (system/developer) message."""
+    msgs = list(messages)
+    if msgs and msgs[0].role in ("system", "developer"):
+        text = (msgs[0].content or "").strip()
+        if ACTIVATION not in text:
+            msgs[0] = Message(role=msgs[0].role, content=f"{text}\n{ACTIVATION}" if text else ACTIVATION)
+        return tuple(msgs)
+    return (Message(role="developer", content=ACTIVATION), *msgs)
+
+
+def _esc(text: Any) -> str:
+    return f"{ESCAPE}{text}{ESCAPE}"
+
+
+def _type_name(schema: dict[str, Any]) -> str:
+    t = schema.get("type", "")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "")
+    return str(t).upper()
+
+
+def _required(names: Any) -> str:
+    return "required:[" + ",".join(_esc(r) for r in names) + "]"
+
+
+def _items(items: dict[str, Any]) -> str:
+    parts = []
+    for key in canonical_keys(items):
+        val = items[key]
+        if val is None:
+            continue
+        if key == "properties" and isinstance(val, dict):
+            parts.append("properties:{" + _properties(val) + "}")
+        elif key == "required":
+            parts.append(_required(val))
+        elif key == "type":
+            parts.append("type:" + _esc(_type_name(items)))
+        else:
+            parts.append(f"{key}:{fg_text(val, escape_keys=True, strict=False)}")
+    return ",".join(parts)
+
+
+def _properties(props: dict[str, Any]) -> str:
+    parts = []
+    for key in canonical_keys(props):
+        prop = props[key] if isinstance(props[key], dict) else {}
+        inner = []
+        if prop.get("description"):
+            inner.append("description:" + _esc(prop["description"]))
+        type_name = _type_name(prop)
+        if type_name == "STRING" and prop.get("enum"):
+            inner.append("enum:" + fg_text(list(prop["enum"]), escape_keys=True, strict=False))
+        elif type_name == "ARRAY" and isinstance(prop.get("items"), dict) and prop["items"]:
+            inner.append("items:{" + _items(prop["items"]) + "}")
+        if prop.get("nullable") or (isinstance(prop.get("type"), list) and "null" in prop["type"]):
+            inner.append("nullable:true")
+        if type_name == "OBJECT":
+            if isinstance(prop.get("properties"), dict):
+                inner.append("properties:{" + _properties(prop["properties"]) + "}")
+            if prop.get("required"):
+                inner.append(_required(prop["required"]))
+        inner.append("type:" + _esc(type_name))
+        parts.append(f"{key}:{{" + ",".join(inner) + "}")
+    return ",".join(parts)
+
+
+def declaration(tool: ToolSchema) -> str:
+    """``declaration:NAME{description:...,parameters:{...} }`` as the chat template writes it."""
+    out = f"declaration:{tool.name}{{description:{_esc(tool.description)}"
+    params = tool.parameters
+    if params:
+        out += ",parameters:{"
+        if params.get("properties"):
+            out += "properties:{" + _properties(params["properties"]) + " },"
+        if params.get("required"):
+            out += _required(params["required"]) + ","
+        out += "type:" + _esc(str(params.get("type", "object")).upper()) + "}"
+    return out + " }"
+
+
+def _call_text(call: ToolCall, *, strict: bool = True) -> str:
+    if strict:
+        check_fg_name(call.name, "tool")
+    return f"{CALL_START}call:{call.name}{fg_text(call.arguments, strict=strict)}{CALL_END}"
+
+
+def _response_text(name: str, content: str | None) -> str:
+    text = content or ""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        data = None
+    body = None
+    if isinstance(data, dict):
+        try:
+            body = fg_text(data)
+        except ValueError:
+            body = None
+    if body is None:
+        body = "{value:" + fg_text(text, strict=False) + "}"
+    return f"{RESP_START}response:{name}{body}{RESP_END}"
+
+
+def render_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) -> str:
+    """The prompt as FunctionGemma's chat template renders it, with the generation prompt."""
+    msgs = list(format_messages(messages))
+    out = [BOS]
+    first = msgs.pop(0)
+    out.append(f"{TURN_START}developer\n{(first.content or '').strip()}")
+    out += [f"{DECL_START}{declaration(t)}{DECL_END}" for t in tools]
+    out.append(f"{TURN_END}\n")
+    state = None  # None | "calls" (calls without results) | "results" (model turn left open)
+    i = 0
+    while i < len(msgs):
+        msg = msgs[i]
+        i += 1
+        if msg.role == "tool":  # a result with no call before it: rendered where it stands
+            out.append(_response_text(msg.name or "unknown", msg.content))
+            state = "results"
+            continue
+        if msg.role != "assistant":
+            role = "developer" if msg.role == "system" else msg.role
+            if state == "results":
+                out.append(f"{TURN_END}\n")
+            out.append(f"{TURN_START}{role}\n{(msg.content or '').strip()}{TURN_END}\n")
+            state = None
+            continue
+        if state != "results":
+            out.append(f"{TURN_START}model\n")
+        content = (msg.content or "").strip()
+        out.append(content)
+        out += [_call_text(c, strict=False) for c in msg.tool_calls]
+        names = {c.id: c.name for c in msg.tool_calls}
+        answered = False
+        while i < len(msgs) and msgs[i].role == "tool" and msg.tool_calls:
+            res = msgs[i]
+            out.append(_response_text(names.get(res.tool_call_id or "", res.name or "unknown"), res.content))
+            answered = True
+            i += 1
+        if msg.tool_calls and not answered:
+            out.append(RESP_START)
+            state = "calls"
+        elif answered and not content:
+            state = "results"
+        else:
+            out.append(f"{TURN_END}\n")
+            state = None
+    if state is None:
+        out.append(f"{TURN_START}model\n")
+    return "".join(out)
+
+
+# --- constraints --------------------------------------------------------------------------------
+
+
+def _check_tools(tools: Sequence[ToolSchema]) -> None:
+    index_tools(tools)
+    for tool in tools:
+        check_fg_name(tool.name, "tool")
+    if not tools:
+        raise ConstraintError("a constraint needs at least one tool")
+
+
+def arguments_grammar(tool: ToolSchema) -> str:
+    """EBNF of one tool's argument members (between ``call:NAME{`` and ``}``): a structural tag's content."""
+    builder = EbnfBuilder(FG_SYNTAX)
+    members = builder.members(tool.parameters, "args", closed=True)
+    return builder.render(members or '""')
+
+
+def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, portable: bool = False) -> str:
+    """The whole answer: one call (``call+`` when parallel), each tool with its own arguments.
+
+    ``portable``: spell string bodies as plain EBNF rules instead of xgrammar's ``TagDispatch``
+    (same language; for other engines; ~300 ms instead of ~10 ms to compile for Gemma's vocabulary).
+    """
+    _check_tools(tools)
+    builder = EbnfBuilder(FG_SYNTAX_PORTABLE if portable else FG_SYNTAX)
+    alts = []
+    for i, tool in enumerate(tools):
+        members = builder.members(tool.parameters, rule_name(f"t{i}", tool.name), closed=True)
+        head = ebnf_literal(f"{CALL_START}call:{tool.name}{{")
+        alts.append(builder.add(f"t{i}-{tool.name}-call", f"{head} {members} {ebnf_literal('}' + CALL_END)}"))
+    call = builder.add("call", " | ".join(alts))
+    return builder.render(f"{call}+" if parallel else call)
+
+
+def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
+    """xgrammar 0.2.8 structural tag (JSON text): triggered by ``<start_function_call>``."""
+    _check_tools(tools)
+    tags = [
+        {
+            "type": "tag",
+            "begin": f"{CALL_START}call:{t.name}{{",
+            "content": {"type": "grammar", "grammar": arguments_grammar(t)},
+            "end": f"}}{CALL_END}",
+        }
+        for t in tools
+    ]
+    fmt = {
+        "type": "triggered_tags",
+        "triggers": [CALL_START],
+        "tags": tags,
+        "at_least_one": True,
+        "stop_after_first": not parallel,
+    }
+    return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
+
+
+def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
+    parallel = constraint.allow_parallel_calls
+    if constraint.strategy == "ebnf":
+        return ConstraintArtifact("grammar", build_ebnf(tools, parallel=parallel))
+    if constraint.strategy == "structural_tag":
+        return ConstraintArtifact("structural_tag", build_structural_tag(tools, parallel=parallel))
+    if constraint.strategy == "json_schema":
+        index_tools(tools)
+        return ConstraintArtifact(
+            "json", json.dumps(call_schema(tools, parallel=parallel), ensure_ascii=False)
+        )
+    return None
+
+
+def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
+    """vLLM ``structured_outputs`` + ``skip_special_tokens: False`` (keeps the call tags) + stop."""
+    return make_payload(build_artifact(tools, constraint), {"skip_special_tokens": False}, STOP)
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> str:
+    """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
+    if constraint.strategy == "json_schema":
+        return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
+    return "".join(_call_text(c) for c in calls)
+
+
+# --- parser -------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_DELIMS = ",}]"
+
+
+class _Bad(Exception):
+    def __init__(self, message: str, *, at_end: bool = False) -> None:
+        super().__init__(message)
+        self.at_end = at_end
+
+
+def _expect_more(text: str, pos: int, what: str) -> None:
+    if pos >= len(text):
+        raise _Bad(f"the text ends inside the call, where {what} was expected", at_end=True)
+
+
+def _value(text: str, pos: int) -> tuple[Any, int]:
+    _expect_more(text, pos, "a value")
+    if text.startswith(ESCAPE, pos):
+        end = text.find(ESCAPE, pos + len(ESCAPE))
+        if end < 0:
+            raise _Bad("a string is not closed by <escape>", at_end=True)
+        return text[pos + len(ESCAPE) : end], end + len(ESCAPE)
+    ch = text[pos]
+    if ch == "{":
+        return _object(text, pos)
+    if ch == "[":
+        items: list[Any] = []
+        pos += 1
+        _expect_more(text, pos, "an array item or ]")
+        if text[pos] == "]":
+            return items, pos + 1
+        while True:
+            item, pos = _value(text, pos)
+            items.append(item)
+            _expect_more(text, pos, ", or ]")
+            if text[pos] == "]":
+                return items, pos + 1
+            if text[pos] != ",":
+                raise _Bad(f"expected , or ] in an array at {text[pos : pos + 20]!r}")
+            pos += 1
+    for word, val in (("true", True), ("false", False), ("null", None)):
+        if text.startswith(word, pos):
+            end = pos + len(word)
+            if end < len(text) and text[end] not in _DELIMS:
+                break
+            return val, end
+    m = _NUMBER.match(text, pos)
+    if m and (m.end() >= len(text) or text[m.end()] in _DELIMS):
+        num = m.group(0)
+        return (float(num) if m.group(1) or m.group(2) else int(num)), m.end()
+    raise _Bad(f"not a value (strings go inside <escape>): {text[pos : pos + 30]!r}")
+
+
+def _object(text: str, pos: int) -> tuple[dict[str, Any], int]:
+    out: dict[str, Any] = {}
+    pos += 1
+    _expect_more(text, pos, "a key or }")
+    if text[pos] == "}":
+        return out, pos + 1
+    while True:
+        if text.startswith(ESCAPE, pos):
+            key, pos = _value(text, pos)
+        else:
+            colon = text.find(":", pos)
+            if colon < 0:
+                raise _Bad("a key is not followed by ':'", at_end=True)
+            key = text[pos:colon]
+            if not key or re.search(r"[\s{}\[\],<>]", key):
+                raise _Bad(f"not an argument name: {key[:40]!r}")
+            pos = colon
+        _expect_more(text, pos, "':'")
+        if text[pos] != ":":
+            raise _Bad(f"expected ':' after {key!r}")
+        val, pos = _value(text, pos + 1)
+        if key in out:
+            raise _Bad(f"argument {key!r} is given twice")
+        out[key] = val
+        _expect_more(text, pos, ", or }")
+        if text[pos] == "}":
+            return out, pos + 1
+        if text[pos] != ",":
+            raise _Bad(f"expected , or }} after the value of {key!r}")
+        pos += 1
+
+
+def _one_call(text: str, start: int, known: dict[str, ToolSchema]) -> tuple[ToolCall | ParseFailure, int]:
+    """The call starting at ``start`` (at ``<start_function_call>``) and where it ends."""
+    pos = start + len(CALL_START)
+    bad: _Bad | None = None
+    try:
+        if not text.startswith("call:", pos):
+            _expect_more(text, pos + len("call:") - 1, "'call:'")
+            raise _Bad("expected 'call:' after <start_function_call>")
+        brace = text.find("{", pos)
+        end_tag = text.find(CALL_END, pos)
+        name = text[pos + 5 : brace] if brace >= 0 else ""
+        if brace < 0 or 0 <= end_tag < brace or not name or re.search(r"[\s<>:,\[\]}]", name):
+            at_end = brace < 0 and end_tag < 0
+            raise _Bad(f"expected call:NAME{{...}}, got {text[pos : pos + 40]!r}", at_end=at_end)
+        args, pos = _object(text, brace)
+        if not text.startswith(CALL_END, pos):
+            _expect_more(text, pos, CALL_END)
+            raise _Bad(f"expected {CALL_END} after the arguments of {name!r}")
+        pos += len(CALL_END)
+    except RecursionError:
+        bad = _Bad("arguments nested too deeply")
+    except _Bad as caught:
+        bad = caught
+    if bad is not None:
+        nxt = text.find(CALL_START, start + 1)
+        end = text.find(CALL_END, start)
+        stop = min(nxt if nxt >= 0 else len(text), end + len(CALL_END) if end >= 0 else len(text))
+        kind = "parse:unterminated_call" if bad.at_end else "parse:bad_arguments"
+        return failure(kind, str(bad), text[start:stop]), stop
+    if known and name not in known:
+        return failure("parse:unknown_tool", f"no tool is named {name!r}", text[start:pos]), pos
+    return ToolCall.create(name, args), pos
+
+
+def parse_response(
+    content: str | None, api_tool_calls: Sequence[ToolCall], tools: Sequence[ToolSchema]
+) -> ParsedResponse:
+    """Calls from FunctionGemma's native output, or from JSON (json_schema strategy). Never raises."""
+    known = {t.name: t for t in tools}
+    text = content or ""
+    if api_tool_calls:
+        calls, errors = check_api_calls(api_tool_calls, known)
+        return finish(text, calls, errors, whole=text)
+    for trailer in _TRAILERS:
+        if text.endswith(trailer):
+            text = text[: -len(trailer)]
+    from_json = read_json_calls(text, known, native_marker=CALL_START)
+    if from_json is not None:
+        return finish(None, *from_json, whole=text)
+    found: list[ToolCall] = []
+    problems: list[ParseFailure] = []
+    outside: list[str] = []
+    pos = 0
+    while (start := text.find(CALL_START, pos)) >= 0:
+        outside.append(text[pos:start])
+        got, pos = _one_call(text, start, known)
+        if isinstance(got, ParseFailure):
+            problems.append(got)
+        else:
+            found.append(got)
+    outside.append(text[pos:])
+    return finish("".join(outside), found, problems, whole=text)
+
+
+ADAPTER = ModelAdapter(
+    family=FAMILY,
+    parse_response=parse_response,
+    build_payload=build_payload,
+    render_prompt=render_prompt,
+    render_output=render_output,
+    format_messages=format_messages,
+)

@@ -1,0 +1,165 @@
+"""The shared schema -> EBNF builder: escaping, rule names, schema keywords, canonical order, and the
+portable spelling of FunctionGemma strings (string-level checks, no tokenizer needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from familycases import TRICKY_STRINGS
+
+from harness.agents import ConstraintError, ToolCall, ToolSchema
+from harness.agents.families import function_gemma, qwen
+from harness.agents.families._calls import strict_schema
+from harness.agents.families._ebnf import (
+    FG_SYNTAX,
+    JSON_SYNTAX,
+    EbnfBuilder,
+    canonical_keys,
+    ebnf_literal,
+    rule_name,
+)
+
+xgr = pytest.importorskip("xgrammar")
+from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
+
+
+def accepts(ebnf: str, text: str) -> bool:
+    return bool(_is_grammar_accept_string(xgr.Grammar.from_ebnf(ebnf), text))
+
+
+def value_grammar(syntax: Any, schema: Any) -> str:
+    builder = EbnfBuilder(syntax)
+    return builder.render(builder.value(schema, "v"))
+
+
+LITERALS = ["plain", 'q"uote', "back\\slash", "new\nline\r\t", "\x01\x7f", "é 日本 🎉", "", "<escape>"]
+
+
+@pytest.mark.parametrize("text", LITERALS, ids=repr)
+def test_ebnf_literal_matches_exactly_its_text(text: str) -> None:
+    assert accepts(f"root ::= {ebnf_literal(text)}", text)
+    assert not accepts(f"root ::= {ebnf_literal(text)}", text + "x")
+
+
+@pytest.mark.parametrize("parts", [("t0", "my.tool"), ("9lives",), ("a b", 'c"d\\e'), ("", "é")], ids=repr)
+def test_rule_names_are_valid(parts: tuple[str, ...]) -> None:
+    name = rule_name(*parts)
+    assert accepts(f'root ::= {name}\n{name} ::= "x"', "x")
+
+
+def test_canonical_order_is_case_insensitive_then_case_sensitive() -> None:
+    assert canonical_keys(["b", "A", "a", "_z", "B1"]) == ["_z", "A", "a", "b", "B1"]
+
+
+# (schema, accepted JSON texts, rejected JSON texts)
+JSON_VALUES: list[tuple[dict[str, Any], list[str], list[str]]] = [
+    ({"type": "integer"}, ["0", "-7", "120"], ["01", "1.0", "+1", '"1"']),
+    ({"type": "number"}, ["0", "-7.25", "1e-05", "2E+3"], [".5", "1.", "NaN"]),
+    ({"type": ["string", "null"]}, ['"a"', "null"], ["1"]),
+    ({"type": "integer", "nullable": True}, ["3", "null"], ['"3"']),
+    ({"enum": ["a", 1, None, True]}, ['"a"', "1", "null", "true"], ['"b"', "false"]),
+    ({"const": "x"}, ['"x"'], ['"y"']),
+    ({"anyOf": [{"type": "integer"}, {"type": "boolean"}]}, ["1", "false"], ['"1"']),
+    ({"type": "array", "items": {"type": "integer"}}, ["[]", "[1, 2]", "[ 1,2 ]"], ['["1"]', "[1,]"]),
+    ({"type": "array", "items": {"type": "integer"}, "minItems": 1}, ["[1]"], ["[]"]),
+    ({"type": "object"}, ["{}", '{"k": [1, {"z": null}]}'], ['{"k"}']),
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, ['{"a": 1, "b": 2}'], ['{"a": "1"}']),
+    (
+        {
+            "type": "object",
+            "properties": {"b": {"type": "integer"}, "a": {"type": "string"}},
+            "required": ["b"],
+        },
+        ['{"b": 1}', '{"a": "x", "b": 1}', '{ "a" : "x" , "b" : 1 }'],
+        ['{"b": 1, "a": "x"}', '{"a": "x"}', '{"b": 1, "c": 2}', '{"b": 1, "b": 2}', '{"b":   1}'],
+    ),
+    ({"type": "object", "properties": {}}, ["{}"], ['{"a": 1}']),
+    ({}, ['"s"', "1", "[true]", '{"a": {}}'], ["nul"]),
+]
+
+
+@pytest.mark.parametrize("case", JSON_VALUES, ids=lambda c: str(c[0])[:50])
+def test_json_values_follow_the_schema(case: Any) -> None:
+    schema, good, bad = case
+    grammar = value_grammar(JSON_SYNTAX, schema)
+    for text in good:
+        assert accepts(grammar, text), text
+    for text in bad:
+        assert not accepts(grammar, text), text
+
+
+FG_VALUES: list[tuple[dict[str, Any], list[str], list[str]]] = [
+    ({"type": "string"}, ["<escape>a}b<escape>", "<escape><escape>"], ["a", "<escape>a<escape>b<escape>"]),
+    ({"type": "integer"}, ["15", "-2"], ["<escape>15<escape>"]),
+    ({"type": "boolean"}, ["true", "false"], ["True", "<escape>true<escape>"]),
+    (
+        {"type": "array", "items": {"type": "string"}},
+        ["[]", "[<escape>a<escape>,<escape>b<escape>]"],
+        ["[a]", "[<escape>a<escape>, <escape>b<escape>]"],
+    ),
+    ({"type": "object"}, ["{}", "{k:1,z:{a:null}}"], ["{<escape>k<escape>:1}", "{k :1}"]),
+    ({"enum": ["l", "w"]}, ["<escape>l<escape>"], ["l", "<escape>c<escape>"]),
+]
+
+
+@pytest.mark.parametrize("case", FG_VALUES, ids=lambda c: str(c[0])[:50])
+def test_function_gemma_values_follow_the_schema(case: Any) -> None:
+    schema, good, bad = case
+    grammar = value_grammar(FG_SYNTAX, schema)
+    for text in good:
+        assert accepts(grammar, text), text
+    for text in bad:
+        assert not accepts(grammar, text), text
+
+
+def test_portable_function_gemma_grammar_is_the_same_language() -> None:
+    tools = [
+        ToolSchema(
+            "echo",
+            "x",
+            {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+        )
+    ]
+    fast = function_gemma.build_ebnf(tools, parallel=False)
+    portable = function_gemma.build_ebnf(tools, parallel=False, portable=True)
+    assert "TagDispatch" in fast and "TagDispatch" not in portable
+    texts = [function_gemma._call_text(ToolCall.create("echo", {"content": s})) for s in TRICKY_STRINGS]
+    texts += [t.replace("<escape>}", "<escape>x<escape>}") for t in texts]  # an <escape> inside the string
+    for text in texts:
+        assert accepts(fast, text) == accepts(portable, text), text
+
+
+def test_strict_schema_closes_objects_and_orders_properties() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "b": {"type": "object", "properties": {"y": {}, "x": {}}},
+            "a": {"type": "integer", "nullable": True},
+        },
+    }
+    strict = strict_schema(schema)
+    assert list(strict["properties"]) == ["a", "b"]
+    assert strict["additionalProperties"] is False
+    assert strict["properties"]["b"]["additionalProperties"] is False
+    assert list(strict["properties"]["b"]["properties"]) == ["x", "y"]
+    assert strict["properties"]["a"]["type"] == ["integer", "null"]
+    assert list(schema["properties"]) == ["b", "a"]  # the input is not touched
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"allOf": [{"type": "string"}, {"minLength": 1}]}, {"type": "date"}, {"enum": []}, {"$ref": "#/defs/x"}],
+    ids=repr,
+)
+def test_unsupported_schemas_are_errors(schema: dict[str, Any]) -> None:
+    with pytest.raises(ConstraintError):
+        value_grammar(JSON_SYNTAX, schema)
+
+
+def test_qwen_tool_names_are_json_escaped_in_the_frame() -> None:
+    tool = ToolSchema('we"ird\\name', "x")
+    text = qwen.render_output([ToolCall.create(tool.name, {})], __import__("familycases").constraint("ebnf"))
+    assert text.startswith('<tool_call>\n{"name": "we\\"ird\\\\name"')
+    assert accepts(qwen.build_ebnf([tool], parallel=False), text)
+    assert [c.name for c in qwen.parse_response(text, [], [tool]).tool_calls] == [tool.name]
