@@ -8,6 +8,7 @@ Each family module (``harness.agents.families``) builds one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,9 @@ PromptRenderer = Callable[[Sequence[Message], Sequence[ToolSchema]], str]
 ending with the open assistant turn."""
 OutputRenderer = Callable[[Sequence[ToolCall], DecodingConstraint], str]
 """Calls -> the text the model emits for them under a strategy (the gold answer for replay)."""
+TextRenderer = Callable[[str, DecodingConstraint], str]
+"""A plain-text answer -> the text the model emits for it under a strategy (gold replay of a closing
+message; only meaningful when the constraint has ``allow_text_answer``)."""
 MessageFormatter = Callable[[Sequence[Message]], tuple[Message, ...]]
 ToolFormatter = Callable[[Sequence[ToolSchema]], list[dict[str, Any]]]
 
@@ -45,6 +49,13 @@ ToolFormatter = Callable[[Sequence[ToolSchema]], list[dict[str, Any]]]
 def default_format_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
     """OpenAI-compatible servers take the messages as they are."""
     return tuple(messages)
+
+
+def default_render_text(text: str, constraint: DecodingConstraint) -> str:
+    """Plain text as is; under ``json_schema`` the answer is a JSON document, so a JSON string."""
+    if constraint.strategy == "json_schema":
+        return json.dumps(text, ensure_ascii=False)
+    return text
 
 
 def default_format_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
@@ -64,3 +75,4 @@ class ModelAdapter:
     render_output: OutputRenderer
     format_messages: MessageFormatter = default_format_messages
     format_tools: ToolFormatter = default_format_tools
+    render_text: TextRenderer = default_render_text

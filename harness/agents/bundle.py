@@ -56,12 +56,14 @@ class ConstraintConfig(_Strict):
     strategy: Strategy = "ebnf"
     allow_parallel_calls: bool = False
     send_tools_to_api: bool = True
+    allow_text_answer: bool = False
 
     def build(self, strategy: str | None = None) -> DecodingConstraint:
         return DecodingConstraint(
             strategy=strategy or self.strategy,  # type: ignore[arg-type]  # validated by DecodingConstraint
             allow_parallel_calls=self.allow_parallel_calls,
             send_tools_to_api=self.send_tools_to_api,
+            allow_text_answer=self.allow_text_answer,
         )
 
 

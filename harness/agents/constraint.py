@@ -29,6 +29,10 @@ class DecodingConstraint:
     allow_parallel_calls: bool = False
     send_tools_to_api: bool = True
     """Send the tools in the request's ``tools`` field so the server's chat template declares them."""
+    allow_text_answer: bool = False
+    """Let the model answer in plain text instead of calling a tool. A constrained grammar that forces a
+    call leaves a model no way to end a turn, so episode suites (the agent loop) set this: the grammars
+    then allow either the calls or a plain-text answer (under ``json_schema``, a JSON string)."""
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:

@@ -30,6 +30,8 @@ from harness.grammar.tokenizers import get_tokenizer
 
 NOTE = "oracle: replays gold answers through the grammar with the real tokenizer; it measures grammars, not a model"
 REJECTED_GOLD = "grammar:rejected_gold"
+CLOSING_TEXT = "Done."
+"""What the oracle answers when a turn's gold calls are all made: the plain answer that ends the turn."""
 
 _STOP_IDS: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
 _ARTIFACT_STRATEGY = {"grammar": "ebnf", "structural_tag": "structural_tag", "json": "json_schema"}
@@ -111,7 +113,10 @@ class OracleEngine:
         except ConstraintError as exc:
             raise ModelCallError("model:bad_request", str(exc)) from exc
         constraint = self._strategy_constraint(artifact)
-        text = self.adapter.render_output(calls, constraint)
+        text = (
+            self.adapter.render_output(calls, constraint) if calls
+            else self.adapter.render_text(CLOSING_TEXT, constraint)
+        )
         tokenizer = get_tokenizer(self.family)
         compiled, compile_ms, cached = (None, None, None) if artifact is None else self._compiled(artifact)
         ids = tokenizer.encode(text)

@@ -144,6 +144,8 @@ class Runner:
                     strategy=strategy,  # type: ignore[arg-type]  # validated by DecodingConstraint
                     allow_parallel_calls=self.bundle.constraint.allow_parallel_calls,
                     send_tools_to_api=self.bundle.constraint.send_tools_to_api,
+                    # In an episode the model ends each turn with a plain answer: the grammar must allow it.
+                    allow_text_answer=suite.kind == "episode" or self.bundle.constraint.allow_text_answer,
                 )
                 self.lanes.append(Lane(
                     family=family, strategy=strategy, adapter=adapter, constraint=constraint,

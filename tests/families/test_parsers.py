@@ -150,7 +150,8 @@ QWEN_OUTPUTS: list[tuple[str, list[tuple[str, dict[str, Any]]], str | None, list
     ('{"name": "cd", "arguments": {"folder": "d"}}', [("cd", {"folder": "d"})], None, []),
     ('[{"name": "pwd", "arguments": {}}]', [("pwd", {})], None, []),
     ('{"name": "cd", "arguments": {"folder": "d"}', [], None, ["parse:bad_json"]),
-    ('"just a string"', [], '"just a string"', ["parse:no_call"]),
+    # a JSON string is a plain answer (json_schema with allow_text_answer): its text is the content
+    ('"just a string"', [], "just a string", ["parse:no_call"]),
 ]
 
 GARBAGE = [

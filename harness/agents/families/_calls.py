@@ -85,8 +85,21 @@ def strict_schema(schema: Any, *, closed: bool = True) -> Any:
     return out
 
 
-def call_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
-    """The JSON schema of ``{"name": NAME, "arguments": {...}}`` over ``tools`` (a list when parallel)."""
+TEXT_ANSWER_EBNF = "[^<]+"
+"""A plain-text answer (``allow_text_answer``): any non-empty text without ``<``, so it can never spell
+a call tag that the grammar did not check."""
+
+
+def call_schema(tools: Iterable[Any], *, parallel: bool, text_answer: bool = False) -> dict[str, Any]:
+    """The JSON schema of ``{"name": NAME, "arguments": {...}}`` over ``tools`` (a list when parallel);
+    with ``text_answer``, a JSON string (a plain-text answer) is the other alternative."""
+    calls = _calls_schema(tools, parallel=parallel)
+    if not text_answer:
+        return calls
+    return {"anyOf": [calls, {"type": "string"}]}
+
+
+def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
     one = {
         "anyOf": [
             {
@@ -144,6 +157,17 @@ def call_from_json(obj: Any, known: Mapping[str, ToolSchema], text: str) -> Tool
             "parse:bad_arguments", f"arguments of {name!r} must be an object, not {type(args).__name__}", text
         )
     return ToolCall.create(name, args)
+
+
+def json_text_answer(text: str) -> str | None:
+    """The text of a plain answer given as a JSON string (json_schema with ``allow_text_answer``)."""
+    if not text.strip().startswith('"'):
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, str) else None
 
 
 def read_json_calls(

@@ -41,12 +41,14 @@ from harness.agents.constraint import (
     RequestPayload,
 )
 from harness.agents.families._calls import (
+    TEXT_ANSWER_EBNF,
     call_schema,
     check_api_calls,
     failure,
     finish,
     index_tools,
     json_calls_text,
+    json_text_answer,
     make_payload,
     read_json_calls,
 )
@@ -248,7 +250,9 @@ def arguments_grammar(tool: ToolSchema) -> str:
     return builder.render(members or '""')
 
 
-def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, portable: bool = False) -> str:
+def build_ebnf(
+    tools: Sequence[ToolSchema], *, parallel: bool, portable: bool = False, text_answer: bool = False
+) -> str:
     """The whole answer: one call (``call+`` when parallel), each tool with its own arguments.
 
     ``portable``: spell string bodies as plain EBNF rules instead of xgrammar's ``TagDispatch``
@@ -262,10 +266,13 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, portable: bool = 
         head = ebnf_literal(f"{CALL_START}call:{tool.name}{{")
         alts.append(builder.add(f"t{i}-{tool.name}-call", f"{head} {members} {ebnf_literal('}' + CALL_END)}"))
     call = builder.add("call", " | ".join(alts))
-    return builder.render(f"{call}+" if parallel else call)
+    calls = f"{call}+" if parallel else call
+    if text_answer:
+        return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
+    return builder.render(calls)
 
 
-def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
+def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
     """xgrammar 0.2.8 structural tag (JSON text): triggered by ``<start_function_call>``."""
     _check_tools(tools)
     tags = [
@@ -281,22 +288,24 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
         "type": "triggered_tags",
         "triggers": [CALL_START],
         "tags": tags,
-        "at_least_one": True,
+        "at_least_one": not text_answer,
         "stop_after_first": not parallel,
     }
     return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    parallel = constraint.allow_parallel_calls
+    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
     if constraint.strategy == "ebnf":
-        return ConstraintArtifact("grammar", build_ebnf(tools, parallel=parallel))
+        return ConstraintArtifact("grammar", build_ebnf(tools, parallel=parallel, text_answer=text))
     if constraint.strategy == "structural_tag":
-        return ConstraintArtifact("structural_tag", build_structural_tag(tools, parallel=parallel))
+        return ConstraintArtifact(
+            "structural_tag", build_structural_tag(tools, parallel=parallel, text_answer=text)
+        )
     if constraint.strategy == "json_schema":
         index_tools(tools)
         return ConstraintArtifact(
-            "json", json.dumps(call_schema(tools, parallel=parallel), ensure_ascii=False)
+            "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
         )
     return None
 
@@ -449,6 +458,9 @@ def parse_response(
     for trailer in _TRAILERS:
         if text.endswith(trailer):
             text = text[: -len(trailer)]
+    answer = json_text_answer(text)
+    if answer is not None:
+        return finish(answer, (), (), whole=text)
     from_json = read_json_calls(text, known, native_marker=CALL_START)
     if from_json is not None:
         return finish(None, *from_json, whole=text)

@@ -34,6 +34,7 @@ from harness.agents.constraint import (
     RequestPayload,
 )
 from harness.agents.families._calls import (
+    TEXT_ANSWER_EBNF,
     call_from_json,
     call_schema,
     check_api_calls,
@@ -41,6 +42,7 @@ from harness.agents.families._calls import (
     finish,
     index_tools,
     json_calls_text,
+    json_text_answer,
     make_payload,
     ordered_schema,
     read_json_calls,
@@ -155,7 +157,7 @@ def _check_tools(tools: Sequence[ToolSchema]) -> None:
         raise ConstraintError("a constraint needs at least one tool")
 
 
-def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
+def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
     """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
     _check_tools(tools)
     builder = EbnfBuilder(JSON_SYNTAX)
@@ -167,10 +169,13 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
         body = f"{ebnf_literal(call_head(tool.name))} {args} {ebnf_literal(CALL_TAIL)}"
         alts.append(builder.add(f"{hint}-call", body))
     call = builder.add("call", " | ".join(alts))
-    return builder.render(f'{call} ("\\n" {call})*' if parallel else call)
+    calls = f'{call} ("\\n" {call})*' if parallel else call
+    if text_answer:
+        return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
+    return builder.render(calls)
 
 
-def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
+def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
     """xgrammar 0.2.8 structural tag (JSON text): ``<tool_call>`` tags with each tool's JSON schema,
     as xgrammar's built-in ``qwen_3`` tag (tool_choice="required", reasoning disabled) builds them."""
     _check_tools(tools)
@@ -191,7 +196,7 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
         "type": "triggered_tags",
         "triggers": [CALL_START],
         "tags": tags,
-        "at_least_one": True,
+        "at_least_one": not text_answer,
         "stop_after_first": not parallel,
         "excludes": ["<think>", "</think>"],
     }
@@ -199,15 +204,17 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool) -> str:
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    parallel = constraint.allow_parallel_calls
+    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
     if constraint.strategy == "ebnf":
-        return ConstraintArtifact("grammar", build_ebnf(tools, parallel=parallel))
+        return ConstraintArtifact("grammar", build_ebnf(tools, parallel=parallel, text_answer=text))
     if constraint.strategy == "structural_tag":
-        return ConstraintArtifact("structural_tag", build_structural_tag(tools, parallel=parallel))
+        return ConstraintArtifact(
+            "structural_tag", build_structural_tag(tools, parallel=parallel, text_answer=text)
+        )
     if constraint.strategy == "json_schema":
         index_tools(tools)
         return ConstraintArtifact(
-            "json", json.dumps(call_schema(tools, parallel=parallel), ensure_ascii=False)
+            "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
         )
     return None
 
@@ -281,6 +288,9 @@ def parse_response(
     for trailer in _TRAILERS:
         if text.endswith(trailer):
             text = text[: -len(trailer)]
+    answer = json_text_answer(text)
+    if answer is not None:
+        return finish(answer, (), (), whole=text)
     from_json = read_json_calls(text, known, native_marker=CALL_START)
     if from_json is not None:
         return finish(None, *from_json, whole=text)
