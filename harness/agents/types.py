@@ -109,7 +109,7 @@ class ToolSchema:
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise ValueError(f"not an OpenAI tool: missing function.name in {str(tool)[:120]}")
         params = fn.get("parameters") or {"type": "object", "properties": {}}
-        return cls(name=fn["name"], description=str(fn.get("description", "")), parameters=params)
+        return cls(name=fn["name"], description=str(fn.get("description") or ""), parameters=params)
 
     @property
     def required(self) -> tuple[str, ...]:
