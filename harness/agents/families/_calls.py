@@ -241,4 +241,8 @@ def make_payload(
     body: dict[str, Any] = dict(extra)
     if artifact is not None:
         body["structured_outputs"] = {artifact.kind: artifact.value}
+        if artifact.kind == "json":
+            # The harness compiles JSON schemas with bounded whitespace (a small model let loose on
+            # `any_whitespace` emits newlines forever); ask vLLM for the same language.
+            body["structured_outputs"]["disable_any_whitespace"] = True
     return RequestPayload(extra_body=body, stop=stop, artifact=artifact)
