@@ -9,7 +9,8 @@ from __future__ import annotations
 import typer
 
 from harness import __version__
-from harness.cli import bench, grammar, tool
+from harness.cli import bench, grammar, reporting, serve, suites, tool
+from harness.cli import run as run_cmd
 
 app = typer.Typer(
     name="harness",
@@ -24,6 +25,13 @@ app = typer.Typer(
 app.add_typer(grammar.app, name="grammar")
 app.add_typer(tool.app, name="tool")
 app.add_typer(bench.app, name="bench")
+app.command("validate")(suites.validate)
+app.add_typer(suites.import_app, name="import")
+app.command("report")(reporting.report)
+app.command("compare")(reporting.compare)
+app.command("run")(run_cmd.run)
+app.command("score")(run_cmd.score)
+app.command("serve")(serve.serve)
 
 
 def _version(value: bool) -> None:

@@ -10,15 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness.engines.local import LocalEngine
     from harness.engines.openai_client import OpenAICompatibleClient
     from harness.engines.oracle import OracleEngine
 
 _LAZY = {
+    "LocalEngine": "harness.engines.local",
     "OpenAICompatibleClient": "harness.engines.openai_client",
     "OracleEngine": "harness.engines.oracle",
 }
 
-__all__ = ["OpenAICompatibleClient", "OracleEngine"]
+__all__ = ["LocalEngine", "OpenAICompatibleClient", "OracleEngine"]
 
 
 def __getattr__(name: str) -> Any:

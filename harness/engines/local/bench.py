@@ -1,0 +1,190 @@
+"""``harness bench engine``: speed of the embedded engine, constrained against unconstrained.
+
+One engine, the SHELLper tool prompt (18 tools), FunctionGemma's format. Figures:
+
+- tokens/s after the first token, per strategy and mask policy, the median of ``repeats`` runs that
+  are interleaved with unconstrained runs of the same prompt (the machine is shared and noisy: the
+  ratio is taken within the same round, then the median of the ratios);
+- grammar time per token (matcher, mask fills, picking among allowed ids) and how often the lazy
+  policy had to fill the mask;
+- unconstrained tokens/s with a 20-token prompt and no tools (attention over the ~2,000-token tool
+  prompt costs about a sixth of the speed);
+- time to first token: ``ttft_ms_first`` with an empty KV cache and the grammar cache cleared (the
+  full tool prompt is evaluated and the grammar compiled), ``ttft_ms_repeat`` for the same request
+  again and ``ttft_ms_next_case`` for another user message with the same tools.
+
+Parallel calls are allowed so a constrained answer runs to ``max_tokens`` (a base model repeats calls):
+every run produces the same number of tokens to time.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.agents.client import CompletionRequest, CompletionResponse
+from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
+from harness.agents.types import Message, ToolSchema
+
+SYSTEM = (
+    "You operate a file system for the user through the tools you are given. Each turn, make the single "
+    "tool call that moves the task forward."
+)
+USER_PROMPTS = (
+    "Create a directory called reports, then list what is in the current directory.",
+    "Show me the last 5 lines of server.log.",
+    "Rename draft.txt to final.txt.",
+)
+GOALS = {"constrained_tok_s": 50.0, "constrained_over_unconstrained": 0.9, "ttft_speedup": 5.0}
+
+
+def load_tools(path: str | Path | None = None) -> list[ToolSchema]:
+    """Tools from an OpenAI-style JSON list, or from a folder of ``.pym`` tools (default: the
+    SHELLper bundle's tools, else ``tests/data/shellper_tools.json``)."""
+    if path is None:
+        root = Path(__file__).resolve().parents[3]
+        for candidate in (root / "bundles" / "shellper" / "tools", root / "tests" / "data" / "shellper_tools.json"):
+            if candidate.exists():
+                path = candidate
+                break
+        else:
+            raise FileNotFoundError("no SHELLper tools found: pass --tools (a JSON list or a .pym folder)")
+    path = Path(path)
+    if path.is_dir():
+        from harness.sandbox.script import load_script
+
+        return [load_script(p, type_check=False).tool_schema() for p in sorted(path.glob("*.pym"))]
+    return [ToolSchema.from_openai(t) for t in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str, max_tokens: int) -> CompletionRequest:
+    from harness.agents.families import get_adapter
+
+    payload = get_adapter(engine.family).build_payload(
+        tools, DecodingConstraint(strategy=strategy, allow_parallel_calls=True)  # type: ignore[arg-type]
+    )
+    return CompletionRequest(
+        model=engine.model_id,
+        messages=(Message("developer", SYSTEM), Message("user", user)),
+        tools=tuple(tools),
+        extra_body=payload.extra_body,
+        stop=payload.stop,
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def _run(engine: Any, request: CompletionRequest) -> tuple[CompletionResponse, dict[str, float]]:
+    response = engine.complete(request)
+    result = engine.last_decode
+    tokens = max(1, response.stats.generated_tokens if response.stats else 1)
+    figures = {
+        "tok_s": response.stats.tokens_per_s or 0.0 if response.stats else 0.0,
+        "grammar_us_per_token": result.grammar_us / tokens,
+        "mask_fills_per_token": len(result.mask_us) / tokens,
+        "tokens": float(tokens),
+    }
+    return response, figures
+
+
+def run_engine_bench(
+    *,
+    tools_path: str | Path | None = None,
+    strategies: Sequence[str] = CONSTRAINED_STRATEGIES,
+    policies: Sequence[str] = ("lazy", "always"),
+    repeats: int = 3,
+    max_tokens: int = 64,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the benchmark and return its figures (see the module doc)."""
+    from harness.engines.local.engine import LOCAL_MODEL_ID, LocalEngine
+    from harness.grammar.compile import clear_compile_cache
+
+    tools = load_tools(tools_path)
+    engine = LocalEngine()
+    runtime = engine.load()
+    log(f"engine: {LOCAL_MODEL_ID}, {runtime.n_threads} threads, load {runtime.load_ms:.0f} ms, {len(tools)} tools")
+
+    ttft: dict[str, dict[str, Any]] = {}
+    for strategy in ("none", *strategies):
+        runtime.reset()
+        clear_compile_cache(engine.family)
+        first = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[0], 1))
+        repeat = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[0], 1))
+        nxt = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[1], 1))
+        t_first, t_rep, t_next = first.ttft_ms or 0.0, repeat.ttft_ms or 0.0, nxt.ttft_ms or 0.0
+        ttft[strategy] = {
+            "ttft_ms_first": round(t_first, 1),
+            "ttft_ms_repeat": round(t_rep, 1),
+            "ttft_ms_next_case": round(t_next, 1),
+            "speedup_repeat": round(t_first / t_rep, 1) if t_rep else None,
+            "speedup_next_case": round(t_first / t_next, 1) if t_next else None,
+            "prompt_tokens": first.usage.prompt_tokens if first.usage else None,
+            "reused_tokens_next_case": nxt.stats.reused_prompt_tokens if nxt.stats else None,
+            "compile_ms_cold": round(first.stats.compile_ms, 2) if first.stats and first.stats.compile_ms else None,
+        }
+        log(f"ttft {strategy:>14}: first {t_first:7.1f} ms, repeat {t_rep:6.1f} ms, next case {t_next:6.1f} ms")
+
+    runs: dict[str, dict[str, list[float]]] = {}
+    for r in range(repeats):
+        user = USER_PROMPTS[r % len(USER_PROMPTS)]
+        engine.mask_policy = "lazy"
+        _, base = _run(engine, _request(engine, tools, "none", user, max_tokens))
+        runs.setdefault("none", {}).setdefault("tok_s", []).append(base["tok_s"])
+        for strategy in strategies:
+            for policy in policies:
+                engine.mask_policy = policy  # type: ignore[assignment]
+                _, fig = _run(engine, _request(engine, tools, strategy, user, max_tokens))
+                slot = runs.setdefault(f"{strategy}/{policy}", {})
+                for k, v in fig.items():
+                    slot.setdefault(k, []).append(v)
+                slot.setdefault("ratio", []).append(fig["tok_s"] / base["tok_s"] if base["tok_s"] else 0.0)
+                log(f"round {r + 1} {strategy:>14}/{policy:<6}: {fig['tok_s']:5.1f} tok/s "
+                    f"(unconstrained {base['tok_s']:5.1f}), grammar {fig['grammar_us_per_token']:6.1f} us/token")
+    engine.mask_policy = "lazy"
+    short = []
+    for _ in range(repeats):  # the same model with a 20-token prompt: where the reference's figure was taken
+        bare = CompletionRequest(model=engine.model_id, messages=(Message("user", USER_PROMPTS[0]),), max_tokens=max_tokens)
+        short.append(_run(engine, bare)[1]["tok_s"])
+
+    per: dict[str, Any] = {}
+    for key, slot in runs.items():
+        per[key] = {f"{k}_median": _median(v) for k, v in slot.items()}
+    unconstrained = per["none"]["tok_s_median"] or 0.0
+    lazy = {s: per[f"{s}/lazy"] for s in strategies if f"{s}/lazy" in per}
+    worst_tok = min((v["tok_s_median"] or 0.0) for v in lazy.values()) if lazy else None
+    worst_ratio = min((v["ratio_median"] or 0.0) for v in lazy.values()) if lazy else None
+    constrained_ttft = [ttft[s] for s in strategies]
+    worst_speedup = min((t["speedup_next_case"] or 0.0) for t in constrained_ttft) if constrained_ttft else None
+    worst_first = max(t["ttft_ms_first"] for t in constrained_ttft) if constrained_ttft else None
+    worst_repeat = max(t["ttft_ms_repeat"] for t in constrained_ttft) if constrained_ttft else None
+    return {
+        "engine": f"local:{LOCAL_MODEL_ID}",
+        "threads": runtime.n_threads,
+        "max_tokens": max_tokens,
+        "repeats": repeats,
+        "tools": len(tools),
+        "constrained_tok_s": worst_tok,
+        "unconstrained_tok_s": unconstrained,
+        "unconstrained_tok_s_short_prompt": _median(short),
+        "constrained_over_unconstrained": worst_ratio,
+        "ttft_ms_first": worst_first,
+        "ttft_ms_repeat": worst_repeat,
+        "ttft_speedup_next_case": worst_speedup,
+        "worst_of": "lazy mask policy, over " + ", ".join(strategies),
+        "per_strategy": per,
+        "ttft": ttft,
+        "goals": GOALS,
+        "goals_met": {
+            "constrained_tok_s": worst_tok is not None and worst_tok >= GOALS["constrained_tok_s"],
+            "constrained_over_unconstrained": worst_ratio is not None and worst_ratio >= GOALS["constrained_over_unconstrained"],
+            "ttft_speedup": worst_speedup is not None and worst_speedup >= GOALS["ttft_speedup"],
+        },
+    }

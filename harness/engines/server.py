@@ -1,0 +1,336 @@
+"""``harness serve``: an OpenAI/vLLM-compatible HTTP server in front of the local or oracle engine.
+
+Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` (plain and SSE streaming), ``GET /health``.
+Requests are read as vLLM reads them (``structured_outputs``, ``response_format``, ``tools``,
+``stop``, ``max_tokens``/``max_completion_tokens``, ``temperature``, ``seed``, ``stream``,
+``stream_options``) and answered in vLLM's response shape with ``usage``.
+
+Stricter than vLLM where vLLM fails open: an unknown request field, an unknown or removed
+constraint field, two constraints at once, a constraint of the wrong type or one xgrammar cannot
+compile is HTTP 400 with a message, checked before any token is generated (so also before a stream
+starts). The server never answers unconstrained when a constraint was asked for. The constraint is
+passed on in one canonical form, ``structured_outputs: {grammar|json|structural_tag: text}``.
+
+Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
+adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
+back as ``message.tool_calls`` (``finish_reason: "tool_calls"``) and ``content`` keeps only the text
+outside the calls. Otherwise the raw text is returned as ``content``, so the client's own parser sees
+(and counts) what was wrong; a failure is never hidden behind a partial list. While tools are active a
+stream holds the text back until the answer is complete, then sends it as content or tool-call deltas
+(vLLM's parsers also send a call once it is complete); without tools text streams as it is generated.
+Control tokens stay in the text (as vLLM with ``skip_special_tokens: false``).
+
+Stack: Starlette + uvicorn (pure Python, ~170 kB together, their other dependencies, anyio, h11 and
+click, are already installed with httpx and typer): a real HTTP/1.1 server with SSE streaming and
+client-disconnect handling, in far fewer lines than a hand-written one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
+from harness.agents.constraint import ConstraintError
+from harness.agents.types import Message, ToolCall, ToolSchema
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from harness.engines.served import ServedEngine
+
+HONOURED = frozenset({
+    "model", "messages", "tools", "tool_choice", "stop", "max_tokens", "max_completion_tokens",
+    "temperature", "seed", "stream", "stream_options", "structured_outputs", "response_format",
+    "skip_special_tokens", "oracle",
+})
+IGNORED = frozenset({"user", "parallel_tool_calls", "metadata", "store", "chat_template_kwargs"})
+"""Accepted and without effect here: the grammar decides how many calls there are, and the family
+adapter renders the prompt (Qwen's ``enable_thinking: false`` is what it renders anyway)."""
+MUST_BE_DEFAULT: dict[str, tuple[Any, ...]] = {
+    "n": (1,), "top_p": (1, 1.0), "logprobs": (False,), "frequency_penalty": (0, 0.0),
+    "presence_penalty": (0, 0.0), "echo": (False,), "include_stop_str_in_output": (False,),
+}
+"""Accepted only at their default (or null): anything else would be silently ignored."""
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, status: int = 400, kind: str = "BadRequestError") -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    request: CompletionRequest
+    family: str
+    parse_tools: bool
+    include_usage: bool
+
+
+def _message(raw: Any, i: int) -> Message:
+    if not isinstance(raw, dict) or raw.get("role") not in ("system", "developer", "user", "assistant", "tool"):
+        raise BadRequest(f"messages[{i}] needs a role of system, developer, user, assistant or tool")
+    content = raw.get("content")
+    if isinstance(content, list):  # content parts: only text is understood
+        if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+            raise BadRequest(f"messages[{i}].content: only text parts are supported")
+        content = "".join(str(p.get("text", "")) for p in content)
+    if content is not None and not isinstance(content, str):
+        raise BadRequest(f"messages[{i}].content must be a string, a list of text parts or null")
+    calls = []
+    for j, tc in enumerate(raw.get("tool_calls") or ()):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        args = fn.get("arguments") if isinstance(fn, dict) else None
+        try:
+            decoded = json.loads(args) if isinstance(args, str) else args
+        except ValueError:
+            decoded = None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not isinstance(decoded, dict):
+            raise BadRequest(f"messages[{i}].tool_calls[{j}] needs function.name and JSON-object arguments")
+        calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}_{j}"), name=fn["name"], arguments=decoded))
+    return Message(
+        role=raw["role"], content=content, tool_calls=tuple(calls),
+        tool_call_id=raw.get("tool_call_id"), name=raw.get("name"),
+    )
+
+
+def parse_body(body: Any, engine: ServedEngine) -> Parsed:
+    """Validate a chat-completions body (raises BadRequest) and build the engine's request."""
+    from harness.grammar import compile_artifact, constraint_from_request
+
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    unknown = sorted(k for k in body if k not in HONOURED and k not in IGNORED and k not in MUST_BE_DEFAULT)
+    guided = [k for k in unknown if k.startswith("guided_")]
+    if guided:
+        raise BadRequest(
+            f"{', '.join(guided)}: removed from vLLM in v0.12; use structured_outputs "
+            "(json, regex, choice, grammar, json_object, structural_tag)"
+        )
+    if unknown:
+        raise BadRequest(f"unknown request field(s) {', '.join(unknown)}: refused rather than ignored")
+    for key, allowed in MUST_BE_DEFAULT.items():
+        if body.get(key) is not None and body[key] not in allowed:
+            raise BadRequest(f"{key}={body[key]!r} is not supported (only {allowed[0]!r})")
+    model = body.get("model")
+    if not isinstance(model, str):
+        raise BadRequest("model must be a string")
+    try:
+        family = engine.family_of(model)
+    except ModelCallError as exc:
+        raise BadRequest(str(exc), 404, "NotFoundError") from exc
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise BadRequest("messages must be a non-empty list")
+    messages = tuple(_message(m, i) for i, m in enumerate(msgs))
+    try:
+        tools = tuple(ToolSchema.from_openai(t) for t in body.get("tools") or ())
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise BadRequest(f"tools: {exc}") from exc
+    stop = body.get("stop")
+    stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    if not all(isinstance(s, str) for s in stops):
+        raise BadRequest("stop must be a string or a list of strings")
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise BadRequest("max_tokens must be a positive integer")
+    temperature = body.get("temperature")
+    if temperature is None:
+        temperature = 1.0  # OpenAI's and vLLM's default
+    if not isinstance(temperature, (int, float)) or temperature < 0:
+        raise BadRequest("temperature must be a number >= 0")
+    seed = body.get("seed")
+    if seed is not None and not isinstance(seed, int):
+        raise BadRequest("seed must be an integer")
+    try:
+        artifact = constraint_from_request(body, body.get("response_format"))
+        if artifact is not None:
+            compile_artifact(artifact, family)  # a bad grammar is a 400 now, never an unconstrained answer
+    except ConstraintError as exc:
+        raise BadRequest(str(exc)) from exc
+    extra: dict[str, Any] = {}
+    if artifact is not None:
+        extra["structured_outputs"] = {artifact.kind: artifact.value}
+    if "oracle" in body:
+        extra["oracle"] = body["oracle"]
+    tool_choice = body.get("tool_choice")
+    options = body.get("stream_options") or {}
+    served = next((m for m in engine.model_ids if engine.family_of(m) == family), model)
+    request = CompletionRequest(
+        model=served, messages=messages, tools=tools, extra_body=extra, stop=stops,
+        max_tokens=max_tokens, temperature=float(temperature), seed=seed, stream=bool(body.get("stream")),
+    )
+    return Parsed(request, family, bool(tools) and tool_choice != "none", bool(options.get("include_usage")))
+
+
+def shape_message(parsed: Parsed, response: CompletionResponse) -> tuple[str | None, list[dict[str, Any]], str]:
+    """(content, tool_calls, finish_reason) as vLLM answers; calls only when all of them parse."""
+    from harness.agents.families import get_adapter
+
+    content = response.content
+    finish = response.finish_reason or "stop"
+    if not parsed.parse_tools:
+        return content, [], finish
+    result = get_adapter(parsed.family).parse_response(content, (), parsed.request.tools)
+    if result.tool_calls and result.ok:
+        outside = result.content if result.content and result.content.strip() else None
+        return outside, [c.to_openai() for c in result.tool_calls], "tool_calls"
+    return content, [], finish
+
+
+def _usage(response: CompletionResponse) -> dict[str, int] | None:
+    u = response.usage
+    return None if u is None else {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                                   "total_tokens": u.total_tokens}
+
+
+def _stats(response: CompletionResponse) -> dict[str, Any]:
+    """Engine figures, in a ``harness`` field clients may ignore."""
+    s = response.stats
+    out: dict[str, Any] = {"ttft_ms": response.ttft_ms, "latency_ms": response.latency_ms}
+    if s is not None:
+        out.update(
+            engine=s.engine, compile_ms=s.compile_ms, compile_cached=s.compile_cached, mask_fills=len(s.mask_us),
+            mask_us_total=sum(s.mask_us), generated_tokens=s.generated_tokens, grammar_error=s.grammar_error,
+            tokens_per_s=s.tokens_per_s, prefill_ms=s.prefill_ms, reused_prompt_tokens=s.reused_prompt_tokens,
+        )
+    return out
+
+
+def _error(message: str, status: int, kind: str) -> Response:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": status}}, status)
+
+
+def _model_error(exc: ModelCallError) -> Response:
+    if exc.kind in ("model:bad_request", "model:context_length"):
+        return _error(str(exc), 400, "BadRequestError")
+    if exc.kind in ("model:no_weights", "model:not_found"):
+        return _error(str(exc), 404, "NotFoundError")
+    return _error(str(exc), 500, "InternalServerError")
+
+
+def create_app(engine: ServedEngine) -> Starlette:
+    """The ASGI app serving ``engine`` (loaded by the caller or on first request)."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    created = int(time.time())
+
+    async def models(_: Request) -> Response:
+        data = [{"id": m, "object": "model", "created": created, "owned_by": "harness"} for m in engine.model_ids]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def health(_: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def chat(http: Request) -> Response:
+        try:
+            body = json.loads(await http.body())
+        except ValueError:
+            return _error("the request body is not JSON", 400, "BadRequestError")
+        try:
+            parsed = await asyncio.to_thread(parse_body, body, engine)
+        except BadRequest as exc:
+            return _error(str(exc), exc.status, exc.kind)
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time())}
+        if parsed.request.stream:
+            return StreamingResponse(_sse(engine, parsed, head), media_type="text/event-stream")
+        try:
+            response = await asyncio.to_thread(engine.complete, parsed.request)
+        except ModelCallError as exc:
+            return _model_error(exc)
+        content, calls, finish = shape_message(parsed, response)
+        message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
+        return JSONResponse({
+            **head, "object": "chat.completion", "model": response.model or parsed.request.model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": _usage(response), "harness": _stats(response),
+        })
+
+    return Starlette(routes=[
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/health", health, methods=["GET"]),
+    ])
+
+
+async def _sse(engine: ServedEngine, parsed: Parsed, head: dict[str, Any]) -> AsyncIterator[str]:
+    """vLLM's chunk stream: role, content deltas (or tool-call deltas), finish, usage, [DONE]."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    cancel = threading.Event()
+    model = parsed.request.model
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
+        choices = [] if usage is not None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+        body: dict[str, Any] = {**head, "object": "chat.completion.chunk", "model": model, "choices": choices}
+        if usage is not None:
+            body["usage"] = usage
+        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+    def push(text: str) -> None:  # called from the engine's worker thread
+        loop.call_soon_threadsafe(queue.put_nowait, text)
+
+    on_text = None if parsed.parse_tools else push
+    task = asyncio.ensure_future(asyncio.to_thread(engine.complete, parsed.request, on_text, cancel))
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a cancelled run's error is expected
+    try:
+        yield chunk({"role": "assistant", "content": ""})
+        while not task.done() or not queue.empty():
+            getter = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield chunk({"content": getter.result()})
+            else:
+                getter.cancel()
+        try:
+            response = task.result()
+        except ModelCallError as exc:
+            yield f"data: {json.dumps({'error': {'message': str(exc), 'type': exc.kind, 'code': 500}})}\n\n"
+            yield "data: [DONE]\n\n"
+            return
+        content, calls, finish = shape_message(parsed, response)
+        if parsed.parse_tools:
+            if content:
+                yield chunk({"content": content})
+            for i, call in enumerate(calls):
+                yield chunk({"tool_calls": [{"index": i, **call}]})
+        yield chunk({}, finish)
+        if parsed.include_usage:
+            yield chunk({}, usage=_usage(response))
+        yield "data: [DONE]\n\n"
+    finally:
+        cancel.set()  # a client that went away stops the generation
+
+
+def run_server(engine_name: str, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+    """Load the engine, bind ``host:port`` (0 = any free port), print where it listens, serve."""
+    import socket
+
+    import uvicorn
+
+    from harness.engines.served import build_engine
+
+    engine = build_engine(engine_name, **options)
+    engine.load()
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)  # connections queue from now on, before uvicorn's loop accepts them
+    bound = sock.getsockname()[1]
+    url = f"http://{host}:{bound}/v1"
+    print(f"harness serve: engine {engine_name} ({', '.join(engine.model_ids)}) listening on {url}", flush=True)
+    config = uvicorn.Config(create_app(engine), log_level="warning", timeout_graceful_shutdown=2)
+    uvicorn.Server(config).run(sockets=[sock])

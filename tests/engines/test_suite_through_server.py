@@ -1,0 +1,46 @@
+"""A suite run through ``harness serve`` (the OpenAI client path) scores the same as in-process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCORES = ("validity", "exact_match", "state_match", "grammar_rejections")
+
+
+def _run(out: Path, *engine_args: str) -> tuple[dict, dict]:
+    """(scores by family/strategy/metric, per-sample calls and parse-error kinds) of one run."""
+    cmd = [
+        sys.executable, "-m", "harness.cli.main", "run", str(ROOT / "suites" / "smoke"),
+        "--family", "function_gemma", "--strategy", "none,ebnf,json_schema", "--limit", "3",
+        "--max-tokens", "48", "--out", str(out), *engine_args,
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = json.loads((out / "summary.json").read_text())
+    scores = {(r["family"], r["strategy"], r["metric"]): (r["value"], r["n"]) for r in rows if r["metric"] in SCORES}
+    samples = {}
+    for line in (out / "samples.jsonl").read_text().splitlines():
+        sample = json.loads(line)
+        samples[sample["sample_id"]] = [
+            ([(c["name"], c["arguments"]) for c in turn["tool_calls"]], [e["kind"] for e in turn["parse_errors"]])
+            for turn in sample["turns"]
+        ]
+    return scores, samples
+
+
+@pytest.mark.slow
+def test_smoke_suite_scores_the_same_in_process_and_through_the_server(local_server, tmp_path):
+    from harness.engines.local import LOCAL_MODEL_ID
+
+    in_process = _run(tmp_path / "local", "--engine", "local")
+    served = _run(tmp_path / "served", "--engine", "openai", "--base-url", local_server.url, "--model", LOCAL_MODEL_ID)
+    scores, samples = in_process
+    assert scores and len(samples) == 9
+    assert served[0] == scores
+    assert served[1] == samples  # greedy and bit-identical: the same calls and errors, sample by sample
