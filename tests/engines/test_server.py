@@ -261,3 +261,21 @@ def test_oracle_models(oracle_server):
 
 def _fields(request: CompletionRequest) -> dict:
     return {f: getattr(request, f) for f in request.__dataclass_fields__}
+
+
+def test_connections_are_accepted_with_nodelay() -> None:
+    # Accepted sockets inherit TCP_NODELAY from the listening one; without it every keep-alive
+    # response waited ~40 ms (Nagle against delayed ACK) and all latencies through the server carried it.
+    import socket
+
+    from harness.engines.server import listen_socket
+
+    sock = listen_socket("127.0.0.1", 0)
+    try:
+        client = socket.create_connection(sock.getsockname())
+        accepted, _ = sock.accept()
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        accepted.close()
+        client.close()
+    finally:
+        sock.close()
