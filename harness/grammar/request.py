@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
+from harness.agents.families._ebnf import ebnf_literal
 
 CONSTRAINT_FIELDS: tuple[str, ...] = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 """The constraint fields of vLLM's ``StructuredOutputsParams`` (exactly one may be set)."""
@@ -184,25 +185,6 @@ def _from_response_format(rf: Any) -> ConstraintArtifact | None:
     if not all(isinstance(t, str) for t in triggers):
         raise ConstraintError("structural_tag triggers must be strings")
     return ConstraintArtifact("structural_tag", json.dumps(dict(rf)))
-
-
-def ebnf_literal(text: str) -> str:
-    """``text`` as an EBNF string literal (backslash, quote and control characters escaped)."""
-    out = []
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def choice_grammar(choices: list[str]) -> str:

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.agents.adapter import ParsedResponse
@@ -226,6 +226,51 @@ def finish(
         error_list.append(failure("parse:no_call", "the answer holds no tool call", whole))
     text = content if content is not None and content.strip() else None
     return ParsedResponse(content=text, tool_calls=call_list, errors=tuple(error_list))
+
+
+OneCall = Callable[[str, int, dict[str, ToolSchema]], tuple[ToolCall | ParseFailure, int]]
+"""Reads the call starting at ``start`` of the text; returns it (or its failure) and where it ended."""
+
+
+def parse_output(
+    text: str,
+    api_tool_calls: Sequence[ToolCall],
+    tools: Sequence[ToolSchema],
+    *,
+    call_start: str,
+    trailers: Sequence[str],
+    one_call: OneCall,
+) -> ParsedResponse:
+    """A family's answer read into calls, the same way for every family: calls a server already parsed
+    are taken as they are; else the stop trailers are dropped and the text is read as a plain answer
+    given as a JSON string, as JSON calls (json_schema), or as native call blocks opened by
+    ``call_start`` with the text around them kept. Never raises."""
+    known = {t.name: t for t in tools}
+    if api_tool_calls:
+        calls, errors = check_api_calls(api_tool_calls, known)
+        return finish(text, calls, errors, whole=text)
+    for trailer in trailers:
+        if text.endswith(trailer):
+            text = text[: -len(trailer)]
+    answer = json_text_answer(text)
+    if answer is not None:
+        return finish(answer, (), (), whole=text)
+    from_json = read_json_calls(text, known, native_marker=call_start)
+    if from_json is not None:
+        return finish(None, *from_json, whole=text)
+    found: list[ToolCall] = []
+    problems: list[ParseFailure] = []
+    outside: list[str] = []
+    pos = 0
+    while (start := text.find(call_start, pos)) >= 0:
+        outside.append(text[pos:start])
+        got, pos = one_call(text, start, known)
+        if isinstance(got, ParseFailure):
+            problems.append(got)
+        else:
+            found.append(got)
+    outside.append(text[pos:])
+    return finish("".join(outside), found, problems, whole=text)
 
 
 # --- payload ----------------------------------------------------------------------------------------

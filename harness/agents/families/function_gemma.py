@@ -43,14 +43,11 @@ from harness.agents.constraint import (
 from harness.agents.families._calls import (
     TEXT_ANSWER_EBNF,
     call_schema,
-    check_api_calls,
     failure,
-    finish,
     index_tools,
     json_calls_text,
-    json_text_answer,
     make_payload,
-    read_json_calls,
+    parse_output,
 )
 from harness.agents.families._ebnf import (
     ESCAPE,
@@ -450,33 +447,9 @@ def parse_response(
     content: str | None, api_tool_calls: Sequence[ToolCall], tools: Sequence[ToolSchema]
 ) -> ParsedResponse:
     """Calls from FunctionGemma's native output, or from JSON (json_schema strategy). Never raises."""
-    known = {t.name: t for t in tools}
-    text = content or ""
-    if api_tool_calls:
-        calls, errors = check_api_calls(api_tool_calls, known)
-        return finish(text, calls, errors, whole=text)
-    for trailer in _TRAILERS:
-        if text.endswith(trailer):
-            text = text[: -len(trailer)]
-    answer = json_text_answer(text)
-    if answer is not None:
-        return finish(answer, (), (), whole=text)
-    from_json = read_json_calls(text, known, native_marker=CALL_START)
-    if from_json is not None:
-        return finish(None, *from_json, whole=text)
-    found: list[ToolCall] = []
-    problems: list[ParseFailure] = []
-    outside: list[str] = []
-    pos = 0
-    while (start := text.find(CALL_START, pos)) >= 0:
-        outside.append(text[pos:start])
-        got, pos = _one_call(text, start, known)
-        if isinstance(got, ParseFailure):
-            problems.append(got)
-        else:
-            found.append(got)
-    outside.append(text[pos:])
-    return finish("".join(outside), found, problems, whole=text)
+    return parse_output(
+        content or "", api_tool_calls, tools, call_start=CALL_START, trailers=_TRAILERS, one_call=_one_call
+    )
 
 
 ADAPTER = ModelAdapter(

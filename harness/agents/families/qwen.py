@@ -37,15 +37,12 @@ from harness.agents.families._calls import (
     TEXT_ANSWER_EBNF,
     call_from_json,
     call_schema,
-    check_api_calls,
     failure,
-    finish,
     index_tools,
     json_calls_text,
-    json_text_answer,
     make_payload,
     ordered_schema,
-    read_json_calls,
+    parse_output,
     strict_schema,
 )
 from harness.agents.families._ebnf import (
@@ -279,34 +276,10 @@ def parse_response(
 
     A closed ``<think>...</think>`` block is reasoning: it is neither content nor searched for calls.
     """
-    known = {t.name: t for t in tools}
     text = content or ""
-    if api_tool_calls:
-        calls, errors = check_api_calls(api_tool_calls, known)
-        return finish(text, calls, errors, whole=text)
-    text = _THINK.sub("", text)
-    for trailer in _TRAILERS:
-        if text.endswith(trailer):
-            text = text[: -len(trailer)]
-    answer = json_text_answer(text)
-    if answer is not None:
-        return finish(answer, (), (), whole=text)
-    from_json = read_json_calls(text, known, native_marker=CALL_START)
-    if from_json is not None:
-        return finish(None, *from_json, whole=text)
-    found: list[ToolCall] = []
-    problems: list[ParseFailure] = []
-    outside: list[str] = []
-    pos = 0
-    while (start := text.find(CALL_START, pos)) >= 0:
-        outside.append(text[pos:start])
-        got, pos = _one_call(text, start, known)
-        if isinstance(got, ParseFailure):
-            problems.append(got)
-        else:
-            found.append(got)
-    outside.append(text[pos:])
-    return finish("".join(outside), found, problems, whole=text)
+    if not api_tool_calls:
+        text = _THINK.sub("", text)
+    return parse_output(text, api_tool_calls, tools, call_start=CALL_START, trailers=_TRAILERS, one_call=_one_call)
 
 
 ADAPTER = ModelAdapter(
