@@ -266,3 +266,27 @@ async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path,
         ]
         assert all(len(t["tool_results"]) == len(t["tool_calls"]) for t in sample["turns"])
         assert "max_steps_turns" not in sample
+
+
+STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]
+
+
+async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp_path: Path) -> None:
+    # The bar: imported data run with the oracle scores 1.0; a grammar that rejects a gold
+    # answer is a bug, not a score.
+    from harness.eval.importers import import_bfcl, import_shellper
+
+    data = ROOT / "tests" / "data"
+    import_bfcl(data / "bfcl_fs_sample.json", data / "bfcl_fs_sample_answers.json", tmp_path / "bfcl")
+    import_shellper(data / "shellper_sample.jsonl", tmp_path / "shellper")
+    checks = {"bfcl": ("validity", "exact_match", "state_match"), "shellper": ("validity", "exact_match")}
+    for name, metrics in checks.items():
+        out = tmp_path / f"{name}-run"
+        await run_suite(RunSpec(suite_dir=tmp_path / name, engine="oracle", strategies=STRATEGIES, out=out), make_engine)
+        rows = summary(out)
+        for family in ("function_gemma", "qwen"):
+            for strategy in STRATEGIES:
+                for metric in metrics:
+                    assert rows[(family, strategy, metric)]["value"] == 1.0, (name, family, strategy, metric)
+        if name == "shellper":  # no file system in SHELLper's data: not applicable, so left out
+            assert ("function_gemma", "none", "state_match") not in rows
