@@ -46,7 +46,9 @@ class EngineStats:
     compile_ms: float | None = None
     compile_cached: bool | None = None
     mask_us: tuple[float, ...] = ()
-    """Time to fill the token mask, one entry per generated token."""
+    """Time of each token-mask fill. The oracle fills the mask at every step (one entry per token); the
+    embedded engine's lazy policy fills it only when the grammar rejects the model's own choice, so its
+    entries are the fills it paid (fewer than its tokens), and its mask figures describe those."""
     accept_us: tuple[float, ...] = ()
     generated_tokens: int = 0
     grammar_error: str | None = None
