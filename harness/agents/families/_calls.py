@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.agents.adapter import ParsedResponse
-from harness.agents.constraint import ConstraintArtifact, ConstraintError, RequestPayload
+from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
 from harness.agents.families._ebnf import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
 
@@ -271,6 +271,31 @@ def parse_output(
             found.append(got)
     outside.append(text[pos:])
     return finish("".join(outside), found, problems, whole=text)
+
+
+GrammarBuilder = Callable[..., str]
+
+
+def build_artifact_with(
+    tools: Sequence[ToolSchema],
+    constraint: DecodingConstraint,
+    *,
+    ebnf: GrammarBuilder,
+    structural_tag: GrammarBuilder,
+) -> ConstraintArtifact | None:
+    """The strategy's artifact from a family's two grammar builders (json_schema is the same for all
+    families); None for ``none``."""
+    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
+    if constraint.strategy == "ebnf":
+        return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text))
+    if constraint.strategy == "structural_tag":
+        return ConstraintArtifact("structural_tag", structural_tag(tools, parallel=parallel, text_answer=text))
+    if constraint.strategy == "json_schema":
+        index_tools(tools)
+        return ConstraintArtifact(
+            "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
+        )
+    return None
 
 
 # --- payload ----------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from harness.agents.constraint import (
 )
 from harness.agents.families._calls import (
     TEXT_ANSWER_EBNF,
-    call_schema,
+    build_artifact_with,
     failure,
     index_tools,
     json_calls_text,
@@ -292,19 +292,7 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
-    if constraint.strategy == "ebnf":
-        return ConstraintArtifact("grammar", build_ebnf(tools, parallel=parallel, text_answer=text))
-    if constraint.strategy == "structural_tag":
-        return ConstraintArtifact(
-            "structural_tag", build_structural_tag(tools, parallel=parallel, text_answer=text)
-        )
-    if constraint.strategy == "json_schema":
-        index_tools(tools)
-        return ConstraintArtifact(
-            "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
-        )
-    return None
+    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag)
 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
