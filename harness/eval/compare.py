@@ -5,7 +5,8 @@ Rules, per (family, strategy, metric):
   regression; ``grammar_rejections`` rising by more than ``max_drop`` is one too.
 - timings (ttft_ms_p50, latency_ms_p50, compile_ms, mask_us_*, tool_us_*, any ``*_ms``/``*_us``): the
   candidate taking more than ``max_slowdown`` times the baseline (default 3.0) is a regression, when
-  both sides have at least ``min_timing_n`` values (default 20). Timings on shared CI machines move by
+  both sides have at least ``min_timing_n`` values (default 20), and for a percentile enough values
+  that 10 lie beyond it (p99: 1,000). Timings on shared CI machines move by
   2x between runs for no reason, and a percentile of a handful of values moves by more (two smoke runs
   of the same code gave tool_us_p50 from 6 values 3.2x apart), so a timing from fewer values is shown,
   not gated, and the default ratio only catches gross slowdowns; benchmarks, not this gate, track speed.
@@ -16,6 +17,8 @@ Only ``run.json`` and ``summary.json`` are read from either directory.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +31,8 @@ DEFAULT_MIN_TIMING_N = 20
 ACCURACY_METRICS = ("validity", "exact_match", "state_match")
 LOWER_IS_BETTER_RATES = ("grammar_rejections",)
 _EPS = 1e-9
+TAIL_VALUES = 10
+_PERCENTILE = re.compile(r"_p(\d{1,2})$")
 
 Kind = Literal["accuracy", "rejections", "timing", "other"]
 Status = Literal["ok", "improved", "regression", "missing", "new", "info"]
@@ -87,6 +92,17 @@ class Comparison:
     @property
     def regressions(self) -> list[Diff]:
         return [d for d in self.diffs if d.is_regression]
+
+
+def values_needed(metric: str, min_timing_n: int) -> int:
+    """How many values a timing needs before it is gated: ``min_timing_n``, and for a high percentile
+    ``_pNN`` (above the median) enough values that at least ``TAIL_VALUES`` lie beyond it. A p99 of 130 values is the
+    second-largest value, which one scheduler tick moves 50x; gating it made the CI gate flaky."""
+    match = _PERCENTILE.search(metric)
+    if match is None or int(match.group(1)) <= 50:  # a median is stable with few values
+        return min_timing_n
+    beyond = 1.0 - int(match.group(1)) / 100.0
+    return max(min_timing_n, math.ceil(TAIL_VALUES / beyond - _EPS))
 
 
 def _judge(
@@ -167,7 +183,7 @@ def compare_runs(
         elif c_val is None:
             status, reason = "missing", "in the baseline, missing in the candidate"
         else:
-            enough = min(b_n or 0, c_n or 0) >= min_timing_n
+            enough = min(b_n or 0, c_n or 0) >= values_needed(key[2], min_timing_n)
             status, reason = _judge(kind, float(b_val), float(c_val), max_drop, max_slowdown, enough)
         cmp.diffs.append(Diff(*key, kind, b_val, c_val, b_n, c_n, status, reason))
         if b_n is not None and c_n is not None and c_n < b_n and kind != "timing":

@@ -20,6 +20,8 @@ BASE_ROWS: list[dict[str, Any]] = [
     {"family": "qwen", "strategy": "ebnf", "metric": "mask_us_p50", "value": 10.0, "n": 900, "ci_low": None, "ci_high": None},
     {"family": "qwen", "strategy": "ebnf", "metric": "latency_ms_p50", "value": 4.0, "n": 40, "ci_low": None, "ci_high": None},
     {"family": "qwen", "strategy": "ebnf", "metric": "tool_us_p50", "value": 200.0, "n": 6, "ci_low": None, "ci_high": None},
+    {"family": "qwen", "strategy": "ebnf", "metric": "mask_us_p99", "value": 50.0, "n": 130, "ci_low": None, "ci_high": None},
+    {"family": "qwen", "strategy": "ebnf", "metric": "tool_us_p99", "value": 900.0, "n": 2000, "ci_low": None, "ci_high": None},
 ]
 
 
@@ -67,6 +69,8 @@ def test_equal_runs_pass(tmp_path: Path) -> None:
         ("latency_ms_p50", 13.0, [], 1),
         ("tool_us_p50", 2000.0, [], 0),  # 10x slower, but a median of 6 values: shown, not gated
         ("tool_us_p50", 2000.0, ["--min-timing-n", "5"], 1),
+        ("mask_us_p99", 2500.0, [], 0),  # 50x, but a p99 of 130 values is one spike: shown, not gated
+        ("tool_us_p99", 9000.0, [], 1),  # a p99 of 2,000 values has 20 beyond it: gated
     ],
 )
 def test_thresholds(tmp_path: Path, metric: str, value: float, args: list[str], expected: int) -> None:
