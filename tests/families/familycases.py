@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jsoncheck import same
+
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
 from harness.agents.families import get_adapter
 
@@ -108,16 +110,6 @@ def walk(family: str, strategy: str, text: str, parallel: bool = False) -> Any:
 
     return walk_text(compiled(family, strategy, parallel), family, text)
 
-
-def same(a: Any, b: Any) -> bool:
-    """Equal values of equal JSON types (True is not 1, 1 is not 1.0, "5" is not 5)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def check_round_trip(family: str, strategy: str, calls: list[ToolCall], parallel: bool = False) -> None:

@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from jsoncheck import same
 
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
 from harness.agents.families import FAMILIES, get_adapter
@@ -120,15 +121,6 @@ def tools_and_calls(draw: Any, max_calls: int = 1) -> tuple[list[ToolSchema], li
         calls.append(ToolCall.create(tool.name, draw(values_for(tool.parameters))))
     return tools, calls
 
-
-def same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def check_same_calls(got: Any, want: list[ToolCall], text: str) -> None:
