@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -53,6 +55,19 @@ _BUNDLE = typer.Option(
 _SKIP = typer.Option(False, "--skip-invalid", help="Leave invalid records out (listed) instead of failing.")
 
 
+def _run_import(do_import: Callable[[], Any], out: Path) -> None:
+    """Run an importer; every problem it reports goes to stderr and the exit code is 1."""
+    from harness.eval.importers import ImportFailure
+
+    try:
+        report = do_import()
+    except (ImportFailure, OSError) as exc:
+        for p in getattr(exc, "problems", [str(exc)]):
+            typer.echo(p, err=True)
+        raise typer.Exit(1) from None
+    _finish(report.summary(), out, report.errors)
+
+
 @import_app.command("shellper")
 def import_shellper_cmd(
     file: Path = _SHELLPER_FILE,
@@ -62,15 +77,9 @@ def import_shellper_cmd(
     skip_invalid: bool = _SKIP,
 ) -> None:
     """Expand every prefix of each conversation into a next-call scoring point."""
-    from harness.eval.importers import ImportFailure, import_shellper
+    from harness.eval.importers import import_shellper
 
-    try:
-        report = import_shellper(file, out, name=name, bundle=bundle, skip_invalid=skip_invalid)
-    except (ImportFailure, OSError) as exc:
-        for p in getattr(exc, "problems", [str(exc)]):
-            typer.echo(p, err=True)
-        raise typer.Exit(1) from None
-    _finish(report.summary(), out, report.errors)
+    _run_import(lambda: import_shellper(file, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
 
 
 @import_app.command("bfcl")
@@ -83,12 +92,6 @@ def import_bfcl_cmd(
     skip_invalid: bool = _SKIP,
 ) -> None:
     """Import GorillaFileSystem-only multi-turn entries as episodes (others are skipped and counted)."""
-    from harness.eval.importers import ImportFailure, import_bfcl
+    from harness.eval.importers import import_bfcl
 
-    try:
-        report = import_bfcl(file, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid)
-    except (ImportFailure, OSError) as exc:
-        for p in getattr(exc, "problems", [str(exc)]):
-            typer.echo(p, err=True)
-        raise typer.Exit(1) from None
-    _finish(report.summary(), out, report.errors)
+    _run_import(lambda: import_bfcl(file, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
