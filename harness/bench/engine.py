@@ -45,7 +45,7 @@ def load_tools(path: str | Path | None = None) -> list[ToolSchema]:
     """Tools from an OpenAI-style JSON list, or from a folder of ``.pym`` tools (default: the
     SHELLper bundle's tools, else ``tests/data/shellper_tools.json``)."""
     if path is None:
-        root = Path(__file__).resolve().parents[3]
+        root = Path(__file__).resolve().parents[2]
         for candidate in (root / "bundles" / "shellper" / "tools", root / "tests" / "data" / "shellper_tools.json"):
             if candidate.exists():
                 path = candidate

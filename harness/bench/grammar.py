@@ -2,10 +2,10 @@
 
 For every family x strategy the family adapter builds the request's artifact for the tool set
 (``build_payload``) and renders every gold call as the model would emit it (``render_output``); the
-grammar is then measured with xgrammar (``bench_measure``) and, where the strategy can be expressed
-exactly, with llguidance (``bench_llguidance``). Growth curves (``bench_growth``) repeat the figures
+grammar is then measured with xgrammar (``measure``) and, where the strategy can be expressed
+exactly, with llguidance (``llguidance``). Growth curves (``growth``) repeat the figures
 for synthetic tool sets of growing size and for outputs of growing length. Outputs
-(``bench_output``): ``bench.json``, ``bench.md``, PNG plots, a rich table, and one JSON summary line.
+(``output``): ``bench.json``, ``bench.md``, PNG plots, a rich table, and one JSON summary line.
 
 Defaults: the SHELLper bundle's 18 tools and the gold calls of ``suites/shellper`` (each case's
 ``expected`` call and its ``expected_alternatives``, duplicates removed).
@@ -77,7 +77,7 @@ class GrammarBenchConfig:
 
 def load_tools(path: str | None) -> list[ToolSchema]:
     """Tools from an OpenAI-style JSON list or a ``.pym`` folder; default the SHELLper bundle."""
-    from harness.engines.local.bench import load_tools as _load
+    from harness.bench.engine import load_tools as _load
 
     return _load(path)
 
@@ -144,7 +144,7 @@ def render_gold(
     """Each gold answer as the family's model would write it under the strategy; answers the format
     cannot hold (e.g. a FunctionGemma string containing ``<escape>``) are listed, not measured."""
     from harness.agents.families import get_adapter
-    from harness.eval.bench_measure import GoldText
+    from harness.bench.measure import GoldText
 
     adapter = get_adapter(family)
     texts, errors = [], []
@@ -168,7 +168,7 @@ def measure_cell(
 ) -> list[dict[str, Any]]:
     """The figures of one family x strategy, one row per engine."""
     from harness.agents.families import get_adapter
-    from harness.eval.bench_measure import measure_xgrammar
+    from harness.bench.measure import measure_xgrammar
 
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
     t0 = time.perf_counter()
@@ -195,7 +195,7 @@ def measure_cell(
                 family, artifact, texts, repeats=cfg.repeats, budget_s=cfg.budget_s, with_apply=with_apply
             )
         else:
-            from harness.eval.bench_llguidance import measure_llguidance
+            from harness.bench.llguidance import measure_llguidance
 
             fig = measure_llguidance(family, artifact, texts, repeats=cfg.repeats, budget_s=cfg.budget_s)
         rows.append({**common, **fig})
@@ -228,7 +228,7 @@ def check_engines(engines: Sequence[str]) -> list[str]:
         if e not in ENGINES:
             raise ValueError(f"unknown engine {e!r}: expected {', '.join(ENGINES)}")
         if e == "llguidance":
-            from harness.eval.bench_llguidance import available
+            from harness.bench.llguidance import available
 
             if available() is not None:
                 continue
@@ -239,7 +239,7 @@ def check_engines(engines: Sequence[str]) -> list[str]:
 def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> dict[str, Any]:
     """Run the bench, write its files into the output folder; returns everything written to bench.json
     (``summary`` is the final JSON line)."""
-    from harness.eval.bench_output import summarize, write_outputs
+    from harness.bench.output import summarize, write_outputs
     from harness.grammar import get_tokenizer
 
     cfg.resolved()
@@ -263,7 +263,7 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> dict[str, An
         t0 = time.perf_counter()
         get_tokenizer(family).info  # noqa: B018 (build xgrammar's tokenizer view now, not inside a timing)
         if "llguidance" in engines:
-            from harness.eval.bench_llguidance import get_llg_tokenizer
+            from harness.bench.llguidance import get_llg_tokenizer
 
             get_llg_tokenizer(family)
         setup[family] = round(time.perf_counter() - t0, 2)
@@ -287,7 +287,7 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> dict[str, An
 
     growth: dict[str, Any] = {}
     if cfg.growth:
-        from harness.eval.bench_growth import run_growth
+        from harness.bench.growth import run_growth
 
         growth = run_growth(cfg, tools, gold, log)
 

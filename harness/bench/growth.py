@@ -1,6 +1,6 @@
 """How grammar cost grows: with the number of tools, and with the length of the output.
 
-- ``growth_tools``: synthetic tool sets (``bench_synthetic``) of 1, 5, 18, 50 and 100 tools, each with
+- ``growth_tools``: synthetic tool sets (``harness.bench.synthetic``) of 1, 5, 18, 50 and 100 tools, each with
   ``CALLS_PER_SET`` valid calls; per family x strategy x engine: compile cold and cached, mask
   p50/p99/max, gold acceptance.
 - ``growth_length``: the bench's own tool set; one call whose free-text string argument holds 10 ..
@@ -43,8 +43,8 @@ def _slim(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def growth_tools(cfg: Any, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    from harness.eval.bench_grammar import GoldCalls, measure_cell
-    from harness.eval.bench_synthetic import synthetic_calls, synthetic_tools
+    from harness.bench.grammar import GoldCalls, measure_cell
+    from harness.bench.synthetic import synthetic_calls, synthetic_tools
 
     counts = TOOL_COUNTS_QUICK if cfg.quick else TOOL_COUNTS
     k = CALLS_PER_SET_QUICK if cfg.quick else CALLS_PER_SET
@@ -72,7 +72,7 @@ def _length_outputs(
     tools: Sequence[ToolSchema], gold: Sequence[Any], quick: bool
 ) -> list[tuple[str, int, bool, tuple[ToolCall, ...]]]:
     """(series, x, parallel, calls) for every point of the length curves."""
-    from harness.eval.bench_synthetic import call_with_text, long_text, string_parameter, synthetic_tools
+    from harness.bench.synthetic import call_with_text, long_text, string_parameter, synthetic_tools
 
     points: list[tuple[str, int, bool, tuple[ToolCall, ...]]] = []
     found = string_parameter(tools) or string_parameter(synthetic_tools(18))
@@ -91,8 +91,8 @@ def growth_length(
     cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     """Walk time against output length, per family x strategy x engine."""
-    from harness.eval.bench_grammar import GoldCalls, render_gold
-    from harness.eval.bench_measure import GoldText
+    from harness.bench.grammar import GoldCalls, render_gold
+    from harness.bench.measure import GoldText
 
     points = _length_outputs(tools, gold, cfg.quick)
     rows: list[dict[str, Any]] = []
@@ -152,14 +152,14 @@ def _walk(
     payload = get_adapter(family).build_payload(list(tools), constraint)
     assert payload.artifact is not None
     if engine == "xgrammar":
-        from harness.eval.bench_measure import walk_outputs
+        from harness.bench.measure import walk_outputs
         from harness.grammar import compile_artifact
 
         key = constraint.allow_parallel_calls
         if key not in compiled:
             compiled[key] = compile_artifact(payload.artifact, family).compiled
         return walk_outputs(compiled[key], family, outs, budget_s)
-    from harness.eval.bench_llguidance import measure_llguidance
+    from harness.bench.llguidance import measure_llguidance
 
     return measure_llguidance(family, payload.artifact, outs, repeats=1, budget_s=budget_s)
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.eval.bench_ebnf import (
+from harness.bench.ebnf import (
     Atom,
     CharClass,
     Exclude,

@@ -5,7 +5,7 @@ Strategies, as far as they can be expressed exactly (else ``NotExpressible`` wit
 - ``json_schema``: the schema itself, with ``x-guidance`` separators ``", "`` / ``": "`` and no free
   whitespace: the language xgrammar compiles (``any_whitespace=False``). (vLLM's guidance backend with
   ``disable_any_whitespace`` would use compact ``","``/``":"`` separators instead.)
-- ``ebnf``: the family's EBNF converted to Lark (``bench_lark``).
+- ``ebnf``: the family's EBNF converted to Lark (``harness.bench.lark``).
 - ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
   ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
   an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
@@ -18,7 +18,7 @@ a control token's text as that token), as are Gemma's HTML-tag added tokens: suc
 counted apart (``SPECIAL_IN_TEXT``). Tokenizer: ``llguidance.hf.from_tokenizer`` on the grammar
 core's ``FamilyTokenizer.hf`` (~3-7 s; one per family and process).
 
-Figures mirror ``bench_measure``: ``compile_ms_cold`` is the ``LLMatcher`` construction (llguidance
+Figures mirror ``harness.bench.measure``: ``compile_ms_cold`` is the ``LLMatcher`` construction (llguidance
 has no compiled-grammar cache: vLLM builds a matcher per request, so there is no "cached" figure);
 each gold output gets a fresh matcher, as a request would; mask fills are timed with
 ``llguidance.numpy.fill_next_token_bitmask`` and the gold id's bit checked; ``accept_us`` is
@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact
-from harness.eval.bench_lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
-from harness.eval.bench_measure import REJECTIONS_KEPT, GoldText, median, spread
+from harness.bench.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
+from harness.bench.measure import REJECTIONS_KEPT, GoldText, median, spread
 
 SPECIAL_IN_TEXT = "llguidance:special_in_text"
 """A gold output refused at a token that llguidance treats as special and xgrammar as text, where the

@@ -208,7 +208,7 @@ def _growth_markdown(bench: dict[str, Any]) -> list[str]:
 
 def write_outputs(bench: dict[str, Any], out_dir: Path) -> list[Path]:
     """bench.json, bench.md and the PNG plots into ``out_dir``."""
-    from harness.eval.bench_plots import write_plots
+    from harness.bench.plots import write_plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "bench.json", out_dir / "bench.md"]

@@ -133,7 +133,7 @@ async def _run(n: int, preset: str, only: str | None) -> dict[str, Any]:
 async def _thread_hop(tool: PymTool, n: int) -> dict[str, Any]:
     """The same feed (``pwd``: no virtual-file round trip) run on the event loop's thread and on the
     sandbox's thread pool: what keeping the loop free costs per call."""
-    from harness.sandbox.runner import get_pool
+    from harness.sandbox.pool import get_pool
     from harness.sandbox.vfs import TreeOS
 
     pool = get_pool()

@@ -18,7 +18,7 @@ def sandbox(
     """Time one file-system tool call (fresh session, 20 virtual files, mutations applied); JSON last."""
     import json
 
-    from harness.sandbox.bench import bench_sandbox
+    from harness.bench.sandbox import bench_sandbox
 
     try:
         figures = bench_sandbox(n=n, preset=limits, tool=tool)
@@ -47,7 +47,7 @@ def engine(
     import json
 
     from harness.agents.constraint import CONSTRAINED_STRATEGIES
-    from harness.engines.local.bench import run_engine_bench
+    from harness.bench.engine import run_engine_bench
 
     chosen = [s.strip() for s in strategies.split(",") if s.strip()]
     bad = [s for s in chosen if s not in CONSTRAINED_STRATEGIES]
@@ -89,8 +89,8 @@ def grammar(
 
     from harness.agents.constraint import CONSTRAINED_STRATEGIES
     from harness.agents.families import FAMILIES
-    from harness.eval.bench_grammar import ENGINES, GrammarBenchConfig, run_grammar_bench
-    from harness.eval.bench_output import print_table
+    from harness.bench.grammar import ENGINES, GrammarBenchConfig, run_grammar_bench
+    from harness.bench.output import print_table
 
     def pick(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
         chosen = tuple(x.strip() for x in text.split(",") if x.strip())

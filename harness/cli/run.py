@@ -89,7 +89,7 @@ def run(
     import asyncio
 
     from harness.agents.client import ModelCallError
-    from harness.eval.engine_setup import local_available, make_engine
+    from harness.engines.setup import local_available, make_engine
     from harness.eval.runner import RunError, RunSpec, run_suite
     from harness.eval.suite import SuiteError
 

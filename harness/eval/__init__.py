@@ -3,7 +3,6 @@
 Importing this package is cheap: pydantic and PyYAML only.
 """
 
-from harness.eval.bench_grammar import GrammarBenchConfig, run_grammar_bench
 from harness.eval.checks import (
     ToolSet,
     bundle_tools,
@@ -58,7 +57,6 @@ __all__ = [
     "EpisodeCase",
     "FileNode",
     "FsTree",
-    "GrammarBenchConfig",
     "ImportFailure",
     "ImportReport",
     "NextCallCase",
@@ -87,7 +85,6 @@ __all__ = [
     "parse_python_call",
     "repair_samples",
     "resolve_bundle",
-    "run_grammar_bench",
     "run_suite",
     "score_run",
     "summarize",

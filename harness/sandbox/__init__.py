@@ -10,7 +10,7 @@
   ``Workspace.filesystem(FileSystemState)`` serves the Gorilla file-system tools.
 
 Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, on a small
-thread pool so the event loop never blocks); see ``harness/sandbox/runner.py`` for the measurements
+thread pool so the event loop never blocks); see ``harness/sandbox/pool.py`` for the measurements
 behind that choice. pydantic-monty itself is imported only when a script is loaded or run.
 """
 
@@ -44,19 +44,19 @@ from harness.sandbox.workspace import (
 )
 
 if TYPE_CHECKING:
-    from harness.sandbox.runner import SandboxPool
+    from harness.sandbox.pool import SandboxPool
 
 
 def get_pool() -> SandboxPool:
     """The process-wide ``SandboxPool`` (imports pydantic-monty)."""
-    from harness.sandbox.runner import get_pool as _get_pool
+    from harness.sandbox.pool import get_pool as _get_pool
 
     return _get_pool()
 
 
 def close_pool() -> None:
     """Close the process-wide pool now (it is also closed at exit; the next use starts a new one)."""
-    from harness.sandbox.runner import close_pool as _close_pool
+    from harness.sandbox.pool import close_pool as _close_pool
 
     _close_pool()
 

@@ -178,7 +178,7 @@ class Script:
         name -> content or dict). Raises one of the seven SandboxError kinds; emits ScriptStart/Print/
         Complete/Error events through ``emit`` when given. ``arguments_checked``: see ``resolve_inputs``.
         """
-        from harness.sandbox.runner import run_script
+        from harness.sandbox.pool import run_script
 
         return await run_script(
             self,
@@ -219,7 +219,7 @@ def load_script(path: str | Path, *, type_check: bool = True) -> Script:
         raise ParseError(f"cannot read {path}: {e}", script=path.name) from e
     script = parse_script(source, path)
     if type_check:
-        from harness.sandbox.runner import type_check_script
+        from harness.sandbox.pool import type_check_script
 
         type_check_script(script)
     return script

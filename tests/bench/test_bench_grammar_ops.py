@@ -27,7 +27,7 @@ GOLD = ToolCall("gold", "grep", {"file_name": "notes.txt", "pattern": "plumber"}
 
 @pytest.fixture(scope="module")
 def tools() -> Any:
-    from harness.eval.bench_grammar import load_tools
+    from harness.bench.grammar import load_tools
 
     loaded = load_tools(None)
     assert len(loaded) == 18

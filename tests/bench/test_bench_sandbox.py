@@ -19,8 +19,8 @@ from harness.agents.types import ToolCall
 
 @pytest.fixture(scope="module")
 def setup() -> Any:
+    from harness.bench.sandbox import TOOLS_DIR, bench_state
     from harness.sandbox import Workspace, discover_tools
-    from harness.sandbox.bench import TOOLS_DIR, bench_state
 
     tools = {t.name: t for t in discover_tools(TOOLS_DIR)}
     state = bench_state()

@@ -75,7 +75,7 @@ def test_rejects_an_unknown_strategy(tmp_path: Path) -> None:
 def test_synthetic_tools_are_deterministic_nested_and_their_calls_valid() -> None:
     import jsonschema
 
-    from harness.eval.bench_synthetic import long_text, synthetic_calls, synthetic_tools
+    from harness.bench.synthetic import long_text, synthetic_calls, synthetic_tools
 
     tools = synthetic_tools(100)
     assert [t.name for t in synthetic_tools(18)] == [t.name for t in tools[:18]]

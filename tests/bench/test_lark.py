@@ -8,7 +8,7 @@ import pytest
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall
-from harness.eval.bench_lark import NotExpressible, ebnf_to_lark
+from harness.bench.lark import NotExpressible, ebnf_to_lark
 
 pytest.importorskip("llguidance")
 
@@ -69,9 +69,9 @@ def test_what_cannot_be_converted_exactly_is_refused(ebnf: str) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
 def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy: str) -> None:
-    from harness.eval.bench_grammar import load_tools
-    from harness.eval.bench_llguidance import measure_llguidance
-    from harness.eval.bench_measure import GoldText
+    from harness.bench.grammar import load_tools
+    from harness.bench.llguidance import measure_llguidance
+    from harness.bench.measure import GoldText
     from harness.grammar import compile_artifact, walk_text
 
     tools = load_tools(None)
@@ -96,9 +96,9 @@ def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy
 def test_a_special_token_inside_a_string_is_text_for_xgrammar_and_refused_by_llguidance(
     family: str, marker: str
 ) -> None:
-    from harness.eval.bench_grammar import load_tools
-    from harness.eval.bench_llguidance import SPECIAL_IN_TEXT, measure_llguidance
-    from harness.eval.bench_measure import GoldText
+    from harness.bench.grammar import load_tools
+    from harness.bench.llguidance import SPECIAL_IN_TEXT, measure_llguidance
+    from harness.bench.measure import GoldText
     from harness.grammar import compile_artifact, get_tokenizer, walk_text
 
     tools = load_tools(None)

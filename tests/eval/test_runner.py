@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.cli.main import app
-from harness.eval.engine_setup import OracleSetup, make_engine
+from harness.engines.setup import OracleSetup, make_engine
 from harness.eval.results import load_samples, read_scores
 from harness.eval.runner import RunError, RunSpec, run_suite
 from harness.eval.sample import Lane
