@@ -20,7 +20,6 @@ every run produces the same number of tokens to time.
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from harness.agents.client import CompletionRequest, CompletionResponse
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.types import Message, ToolSchema
+from harness.stats import rounded_percentile
 
 SYSTEM = (
     "You operate a file system for the user through the tools you are given. Each turn, make the single "
@@ -75,10 +75,6 @@ def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str,
         max_tokens=max_tokens,
         temperature=0.0,
     )
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return round(statistics.median(values), 3) if values else None
 
 
 def _run(engine: Any, request: CompletionRequest) -> tuple[CompletionResponse, dict[str, float]]:
@@ -156,7 +152,7 @@ def run_engine_bench(
 
     per: dict[str, Any] = {}
     for key, slot in runs.items():
-        per[key] = {f"{k}_median": _median(v) for k, v in slot.items()}
+        per[key] = {f"{k}_median": rounded_percentile(v, 50) for k, v in slot.items()}
     unconstrained = per["none"]["tok_s_median"] or 0.0
     lazy = {s: per[f"{s}/lazy"] for s in strategies if f"{s}/lazy" in per}
     worst_tok = min((v["tok_s_median"] or 0.0) for v in lazy.values()) if lazy else None
@@ -173,7 +169,7 @@ def run_engine_bench(
         "tools": len(tools),
         "constrained_tok_s": worst_tok,
         "unconstrained_tok_s": unconstrained,
-        "unconstrained_tok_s_short_prompt": _median(short),
+        "unconstrained_tok_s_short_prompt": rounded_percentile(short, 50),
         "constrained_over_unconstrained": worst_ratio,
         "ttft_ms_first": worst_first,
         "ttft_ms_repeat": worst_repeat,

@@ -35,7 +35,8 @@ from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact
 from harness.bench.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
-from harness.bench.measure import REJECTIONS_KEPT, GoldText, median, spread
+from harness.bench.measure import REJECTIONS_KEPT, GoldText, median
+from harness.stats import spread
 
 SPECIAL_IN_TEXT = "llguidance:special_in_text"
 """A gold output refused at a token that llguidance treats as special and xgrammar as text, where the

@@ -24,7 +24,6 @@ and ``outputs_timed`` says how many were timed.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from typing import Any
 import numpy as np
 
 from harness.agents.constraint import ConstraintArtifact
+from harness.stats import median as exact_median
+from harness.stats import rounded_percentile, spread
 
 SLOWEST_KEPT = 5
 REJECTIONS_KEPT = 10
@@ -48,24 +49,9 @@ class GoldText:
     text: str
 
 
-def pct(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (linear interpolation), None for no values."""
-    if not values:
-        return None
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
-
-
-def spread(values: Sequence[float], prefix: str) -> dict[str, float | None]:
-    """``{prefix}_p50, _p90, _p99, _max`` of ``values`` (rounded)."""
-    out: dict[str, float | None] = {}
-    for name, q in (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0)):
-        v = pct(values, q)
-        out[f"{prefix}_{name}"] = None if v is None else round(v, 3)
-    return out
-
-
 def median(values: Sequence[float]) -> float | None:
-    return round(statistics.median(values), 4) if values else None
+    """The median (``harness.stats``) to 4 digits; None for no values."""
+    return rounded_percentile(values, 50.0, 4)
 
 
 def compile_times(artifact: ConstraintArtifact, family: str, repeats: int) -> dict[str, Any]:
@@ -226,8 +212,8 @@ def apply_times(family: str, masks: Sequence[Any]) -> dict[str, Any]:
             t0 = clock()
             masked_scores(base, bm, vocab)
             runs_n.append((clock() - t0) / 1000.0)
-        torch_us.append(statistics.median(runs_t))
-        numpy_us.append(statistics.median(runs_n))
+        torch_us.append(exact_median(runs_t))
+        numpy_us.append(exact_median(runs_n))
         bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little", count=vocab)
         allowed.append(float(bits.sum()))
     return {

@@ -22,6 +22,7 @@ from harness.sandbox.fs import FileSystemState
 from harness.sandbox.limits import Limits
 from harness.sandbox.tool import PymTool, discover_tools
 from harness.sandbox.workspace import Workspace
+from harness.stats import rounded_percentile
 
 TOOLS_DIR = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
 
@@ -71,13 +72,6 @@ def _count_files(tree: dict[str, Any]) -> int:
     return sum(_count_files(n) if isinstance(n, dict) else 1 for n in tree.values())
 
 
-def _pct(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
-    return sorted_values[index]
-
-
 async def _run(n: int, preset: str, only: str | None) -> dict[str, Any]:
     started = time.perf_counter()
     tools = {t.name: t for t in discover_tools(TOOLS_DIR, limits=preset)}
@@ -110,18 +104,17 @@ async def _run(n: int, preset: str, only: str | None) -> dict[str, Any]:
     if state != bench_state():
         raise RuntimeError("the benchmark cycle changed the file-system state: its calls are wrong")
     hop = await _thread_hop(tools["pwd"], max(50, n // 4))
-    ordered = sorted(samples)
     return {
-        "tool_call_us_p50": round(_pct(ordered, 0.50), 1),
-        "tool_call_us_p90": round(_pct(ordered, 0.90), 1),
-        "tool_call_us_p99": round(_pct(ordered, 0.99), 1),
-        "tool_call_us_mean": round(statistics.fmean(ordered), 1),
-        "n": len(ordered),
+        "tool_call_us_p50": rounded_percentile(samples, 50, 1),
+        "tool_call_us_p90": rounded_percentile(samples, 90, 1),
+        "tool_call_us_p99": rounded_percentile(samples, 99, 1),
+        "tool_call_us_mean": round(statistics.fmean(samples), 1),
+        "n": len(samples),
         "preset": preset,
         "tool": only or "all (cycle of 18 tools)",
         "files": _count_files(state.tree),
         "error_results": errors,
-        "per_tool_us_p50": {k: round(statistics.median(v), 1) for k, v in sorted(per_tool.items())},
+        "per_tool_us_p50": {k: rounded_percentile(v, 50, 1) for k, v in sorted(per_tool.items())},
         "first_call_us": round(first_us, 1),
         "load_18_tools_ms": round(load_ms, 1),
         **hop,
@@ -163,8 +156,8 @@ async def _thread_hop(tool: PymTool, n: int) -> dict[str, Any]:
         await loop.run_in_executor(pool.executor, feed)
         threaded.append((time.perf_counter() - t0) * 1e6)
     return {
-        "bare_feed_inline_us_p50": round(statistics.median(inline), 1),
-        "bare_feed_thread_us_p50": round(statistics.median(threaded), 1),
+        "bare_feed_inline_us_p50": rounded_percentile(inline, 50, 1),
+        "bare_feed_thread_us_p50": rounded_percentile(threaded, 50, 1),
     }
 
 

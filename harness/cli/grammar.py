@@ -148,15 +148,6 @@ def show(
     typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (``q`` in 0..100); None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
-    return round(ordered[rank - 1], 3)
-
-
 @app.command("check")
 def check(
     family: FamilyOpt,
@@ -189,6 +180,7 @@ def check(
     from harness.grammar.compile import compile_artifact
     from harness.grammar.decode import walk_text
     from harness.grammar.tokenizers import TokenizerUnavailable, get_tokenizer
+    from harness.stats import rounded_percentile
 
     try:
         tok = get_tokenizer(family)
@@ -237,10 +229,10 @@ def check(
         "compile_ms_cold": round(cold.compile_ms, 3),
         "compile_ms_cached": round(cached.compile_ms, 4),
         "compile_cold_was_cached": cold.cached,
-        "mask_us_p50": _percentile(mask_us, 50),
-        "mask_us_p99": _percentile(mask_us, 99),
+        "mask_us_p50": rounded_percentile(mask_us, 50),
+        "mask_us_p99": rounded_percentile(mask_us, 99),
         "mask_us_max": round(max(mask_us), 3) if mask_us else None,
-        "accept_us_p50": _percentile(accept_us, 50),
+        "accept_us_p50": rounded_percentile(accept_us, 50),
         "masks": len(mask_us),
         "tokens": tokens,
     }

@@ -358,14 +358,14 @@ async def run_suite(
 
 
 def _timing(run_s: float, finished: list[dict[str, Any]]) -> dict[str, Any]:
-    from harness.eval.summary import percentile
+    from harness.stats import rounded_percentile
 
     harness = [r["harness_ms"] for r in finished]
     return {
         "samples_s": round(run_s, 3),
         "samples": len(finished),
-        "harness_ms_p50": round(percentile(harness, 50), 3) if harness else None,
-        "harness_ms_p99": round(percentile(harness, 99), 3) if harness else None,
+        "harness_ms_p50": rounded_percentile(harness, 50),
+        "harness_ms_p99": rounded_percentile(harness, 99),
         "harness_ms_mean": round(sum(harness) / len(harness), 3) if harness else None,
     }
 

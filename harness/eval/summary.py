@@ -1,6 +1,7 @@
 """summary.json and errors.json from a run's samples and scores.
 
-Rates carry Wilson 95% intervals; timings are percentiles over what the samples recorded. A metric no
+Rates carry Wilson 95% intervals; timings are percentiles (``harness.stats.percentile``) over what the
+samples recorded. A metric no
 sample measured (an OpenAI server has no mask times, the oracle no time to first token, a suite with no
 file systems no state check) is left out, never written as 0.
 """
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
+
+from harness.stats import percentile
 
 RATE_METRICS: dict[str, str] = {
     "validity": "validity",
@@ -34,17 +37,6 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100) with linear interpolation between closest ranks (numpy's default)."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def _timings(samples: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
@@ -145,4 +137,4 @@ def error_counts(scores: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["RATE_METRICS", "TIMING_METRICS", "error_counts", "percentile", "summarize", "wilson"]
+__all__ = ["RATE_METRICS", "TIMING_METRICS", "error_counts", "summarize", "wilson"]

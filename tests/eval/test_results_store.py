@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.eval.results import SampleWriter, load_samples, make_sample_id, repair_samples
-from harness.eval.summary import error_counts, percentile, summarize, wilson
+from harness.eval.summary import error_counts, summarize, wilson
 
 
 def _record(i: int) -> dict[str, object]:
@@ -50,12 +50,6 @@ def test_wilson_interval_matches_the_formula() -> None:
     low, high = wilson(8, 10)
     assert math.isclose(low, 0.4902, abs_tol=1e-4) and math.isclose(high, 0.9433, abs_tol=1e-4)
     assert wilson(10, 10)[1] == 1.0 and wilson(0, 10)[0] == 0.0
-
-
-def test_percentile_interpolates_like_numpy() -> None:
-    assert percentile([1, 2, 3, 4], 50) == 2.5
-    assert percentile([5.0], 99) == 5.0
-    assert math.isclose(percentile(list(range(101)), 99), 99.0)
 
 
 def _score(sample: str, metric: str, value: float | None, kind: str | None = None) -> dict[str, object]:
