@@ -1,8 +1,8 @@
 """Agent bundles: ``bundle.yaml`` (validated with pydantic) plus a folder of ``.pym`` tools.
 
 Unknown fields are errors, so a typo never silently falls back to a default. Every error names the
-file and the field path, e.g. ``bundles/x/bundle.yaml: model.family: Input should be 'function_gemma'
-or 'qwen'``. The served model id (``model.id``) is its own field, never derived from the family.
+file and the field path, e.g. ``bundles/x/bundle.yaml: model.family: unknown model family 'gemma':
+expected one of function_gemma, qwen``. The served model id (``model.id``) is its own field, never derived from the family.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from harness.agents.types import Message, RunResult
 
 BUNDLE_FILE = "bundle.yaml"
 LimitsPreset = Literal["strict", "default", "permissive"]
-Family = Literal["function_gemma", "qwen"]
 LimitsSpec = LimitsPreset | dict[str, float | int | str | None]
 """A sandbox preset name, or a mapping of limit keys (checked by the sandbox when tools load)."""
 
@@ -45,11 +44,19 @@ class _Strict(BaseModel):
 
 
 class ModelConfig(_Strict):
-    family: Family
+    family: str
+    """A registered model family (``harness.agents.families.FAMILIES``)."""
     id: str = Field(min_length=1)
     """The served model id sent in requests (e.g. ``google/functiongemma-270m-it``)."""
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+
+    @field_validator("family")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        from harness.agents.families import check_family  # the family registry
+
+        return check_family(value)
 
 
 class ConstraintConfig(_Strict):
@@ -131,7 +138,10 @@ def load_bundle_config(path: str | Path) -> BundleConfig:
 
 
 def _problems(exc: ValidationError, prefix: Sequence[int | str] = ()) -> list[str]:
-    return [f"{_loc([*prefix, *e['loc']])}: {e['msg']}" for e in exc.errors(include_url=False)]
+    return [
+        f"{_loc([*prefix, *e['loc']])}: {str(e['msg']).removeprefix('Value error, ')}"
+        for e in exc.errors(include_url=False)
+    ]
 
 
 def _check_limits(file: Path, config: BundleConfig) -> None:

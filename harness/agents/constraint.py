@@ -11,10 +11,15 @@ from typing import Any, Literal, get_args
 
 Strategy = Literal["none", "ebnf", "structural_tag", "json_schema"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
-CONSTRAINED_STRATEGIES: tuple[str, ...] = ("ebnf", "structural_tag", "json_schema")
+CONSTRAINED_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGIES if s != "none")
 
 ArtifactKind = Literal["grammar", "json", "structural_tag"]
 """The field of vLLM's ``StructuredOutputsParams`` that carries the artifact."""
+STRATEGY_OF_ARTIFACT: dict[str, Strategy] = {"grammar": "ebnf", "structural_tag": "structural_tag", "json": "json_schema"}
+"""The strategy whose artifact has this kind (a constraint read back from a request)."""
+
+REJECTED_GOLD = "grammar:rejected_gold"
+"""The error kind of a gold answer the constraint forbids (the oracle engine's finding: a grammar bug)."""
 
 
 class ConstraintError(ValueError):

@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, ConstraintError, DecodingConstraint
+from harness.agents.families import FAMILIES
 from harness.agents.types import ToolCall, ToolSchema
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SUITE = ROOT / "suites" / "shellper"
-ENGINES = ("xgrammar", "llguidance")
+GRAMMAR_ENGINES = ("xgrammar", "llguidance")
+"""Grammar engines the bench measures (not the model engines of ``harness run``)."""
 GOALS = {
     "mask_us_p50": 25.0,
     "mask_us_p99": 250.0,
@@ -49,9 +51,9 @@ class GoldCalls:
 
 @dataclass(slots=True)
 class GrammarBenchConfig:
-    families: tuple[str, ...] = ("function_gemma", "qwen")
+    families: tuple[str, ...] = FAMILIES
     strategies: tuple[str, ...] = CONSTRAINED_STRATEGIES
-    engines: tuple[str, ...] = ENGINES
+    engines: tuple[str, ...] = GRAMMAR_ENGINES
     tools_path: str | None = None
     calls_path: str | None = None
     out_dir: str | None = None
@@ -225,8 +227,8 @@ def check_engines(engines: Sequence[str]) -> list[str]:
     """The engines that can run here (llguidance dropped with a message when not installed)."""
     out = []
     for e in engines:
-        if e not in ENGINES:
-            raise ValueError(f"unknown engine {e!r}: expected {', '.join(ENGINES)}")
+        if e not in GRAMMAR_ENGINES:
+            raise ValueError(f"unknown engine {e!r}: expected {', '.join(GRAMMAR_ENGINES)}")
         if e == "llguidance":
             from harness.bench.llguidance import available
 
@@ -320,8 +322,8 @@ def _cpu_count() -> int | None:
 
 
 __all__ = [
-    "ENGINES",
     "GOALS",
+    "GRAMMAR_ENGINES",
     "GoldCalls",
     "GrammarBenchConfig",
     "load_gold",

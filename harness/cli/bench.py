@@ -38,7 +38,9 @@ def sandbox(
 def engine(
     repeats: int = typer.Option(3, "--repeats", min=1, help="Timed rounds (each: unconstrained + every strategy)."),
     max_tokens: int = typer.Option(64, "--max-tokens", min=2, help="Tokens generated per timed run."),
-    strategies: str = typer.Option("ebnf,structural_tag,json_schema", "--strategies", help="Comma-separated."),
+    strategies: str | None = typer.Option(
+        None, "--strategies", help="Comma-separated (default: every constrained strategy)."
+    ),
     policies: str = typer.Option("lazy,always", "--policies", help="Mask policies to time (lazy is the engine's)."),
     tools: str | None = typer.Option(None, "--tools", help="Tools: OpenAI JSON list or .pym folder (default: SHELLper)."),
 ) -> None:
@@ -49,7 +51,7 @@ def engine(
     from harness.agents.constraint import CONSTRAINED_STRATEGIES
     from harness.bench.engine import run_engine_bench
 
-    chosen = [s.strip() for s in strategies.split(",") if s.strip()]
+    chosen = [s.strip() for s in (strategies or ",".join(CONSTRAINED_STRATEGIES)).split(",") if s.strip()]
     bad = [s for s in chosen if s not in CONSTRAINED_STRATEGIES]
     if bad:
         raise typer.BadParameter(f"unknown strategies {bad}: expected {', '.join(CONSTRAINED_STRATEGIES)}")
@@ -70,8 +72,10 @@ def engine(
 
 @app.command("grammar")
 def grammar(
-    family: str = typer.Option("function_gemma,qwen", "--family", help="Model families, comma-separated."),
-    strategy: str = typer.Option("ebnf,structural_tag,json_schema", "--strategy", help="Strategies, comma-separated."),
+    family: str | None = typer.Option(None, "--family", help="Model families, comma-separated (default: all)."),
+    strategy: str | None = typer.Option(
+        None, "--strategy", help="Strategies, comma-separated (default: every constrained strategy)."
+    ),
     tools: str | None = typer.Option(None, "--tools", help="Tools: OpenAI JSON list or .pym folder (default: SHELLper)."),
     calls: str | None = typer.Option(
         None, "--calls", help="Gold calls: .jsonl ({calls:[...]}, {name, arguments} or suite cases) or a suite folder."
@@ -89,11 +93,11 @@ def grammar(
 
     from harness.agents.constraint import CONSTRAINED_STRATEGIES
     from harness.agents.families import FAMILIES
-    from harness.bench.grammar import ENGINES, GrammarBenchConfig, run_grammar_bench
+    from harness.bench.grammar import GRAMMAR_ENGINES, GrammarBenchConfig, run_grammar_bench
     from harness.bench.output import print_table
 
-    def pick(text: str, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
-        chosen = tuple(x.strip() for x in text.split(",") if x.strip())
+    def pick(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+        chosen = tuple(x.strip() for x in (text or ",".join(allowed)).split(",") if x.strip())
         bad = [x for x in chosen if x not in allowed]
         if bad or not chosen:
             raise typer.BadParameter(f"{what}: unknown {bad or text!r}; expected {', '.join(allowed)}")
@@ -102,7 +106,7 @@ def grammar(
     cfg = GrammarBenchConfig(
         families=pick(family, FAMILIES, "--family"),
         strategies=pick(strategy, CONSTRAINED_STRATEGIES, "--strategy"),
-        engines=pick(engine, ENGINES, "--engine"),
+        engines=pick(engine, GRAMMAR_ENGINES, "--engine"),
         tools_path=tools,
         calls_path=calls,
         out_dir=out,

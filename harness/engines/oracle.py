@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
-from harness.agents.constraint import ConstraintError, DecodingConstraint
+from harness.agents.constraint import STRATEGY_OF_ARTIFACT, ConstraintError, DecodingConstraint
 from harness.agents.families import get_adapter
 from harness.agents.types import ToolCall
 from harness.grammar.compile import compile_artifact
@@ -29,12 +29,10 @@ from harness.grammar.request import constraint_from_request
 from harness.grammar.tokenizers import get_tokenizer
 
 NOTE = "oracle: replays gold answers through the grammar with the real tokenizer; it measures grammars, not a model"
-REJECTED_GOLD = "grammar:rejected_gold"
 CLOSING_TEXT = "Done."
 """What the oracle answers when a turn's gold calls are all made: the plain answer that ends the turn."""
 
 _STOP_IDS: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
-_ARTIFACT_STRATEGY = {"grammar": "ebnf", "structural_tag": "structural_tag", "json": "json_schema"}
 
 
 class OracleEngine:
@@ -70,8 +68,7 @@ class OracleEngine:
     def _strategy_constraint(self, artifact: Any) -> DecodingConstraint:
         if self.constraint is not None:
             return self.constraint
-        strategy = "none" if artifact is None else _ARTIFACT_STRATEGY.get(artifact.kind, "ebnf")
-        return DecodingConstraint(strategy=strategy)  # type: ignore[arg-type]
+        return DecodingConstraint(strategy="none" if artifact is None else STRATEGY_OF_ARTIFACT[artifact.kind])
 
     def _compiled(self, artifact: Any) -> tuple[Any, float, bool]:
         """(compiled grammar, compile ms, cached) for ``artifact``; compiled once per run."""

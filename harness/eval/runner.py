@@ -251,9 +251,9 @@ def _suite_path(path: Path) -> str:
 
 def _check_names(families: list[str] | None, strategies: list[str] | None) -> None:
     from harness.agents.constraint import STRATEGIES
-    from harness.eval.suite import FAMILY_NAMES
+    from harness.agents.families import FAMILIES
 
-    for given, known, what in ((families, FAMILY_NAMES, "family"), (strategies, STRATEGIES, "strategy")):
+    for given, known, what in ((families, FAMILIES, "family"), (strategies, STRATEGIES, "strategy")):
         bad = [g for g in given or () if g not in known]
         if bad:
             raise RunError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")

@@ -23,8 +23,6 @@ from harness.agents.tools import Tool
 from harness.agents.types import Message, StepResult, ToolCall, ToolSchema
 from harness.eval.suite import EpisodeCase, NextCallCase
 
-REJECTED_GOLD = "grammar:rejected_gold"
-
 
 class RecordingClient:
     """Wraps the run's LLMClient and keeps every response of one sample, in order (the kernel's

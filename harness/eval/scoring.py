@@ -28,10 +28,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.agents.constraint import REJECTED_GOLD
 from harness.agents.types import ToolSchema
 from harness.eval.suite import Case, EpisodeCase, NextCallCase
-
-REJECTED_GOLD = "grammar:rejected_gold"
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,7 +327,6 @@ class Scorer:
 __all__ = [
     "NOT_APPLICABLE",
     "PASS",
-    "REJECTED_GOLD",
     "Scorer",
     "StateBackend",
     "Verdict",

@@ -37,9 +37,9 @@ from pydantic import (
 )
 
 from harness.agents.constraint import STRATEGIES
+from harness.agents.families import FAMILIES
 from harness.agents.types import Message, ToolCall
 
-FAMILY_NAMES: tuple[str, ...] = ("function_gemma", "qwen")
 SuiteKind = Literal["next_call", "episode"]
 
 
@@ -209,7 +209,7 @@ class SuiteSpec(_Strict):
     kind: SuiteKind
     bundle: str = Field(min_length=1)
     cases: str = "cases.jsonl"
-    families: list[str] = Field(default_factory=lambda: list(FAMILY_NAMES), min_length=1)
+    families: list[str] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
     strategies: list[str] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
     description: str = ""
     source: str = ""
@@ -223,9 +223,9 @@ class SuiteSpec(_Strict):
     @field_validator("families")
     @classmethod
     def _families(cls, v: list[str]) -> list[str]:
-        bad = [f for f in v if f not in FAMILY_NAMES]
+        bad = [f for f in v if f not in FAMILIES]
         if bad:
-            raise ValueError(f"unknown family {bad[0]!r}: expected one of {', '.join(FAMILY_NAMES)}")
+            raise ValueError(f"unknown family {bad[0]!r}: expected one of {', '.join(FAMILIES)}")
         return v
 
     @field_validator("strategies")

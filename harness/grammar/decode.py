@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from harness.agents.constraint import REJECTED_GOLD
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
 
 MaskPolicy = Literal["always", "lazy"]
 FinishReason = Literal["stop", "length", "rejected"]
-REJECTED_GOLD = "grammar:rejected_gold"
 DEAD_END = "grammar:dead_end"
 """The matcher allowed no token at all (a grammar bug; never expected)."""
 

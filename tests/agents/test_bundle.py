@@ -62,7 +62,7 @@ def test_defaults_and_file_or_folder(tmp_path: Path) -> None:
 def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
     err = error_of(tmp_path, VALID.replace("family: qwen", "family: gemma"))
     file = tmp_path / "bundles" / "x" / "bundle.yaml"
-    assert str(err) == f"{file}: model.family: Input should be 'function_gemma' or 'qwen'"
+    assert str(err) == f"{file}: model.family: unknown model family 'gemma': expected one of function_gemma, qwen"
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
         ),
         (
             ("constraint:", "tools:\n  - name: ls\n  - name: ls\nconstraint:"),
-            "tools: Value error, tool overrides repeat ls",
+            "tools: tool overrides repeat ls",
         ),
     ],
 )

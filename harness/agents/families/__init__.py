@@ -2,29 +2,73 @@
 its output renderer and its parser side by side, because a grammar and the parser of the same
 format must agree and are tested together.
 
-``get_adapter(family)`` returns the family's ``ModelAdapter``. Nothing here imports xgrammar:
-grammars are EBNF text and structural tags JSON text (xgrammar 0.2.8's format schema).
+The registry below is the one list of families. Adding a family is one module that defines
+``ADAPTER`` (a ``ModelAdapter``) plus one ``FamilyInfo`` line here (and, to compile its grammars, a
+tokenizer recipe in ``harness.grammar.tokenizers``). ``get_adapter(family)`` imports the module on
+first use. Nothing here imports xgrammar: grammars are EBNF text and structural tags JSON text
+(xgrammar 0.2.8's format schema).
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
+
 from harness.agents.adapter import ModelAdapter
 from harness.agents.families._ebnf import MAX_JSON_WS, canonical_keys
 
-FAMILIES: tuple[str, ...] = ("function_gemma", "qwen")
+
+@dataclass(frozen=True, slots=True)
+class FamilyInfo:
+    """One registered model family."""
+
+    name: str
+    """What suites, bundles, records and ``--family`` call it."""
+    module: str
+    """The module that defines the family's ``ADAPTER``."""
+    model_hint: str
+    """A lowercase fragment of served model ids of this family (``--family`` guessed from ``--model``)."""
+
+
+REGISTRY: dict[str, FamilyInfo] = {
+    info.name: info
+    for info in (
+        FamilyInfo("function_gemma", "harness.agents.families.function_gemma", model_hint="gemma"),
+        FamilyInfo("qwen", "harness.agents.families.qwen", model_hint="qwen"),
+    )
+}
+FAMILIES: tuple[str, ...] = tuple(REGISTRY)
+"""Every registered family, in registry order."""
+
+
+def check_family(family: str) -> str:
+    """``family`` when it is registered; ValueError naming the known ones otherwise."""
+    if family not in REGISTRY:
+        raise ValueError(f"unknown model family {family!r}: expected one of {', '.join(FAMILIES)}")
+    return family
 
 
 def get_adapter(family: str) -> ModelAdapter:
-    """The adapter of ``family`` (``function_gemma`` or ``qwen``)."""
-    if family == "function_gemma":
-        from harness.agents.families import function_gemma
-
-        return function_gemma.ADAPTER
-    if family == "qwen":
-        from harness.agents.families import qwen
-
-        return qwen.ADAPTER
-    raise ValueError(f"unknown model family {family!r}: expected one of {', '.join(FAMILIES)}")
+    """The adapter of a registered ``family``."""
+    adapter = importlib.import_module(REGISTRY[check_family(family)].module).ADAPTER
+    if not isinstance(adapter, ModelAdapter):
+        raise TypeError(f"{REGISTRY[family].module}.ADAPTER is not a ModelAdapter")
+    return adapter
 
 
-__all__ = ["FAMILIES", "MAX_JSON_WS", "canonical_keys", "get_adapter"]
+def families_of_model(model_id: str) -> list[str]:
+    """The families whose ``model_hint`` occurs in ``model_id`` (ideally exactly one)."""
+    lowered = model_id.lower()
+    return [info.name for info in REGISTRY.values() if info.model_hint in lowered]
+
+
+__all__ = [
+    "FAMILIES",
+    "MAX_JSON_WS",
+    "REGISTRY",
+    "FamilyInfo",
+    "canonical_keys",
+    "check_family",
+    "families_of_model",
+    "get_adapter",
+]
