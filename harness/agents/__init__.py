@@ -40,9 +40,9 @@ from harness.agents.events import (
     ScriptErrorEvent,
     ScriptPrintEvent,
     ScriptStartEvent,
+    StepCompleteEvent,
     ToolCallEvent,
     ToolResultEvent,
-    TurnCompleteEvent,
 )
 from harness.agents.kernel import AgentKernel, trim_history
 from harness.agents.tools import Tool, ToolContext
@@ -109,6 +109,7 @@ __all__ = [
     "ScriptErrorEvent",
     "ScriptPrintEvent",
     "ScriptStartEvent",
+    "StepCompleteEvent",
     "StepResult",
     "Strategy",
     "TokenUsage",
@@ -119,7 +120,6 @@ __all__ = [
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
-    "TurnCompleteEvent",
     "load_bundle_config",
     "trim_history",
 ]

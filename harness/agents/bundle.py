@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.agents.adapter import ModelAdapter
 from harness.agents.client import LLMClient
@@ -80,7 +80,8 @@ class ToolOverride(_Strict):
 
 
 class KernelConfig(_Strict):
-    max_turns: int = Field(default=8, ge=1)
+    max_steps: int = Field(default=8, ge=1, validation_alias=AliasChoices("max_steps", "max_turns"))
+    """Most model calls answering one user turn (bundles written before this name say ``max_turns``)."""
     max_concurrency: int = Field(default=1, ge=1)
     max_history_messages: int | None = Field(default=None, ge=1)
 
@@ -279,12 +280,12 @@ class Agent:
         )
         return [*opening, Message(role="user", content=user_input)]
 
-    async def run(self, user_input: str, workspace: Any = None, max_turns: int | None = None) -> RunResult:
+    async def run(self, user_input: str, workspace: Any = None, max_steps: int | None = None) -> RunResult:
         """Run the agent loop on one user input; ``workspace`` reaches the tools untouched."""
         return await self.kernel.run(
             self.messages_for(user_input),
             self.tools,
-            max_turns or self.config.kernel.max_turns,
+            max_steps or self.config.kernel.max_steps,
             workspace=workspace,
         )
 

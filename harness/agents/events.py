@@ -1,6 +1,7 @@
 """Kernel events and the Observer protocol.
 
-``Event`` is a union of frozen dataclasses; an observer has one method, ``emit``, and matches on the
+A *step* is one model call (and the tool calls it makes); ``run`` makes steps until the model answers
+without calling a tool, which ends the user's *turn*. ``Event`` is a union of frozen dataclasses; an observer has one method, ``emit``, and matches on the
 type it cares about. New event kinds (the sandbox's script events) are added to the union without
 changing any observer: one that does not know a kind simply ignores it.
 """
@@ -22,7 +23,7 @@ def _now() -> float:
 class KernelStartEvent:
     """``run`` started."""
 
-    max_turns: int
+    max_steps: int
     initial_messages: int
     at: float = field(default_factory=_now)
 
@@ -31,7 +32,7 @@ class KernelStartEvent:
 class KernelEndEvent:
     """``run`` ended, for any reason, including a model call that raised."""
 
-    turn_count: int
+    step_count: int
     termination_reason: str
     error: str | None = None
     at: float = field(default_factory=_now)
@@ -41,7 +42,7 @@ class KernelEndEvent:
 class ModelRequestEvent:
     """One request is about to be sent to the model (exactly one per request)."""
 
-    turn: int
+    step: int
     messages_count: int
     tools_count: int
     model: str
@@ -53,7 +54,7 @@ class ModelRequestEvent:
 class ModelResponseEvent:
     """The model answered."""
 
-    turn: int
+    step: int
     content: str | None
     tool_calls_count: int
     usage: TokenUsage | None
@@ -67,7 +68,7 @@ class ModelResponseEvent:
 class ToolCallEvent:
     """A tool call is about to run."""
 
-    turn: int
+    step: int
     call: ToolCall
     at: float = field(default_factory=_now)
 
@@ -76,16 +77,16 @@ class ToolCallEvent:
 class ToolResultEvent:
     """A tool call finished (with a result or an error result)."""
 
-    turn: int
+    step: int
     result: ToolResult
     at: float = field(default_factory=_now)
 
 
 @dataclass(frozen=True, slots=True)
-class TurnCompleteEvent:
+class StepCompleteEvent:
     """A step finished: the response and all its tool results are in the history."""
 
-    turn: int
+    step: int
     tool_calls_count: int
     errors_count: int
     message: Message | None = None
@@ -152,7 +153,7 @@ Event = (
     | ModelResponseEvent
     | ToolCallEvent
     | ToolResultEvent
-    | TurnCompleteEvent
+    | StepCompleteEvent
     | ObserverErrorEvent
     | ScriptStartEvent
     | ScriptCompleteEvent

@@ -1,10 +1,12 @@
 """AgentKernel: ask the model, parse its answer, run the tools it called, repeat.
 
-``step`` makes exactly one request and runs the calls it yields; ``run`` loops ``step`` until the
-model stops calling tools or ``max_turns`` is reached. Every request is announced by exactly one
-ModelRequestEvent; KernelEndEvent is emitted on every exit of ``run``, including a model call that
-raises; an unknown tool or a tool that raises becomes an error ToolResult with both tool events; an
-observer that raises is reported as an ObserverErrorEvent to the other observers and never stops the run.
+Words: a *step* is one model call and the tool calls it makes; a *turn* is one user input, which
+``run`` answers with as many steps as the model keeps calling tools. ``step`` makes exactly one
+request and runs the calls it yields; ``run`` loops ``step`` until the model stops calling tools or
+``max_steps`` is reached. Every request is announced by exactly one ModelRequestEvent; KernelEndEvent
+is emitted on every exit of ``run``, including a model call that raises; an unknown tool or a tool that
+raises becomes an error ToolResult with both tool events; an observer that raises is reported as an
+ObserverErrorEvent to the other observers and never stops the run.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from harness.agents.events import (
     ModelResponseEvent,
     Observer,
     ObserverErrorEvent,
+    StepCompleteEvent,
     ToolCallEvent,
     ToolResultEvent,
-    TurnCompleteEvent,
 )
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import (
@@ -183,10 +185,11 @@ class AgentKernel:
     # -- one step -------------------------------------------------------------------------------
 
     async def step(
-        self, messages: Sequence[Message], tools: Sequence[Tool], *, turn: int = 1, workspace: Any = None
+        self, messages: Sequence[Message], tools: Sequence[Tool], *, index: int = 1, workspace: Any = None
     ) -> StepResult:
-        """Send one request, parse the answer, run the calls. Raises ModelCallError if the model
-        cannot be called; parse failures and tool failures are returned, never raised."""
+        """Send one request, parse the answer, run the calls. ``index`` numbers the step in its run (from
+        1; events and tool contexts carry it). Raises ModelCallError if the model cannot be called;
+        parse failures and tool failures are returned, never raised."""
         tool_map = _tool_map(tools)
         schemas: list[ToolSchema] = [t.schema for t in tool_map.values()]
         sent = self.adapter.format_messages(trim_history(messages, self.max_history_messages))
@@ -205,7 +208,7 @@ class AgentKernel:
         )
         await self.emit(
             ModelRequestEvent(
-                turn=turn,
+                step=index,
                 messages_count=len(request.messages),
                 tools_count=len(schemas),
                 model=self.model,
@@ -217,7 +220,7 @@ class AgentKernel:
         errors = parsed.errors + tuple(_malformed_failure(raw) for raw in response.malformed_tool_calls)
         await self.emit(
             ModelResponseEvent(
-                turn=turn,
+                step=index,
                 content=response.content,
                 tool_calls_count=len(parsed.tool_calls),
                 usage=response.usage,
@@ -230,7 +233,7 @@ class AgentKernel:
         content = parsed.content if parsed.tool_calls or parsed.content else response.content
         message = Message(role="assistant", content=content, tool_calls=parsed.tool_calls)
         ws = workspace if workspace is not None else self.workspace
-        results = await self._execute_all(parsed.tool_calls, tool_map, turn, ws)
+        results = await self._execute_all(parsed.tool_calls, tool_map, index, ws)
         return StepResult(
             response_message=message,
             tool_calls=parsed.tool_calls,
@@ -240,22 +243,22 @@ class AgentKernel:
         )
 
     async def _execute_all(
-        self, calls: Sequence[ToolCall], tool_map: dict[str, Tool], turn: int, workspace: Any
+        self, calls: Sequence[ToolCall], tool_map: dict[str, Tool], index: int, workspace: Any
     ) -> tuple[ToolResult, ...]:
         if self.max_concurrency == 1 or len(calls) <= 1:
-            return tuple([await self._execute(c, tool_map, turn, workspace) for c in calls])
+            return tuple([await self._execute(c, tool_map, index, workspace) for c in calls])
         limit = asyncio.Semaphore(self.max_concurrency)
 
         async def bounded(call: ToolCall) -> ToolResult:
             async with limit:
-                return await self._execute(call, tool_map, turn, workspace)
+                return await self._execute(call, tool_map, index, workspace)
 
         return tuple(await asyncio.gather(*(bounded(c) for c in calls)))
 
     async def _execute(
-        self, call: ToolCall, tool_map: dict[str, Tool], turn: int, workspace: Any
+        self, call: ToolCall, tool_map: dict[str, Tool], index: int, workspace: Any
     ) -> ToolResult:
-        await self.emit(ToolCallEvent(turn=turn, call=call))
+        await self.emit(ToolCallEvent(step=index, call=call))
         tool = tool_map.get(call.name)
         started = time.perf_counter()
         if tool is None:
@@ -268,7 +271,7 @@ class AgentKernel:
             )
         else:
             context = ToolContext(
-                call_id=call.id, turn=turn, agent_id=self.agent_id, emit=self.emit, workspace=workspace
+                call_id=call.id, step=index, agent_id=self.agent_id, emit=self.emit, workspace=workspace
             )
             try:
                 result = await tool.execute(call, context)
@@ -282,7 +285,7 @@ class AgentKernel:
                 )
         if result.duration_us is None:
             result = dataclasses.replace(result, duration_us=(time.perf_counter() - started) * 1e6)
-        await self.emit(ToolResultEvent(turn=turn, result=result))
+        await self.emit(ToolResultEvent(step=index, result=result))
         return result
 
     # -- the loop -------------------------------------------------------------------------------
@@ -291,26 +294,26 @@ class AgentKernel:
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool],
-        max_turns: int = 10,
+        max_steps: int = 10,
         *,
         workspace: Any = None,
     ) -> RunResult:
-        """Loop ``step`` until the model makes no tool call or ``max_turns`` steps were made.
+        """Loop ``step`` until the model makes no tool call or ``max_steps`` steps were made.
 
         KernelEndEvent is always emitted. When the model call raises ModelCallError, KernelEnd carries
         reason ``model_error`` and the error text, and the error is re-raised.
         """
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         _tool_map(tools)  # fail on duplicate names before anything is emitted
-        await self.emit(KernelStartEvent(max_turns=max_turns, initial_messages=len(messages)))
+        await self.emit(KernelStartEvent(max_steps=max_steps, initial_messages=len(messages)))
         history = list(messages)
         steps: list[StepResult] = []
         usage = TokenUsage()
-        reason: TerminationReason = "max_turns"
+        reason: TerminationReason = "max_steps"
         try:
-            for turn in range(1, max_turns + 1):
-                step = await self.step(history, tools, turn=turn, workspace=workspace)
+            for index in range(1, max_steps + 1):
+                step = await self.step(history, tools, index=index, workspace=workspace)
                 steps.append(step)
                 history.append(step.response_message)
                 history.extend(Message.tool(r) for r in step.tool_results)
@@ -318,8 +321,8 @@ class AgentKernel:
                     usage = usage + step.usage
                 errors = len(step.parse_errors) + sum(r.is_error for r in step.tool_results)
                 await self.emit(
-                    TurnCompleteEvent(
-                        turn=turn,
+                    StepCompleteEvent(
+                        step=index,
                         tool_calls_count=len(step.tool_calls),
                         errors_count=errors,
                         message=step.response_message,
@@ -330,22 +333,22 @@ class AgentKernel:
                     break
         except ModelCallError as exc:
             await self.emit(
-                KernelEndEvent(turn_count=len(steps), termination_reason="model_error", error=str(exc))
+                KernelEndEvent(step_count=len(steps), termination_reason="model_error", error=str(exc))
             )
             raise
         except (Exception, asyncio.CancelledError) as exc:
             kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
             await self.emit(
                 KernelEndEvent(
-                    turn_count=len(steps), termination_reason=kind, error=f"{type(exc).__name__}: {exc}"
+                    step_count=len(steps), termination_reason=kind, error=f"{type(exc).__name__}: {exc}"
                 )
             )
             raise
-        await self.emit(KernelEndEvent(turn_count=len(steps), termination_reason=reason))
+        await self.emit(KernelEndEvent(step_count=len(steps), termination_reason=reason))
         return RunResult(
             final_message=steps[-1].response_message,
             history=tuple(history),
-            turn_count=len(steps),
+            step_count=len(steps),
             termination_reason=reason,
             total_usage=usage,
             steps=tuple(steps),

@@ -15,7 +15,8 @@ class ToolContext:
     """What a tool gets besides its arguments."""
 
     call_id: str
-    turn: int = 0
+    step: int = 0
+    """The kernel step (model call) that made this call, from 1 (0 outside the kernel)."""
     agent_id: str = "agent"
     emit: Callable[[Event], Awaitable[None]] | None = None
     """Sends an event to the kernel's observers (the sandbox's script events use it)."""

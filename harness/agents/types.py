@@ -145,7 +145,7 @@ class ParseFailure:
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    """One kernel step: the assistant message, the calls it made and their results."""
+    """One kernel step (one model call): the assistant message, the calls it made and their results."""
 
     response_message: Message
     tool_calls: tuple[ToolCall, ...]
@@ -155,16 +155,16 @@ class StepResult:
     """Failures the parser reported; a step with errors still returns what parsed cleanly."""
 
 
-TerminationReason = Literal["no_tool_calls", "max_turns", "model_error"]
+TerminationReason = Literal["no_tool_calls", "max_steps", "model_error"]
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """A whole run of the kernel loop."""
+    """A whole run of the kernel loop (one user turn: as many steps as the model keeps calling tools)."""
 
     final_message: Message
     history: tuple[Message, ...]
-    turn_count: int
+    step_count: int
     termination_reason: TerminationReason
     total_usage: TokenUsage = TokenUsage()
     steps: tuple[StepResult, ...] = ()

@@ -188,7 +188,7 @@ async def run_episode(
         history.extend(Message(role=m.role, content=m.content) for m in user_messages)
         seen = len(recorder.responses)
         try:
-            result = await kernel.run(history, tools, max_turns=max_steps, workspace=workspace)
+            result = await kernel.run(history, tools, max_steps=max_steps, workspace=workspace)
         except ModelCallError as exc:
             outcome.error_kind, outcome.error = exc.kind, str(exc)
             return outcome
@@ -199,7 +199,7 @@ async def run_episode(
         )
         if _note_rejection(outcome, responses):
             return outcome
-        if result.termination_reason == "max_turns":
+        if result.termination_reason == "max_steps":
             outcome.max_steps_turns.append(index)
         history = list(result.history)
     return outcome

@@ -55,8 +55,14 @@ def test_defaults_and_file_or_folder(tmp_path: Path) -> None:
     folder = write_bundle(tmp_path, VALID)
     cfg = load_bundle_config(folder / "bundle.yaml")
     assert cfg == load_bundle_config(folder)
-    assert cfg.tools_dir == "tools" and cfg.limits == "default" and cfg.kernel.max_turns >= 1
+    assert cfg.tools_dir == "tools" and cfg.limits == "default" and cfg.kernel.max_steps >= 1
     assert cfg.model.api_key_env == "OPENAI_API_KEY"
+
+
+@pytest.mark.parametrize("key", ["max_steps", "max_turns"])
+def test_step_bound_is_read_under_its_old_name_too(tmp_path: Path, key: str) -> None:
+    cfg = load_bundle_config(write_bundle(tmp_path, VALID + f"kernel:\n  {key}: 3\n"))
+    assert cfg.kernel.max_steps == 3
 
 
 def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
@@ -73,6 +79,10 @@ def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
         (("name: demo", "nme: demo"), "nme: Extra inputs are not permitted"),
         (("  id: Qwen/Qwen3-0.6B\n", ""), "model.id: Field required"),
         (
+            ("constraint:", "kernel:\n  max_steps: 0\nconstraint:"),
+            "kernel.max_steps: Input should be greater than or equal to 1",
+        ),
+        (  # the name bundles used before "step" meant a model call
             ("constraint:", "kernel:\n  max_turns: 0\nconstraint:"),
             "kernel.max_turns: Input should be greater than or equal to 1",
         ),

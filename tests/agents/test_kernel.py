@@ -22,12 +22,12 @@ from harness.agents import (
     ModelResponseEvent,
     ObserverErrorEvent,
     RecordingObserver,
+    StepCompleteEvent,
     TokenUsage,
     ToolCall,
     ToolCallEvent,
     ToolContext,
     ToolResultEvent,
-    TurnCompleteEvent,
 )
 from harness.agents.testing import FunctionTool, ScriptedClient, ScriptExhaustedError, line_adapter
 
@@ -59,21 +59,21 @@ def names(rec: RecordingObserver) -> list[str]:
 async def test_event_order_and_no_tool_calls_termination() -> None:
     client = ScriptedClient([reply('CALL echo {"a": 1}\nCALL echo {"a": 2}'), reply("all done")])
     kernel, rec = make_kernel(client)
-    result = await kernel.run(USER, [echo_tool()], max_turns=5)
+    result = await kernel.run(USER, [echo_tool()], max_steps=5)
     assert names(rec) == [
         "KernelStart",
-        "ModelRequest", "ModelResponse", "ToolCall", "ToolResult", "ToolCall", "ToolResult", "TurnComplete",
-        "ModelRequest", "ModelResponse", "TurnComplete",
+        "ModelRequest", "ModelResponse", "ToolCall", "ToolResult", "ToolCall", "ToolResult", "StepComplete",
+        "ModelRequest", "ModelResponse", "StepComplete",
         "KernelEnd",
     ]  # fmt: skip
     assert result.termination_reason == "no_tool_calls"
-    assert result.turn_count == 2
+    assert result.step_count == 2
     assert result.final_message == Message(role="assistant", content="all done")
     end = rec.events[-1]
     assert (
-        isinstance(end, KernelEndEvent) and end.termination_reason == "no_tool_calls" and end.turn_count == 2
+        isinstance(end, KernelEndEvent) and end.termination_reason == "no_tool_calls" and end.step_count == 2
     )
-    # history: the input, assistant with 2 calls, 2 tool turns, the final answer
+    # history: the input, assistant with 2 calls, 2 tool messages, the final answer
     roles = [m.role for m in result.history]
     assert roles == ["system", "user", "assistant", "tool", "tool", "assistant"]
     calls = result.history[2].tool_calls
@@ -81,16 +81,16 @@ async def test_event_order_and_no_tool_calls_termination() -> None:
     assert result.history[3].content == '{"echo": {"a": 1}}'
 
 
-async def test_max_turns_termination() -> None:
+async def test_max_steps_termination() -> None:
     client = ScriptedClient([reply('CALL echo {"n": 1}'), reply('CALL echo {"n": 2}'), reply("unused")])
     kernel, rec = make_kernel(client)
-    result = await kernel.run(USER, [echo_tool()], max_turns=2)
-    assert result.termination_reason == "max_turns"
-    assert result.turn_count == 2
+    result = await kernel.run(USER, [echo_tool()], max_steps=2)
+    assert result.termination_reason == "max_steps"
+    assert result.step_count == 2
     assert len(client.requests) == 2
-    assert isinstance(rec.events[0], KernelStartEvent) and rec.events[0].max_turns == 2
+    assert isinstance(rec.events[0], KernelStartEvent) and rec.events[0].max_steps == 2
     end = rec.events[-1]
-    assert isinstance(end, KernelEndEvent) and end.termination_reason == "max_turns"
+    assert isinstance(end, KernelEndEvent) and end.termination_reason == "max_steps"
     # the second request saw the first call's result
     assert [m.role for m in client.requests[1].messages] == ["system", "user", "assistant", "tool"]
 
@@ -98,7 +98,7 @@ async def test_max_turns_termination() -> None:
 async def test_one_model_request_event_per_request() -> None:
     client = ScriptedClient([reply("CALL echo {}"), reply("CALL echo {}"), reply("done")])
     kernel, rec = make_kernel(client)
-    await kernel.run(USER, [echo_tool()], max_turns=5)
+    await kernel.run(USER, [echo_tool()], max_steps=5)
     assert len(rec.of_type(ModelRequestEvent)) == len(client.requests) == 3
     assert len(rec.of_type(ModelResponseEvent)) == 3
 
@@ -124,12 +124,12 @@ async def test_kernel_end_emitted_when_model_call_raises() -> None:
     client = ScriptedClient([reply("CALL echo {}"), ModelCallError("model:timeout", "no answer in 60 s")])
     kernel, rec = make_kernel(client)
     with pytest.raises(ModelCallError) as info:
-        await kernel.run(USER, [echo_tool()], max_turns=5)
+        await kernel.run(USER, [echo_tool()], max_steps=5)
     assert info.value.kind == "model:timeout"
     end = rec.events[-1]
     assert isinstance(end, KernelEndEvent)
     assert end.termination_reason == "model_error"
-    assert end.turn_count == 1
+    assert end.step_count == 1
     assert end.error is not None and "model:timeout" in end.error
     assert len(rec.of_type(ModelRequestEvent)) == 2 and len(rec.of_type(ModelResponseEvent)) == 1
 
@@ -138,7 +138,7 @@ async def test_kernel_end_emitted_when_something_else_raises() -> None:
     client = ScriptedClient([])  # exhausted at once: the test double raises
     kernel, rec = make_kernel(client)
     with pytest.raises(ScriptExhaustedError):
-        await kernel.run(USER, [], max_turns=1)
+        await kernel.run(USER, [], max_steps=1)
     end = rec.events[-1]
     assert isinstance(end, KernelEndEvent) and end.termination_reason == "error"
 
@@ -146,7 +146,7 @@ async def test_kernel_end_emitted_when_something_else_raises() -> None:
 async def test_unknown_tool_gives_error_result_and_both_events() -> None:
     client = ScriptedClient([reply('CALL nosuch {"x": 1}'), reply("ok")])
     kernel, rec = make_kernel(client)
-    result = await kernel.run(USER, [echo_tool()], max_turns=3)
+    result = await kernel.run(USER, [echo_tool()], max_steps=3)
     (tr,) = result.steps[0].tool_results
     assert tr.is_error and tr.error_kind == "tool:unknown" and tr.name == "nosuch"
     assert "echo" in tr.output  # tells the model what exists
@@ -154,8 +154,8 @@ async def test_unknown_tool_gives_error_result_and_both_events() -> None:
     (result_ev,) = rec.of_type(ToolResultEvent)
     assert isinstance(call_ev, ToolCallEvent) and call_ev.call.name == "nosuch"
     assert isinstance(result_ev, ToolResultEvent) and result_ev.result == tr
-    turn = rec.of_type(TurnCompleteEvent)[0]
-    assert isinstance(turn, TurnCompleteEvent) and turn.errors_count == 1
+    done = rec.of_type(StepCompleteEvent)[0]
+    assert isinstance(done, StepCompleteEvent) and done.errors_count == 1
     assert result.history[3].role == "tool" and result.history[3].tool_call_id == tr.call_id
 
 
@@ -165,7 +165,7 @@ async def test_tool_that_raises_becomes_tool_exception() -> None:
 
     client = ScriptedClient([reply("CALL boom {}"), reply("ok")])
     kernel, rec = make_kernel(client)
-    result = await kernel.run(USER, [FunctionTool("boom", boom, raise_errors=True)], max_turns=3)
+    result = await kernel.run(USER, [FunctionTool("boom", boom, raise_errors=True)], max_steps=3)
     (tr,) = result.steps[0].tool_results
     assert tr.is_error and tr.error_kind == "tool:exception"
     assert "disk on fire" in tr.output
@@ -199,7 +199,7 @@ async def test_native_tool_calls_are_executed() -> None:
     call = ToolCall(id="srv_1", name="echo", arguments={"q": "x"})
     client = ScriptedClient([reply(None, tool_calls=[call]), reply("done")])
     kernel, _ = make_kernel(client)
-    result = await kernel.run(USER, [echo_tool()], max_turns=3)
+    result = await kernel.run(USER, [echo_tool()], max_steps=3)
     assert result.steps[0].tool_results[0].call_id == "srv_1"
     assert result.steps[0].tool_results[0].output == {"echo": {"q": "x"}}
 
@@ -213,7 +213,7 @@ async def test_usage_totalled() -> None:
         ]
     )
     kernel, _ = make_kernel(client)
-    result = await kernel.run(USER, [echo_tool()], max_turns=5)
+    result = await kernel.run(USER, [echo_tool()], max_steps=5)
     assert result.total_usage == TokenUsage(30, 12, 42)
     assert [s.usage for s in result.steps] == [TokenUsage(10, 5, 15), None, TokenUsage(20, 7, 27)]
 
@@ -287,7 +287,7 @@ class RaisingObserver:
 async def test_observer_failure_is_reported_not_a_model_failure(is_async: bool) -> None:
     client = ScriptedClient([reply("CALL echo {}"), reply("done")])
     kernel, rec = make_kernel(client, observers=[RaisingObserver(ModelRequestEvent, is_async)])
-    result = await kernel.run(USER, [echo_tool()], max_turns=3)
+    result = await kernel.run(USER, [echo_tool()], max_steps=3)
     assert result.termination_reason == "no_tool_calls"  # the run went on
     errors = rec.of_type(ObserverErrorEvent)
     assert len(errors) == 2  # one per ModelRequest
@@ -319,7 +319,7 @@ async def test_observers_are_called_concurrently_and_events_stay_in_order() -> N
     one, two = Handshake(a, b), Handshake(b, a)
     client = ScriptedClient([reply("CALL echo {}\nCALL echo {}"), reply("done")])
     kernel, rec = make_kernel(client, observers=[one, two], max_concurrency=2)
-    await kernel.run(USER, [echo_tool()], max_turns=3)
+    await kernel.run(USER, [echo_tool()], max_steps=3)
     assert one.seen == two.seen == [type(e).__name__ for e in rec.events]
     assert not rec.of_type(ObserverErrorEvent)
 
@@ -327,7 +327,7 @@ async def test_observers_are_called_concurrently_and_events_stay_in_order() -> N
 async def test_history_limit_applies_to_requests_but_run_history_is_complete() -> None:
     client = ScriptedClient([reply("CALL echo {}\nCALL echo {}"), reply("CALL echo {}"), reply("done")])
     kernel, _ = make_kernel(client, max_history_messages=4)
-    result = await kernel.run(USER, [echo_tool()], max_turns=5)
+    result = await kernel.run(USER, [echo_tool()], max_steps=5)
     third = client.requests[2].messages
     # system + first user pinned; the latest assistant+tool group kept whole; the older group dropped
     assert [m.role for m in third] == ["system", "user", "assistant", "tool"]
@@ -335,19 +335,19 @@ async def test_history_limit_applies_to_requests_but_run_history_is_complete() -
     assert len(result.history) == 2 + 3 + 2 + 1
 
 
-async def test_tools_get_context_with_turn_and_workspace() -> None:
-    seen: list[tuple[int, Any]] = []
+async def test_tools_get_context_with_step_workspace_and_emit() -> None:
+    # Checked outside the tool: an AssertionError inside it would become an error result, and pass.
+    seen: list[tuple[int, Any, bool]] = []
 
     async def fn(args: dict[str, Any], ctx: ToolContext) -> Any:
-        seen.append((ctx.turn, ctx.workspace))
-        assert ctx.emit is not None
+        seen.append((ctx.step, ctx.workspace, ctx.emit is not None))
         return "ok"
 
     client = ScriptedClient([reply("CALL t {}"), reply("CALL t {}"), reply("done")])
     kernel, _ = make_kernel(client)
     ws = object()
-    await kernel.run(USER, [FunctionTool("t", fn)], max_turns=5, workspace=ws)
-    assert seen == [(1, ws), (2, ws)]
+    await kernel.run(USER, [FunctionTool("t", fn)], max_steps=5, workspace=ws)
+    assert seen == [(1, ws, True), (2, ws, True)]
 
 
 async def test_bad_configuration_is_rejected() -> None:
@@ -358,6 +358,6 @@ async def test_bad_configuration_is_rejected() -> None:
         AgentKernel(client, line_adapter(), model="")
     kernel, _ = make_kernel(client)
     with pytest.raises(ValueError, match="two tools"):
-        await kernel.run(USER, [echo_tool(), echo_tool()], max_turns=1)
-    with pytest.raises(ValueError, match="max_turns"):
-        await kernel.run(USER, [], max_turns=0)
+        await kernel.run(USER, [echo_tool(), echo_tool()], max_steps=1)
+    with pytest.raises(ValueError, match="max_steps"):
+        await kernel.run(USER, [], max_steps=0)

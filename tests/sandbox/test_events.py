@@ -71,7 +71,7 @@ async def test_events_reach_kernel_observers(fs_tools, state, fail: bool) -> Non
         client, line_adapter(), model="m", observers=[observer], workspace=Workspace.filesystem(state)
     )
     result = await kernel.run(
-        [Message(role="user", content="show notes")], list(fs_tools.values()), max_turns=3
+        [Message(role="user", content="show notes")], list(fs_tools.values()), max_steps=3
     )
     assert result.termination_reason == "no_tool_calls"
     kinds = [type(e).__name__ for e in observer.events]
