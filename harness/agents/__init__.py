@@ -1,4 +1,5 @@
-"""The agent kernel the harness measures: value types, events, tools, constraints, adapters, clients.
+"""The agent kernel the harness measures: value types, events, tools, constraints, adapters, clients,
+bundles and the Agent. It imports neither the sandbox nor an engine (``harness.bundles`` wires those in).
 
 Public names are re-exported here; the modules behind them are private. Bundle loading (pydantic,
 PyYAML) is imported on first use of its names, so importing this package stays light.
@@ -58,10 +59,12 @@ from harness.agents.types import (
 )
 
 if TYPE_CHECKING:
-    from harness.agents.bundle import Agent, BundleConfig, BundleError, load_bundle_config
+    from harness.agents.agent import Agent, ToolLoader
+    from harness.agents.bundle import BundleConfig, BundleError, load_bundle_config
 
 _LAZY = {
-    "Agent": "harness.agents.bundle",
+    "Agent": "harness.agents.agent",
+    "ToolLoader": "harness.agents.agent",
     "BundleConfig": "harness.agents.bundle",
     "BundleError": "harness.agents.bundle",
     "load_bundle_config": "harness.agents.bundle",
@@ -117,6 +120,7 @@ __all__ = [
     "ToolCall",
     "ToolCallEvent",
     "ToolContext",
+    "ToolLoader",
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",

@@ -88,6 +88,7 @@ def run(
     """Run a suite: family x strategy x case x epoch samples, saved as they finish, then scored."""
     import asyncio
 
+    from harness.agents.bundle import BundleError
     from harness.agents.client import ModelCallError
     from harness.engines.setup import local_available, make_engine
     from harness.eval.runner import RunError, RunSpec, run_suite
@@ -122,7 +123,7 @@ def run(
 
     try:
         outcome = asyncio.run(run_suite(spec, make_engine, progress_factory, log))
-    except (RunError, SuiteError, FileNotFoundError, ModelCallError) as exc:
+    except (RunError, SuiteError, BundleError, FileNotFoundError, ModelCallError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:

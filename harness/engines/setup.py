@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
+from harness.agents.constraint import DecodingConstraint
+from harness.agents.types import ToolCall
 from harness.eval.runner import RunError, RunSpec
-from harness.eval.sample import Lane, gold_answers
-from harness.eval.suite import Case
 
 ORACLE_NOTE = (
     "oracle: replays gold answers through the grammar with the real tokenizer; "
@@ -43,12 +43,10 @@ class OracleSetup:
             get_tokenizer(family)
             get_compiler(family)
 
-    def client_for(self, lane: Lane, case: Case) -> LLMClient:
+    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
         from harness.engines.oracle import OracleEngine
 
-        return OracleEngine(
-            lane.family, answers=gold_answers(case), constraint=lane.constraint, grammar_cache=self.grammar_cache
-        )
+        return OracleEngine(family, answers=gold, constraint=constraint, grammar_cache=self.grammar_cache)
 
     async def aclose(self) -> None:
         return None
@@ -90,9 +88,9 @@ class SharedSetup:
         if callable(load):
             load()
 
-    def client_for(self, lane: Lane, case: Case) -> LLMClient:
+    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
         if self.relay_gold:
-            return GoldRelay(self.client, gold_answers(case), lane.strategy)
+            return GoldRelay(self.client, gold, constraint.strategy)
         return self.client  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:

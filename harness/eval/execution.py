@@ -1,4 +1,4 @@
-"""The sandbox as the runner and scoring use it: the bundle's tools, file-system states and workspaces.
+"""The sandbox as the runner and scoring use it: file-system states and workspaces for the bundle's tools.
 
 Calls run through the bundle's real ``.pym`` tools (``PymTool.execute``) on a ``Workspace`` over a
 ``FileSystemState``; nothing here reimplements a tool. States that every sample of a case shares (the
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from harness.agents.tools import Tool, ToolContext
@@ -18,13 +17,6 @@ from harness.agents.types import ToolCall
 from harness.eval.suite import Case, NextCallCase
 
 _ids = itertools.count(1)
-
-
-def load_tools(bundle_dir: Path, config: Any) -> list[Tool]:
-    """The bundle's sandboxed tools (``tools_dir``, the bundle's limits), loaded and checked once."""
-    from harness.sandbox import discover_tools
-
-    return list(discover_tools(Path(bundle_dir) / config.tools_dir, limits=config.limits))
 
 
 class SandboxStates:
@@ -94,4 +86,4 @@ class SandboxStates:
         return Workspace.filesystem((await self.state_after_history(case)).copy())
 
 
-__all__ = ["SandboxStates", "load_tools"]
+__all__ = ["SandboxStates"]

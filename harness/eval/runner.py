@@ -1,7 +1,8 @@
 """The runner: family x strategy x case x epoch samples, run concurrently, saved as they finish.
 
-``run_suite(RunSpec)`` loads the suite and the bundle's tools once, builds one lane per family and
-strategy (payloads and grammars are built once per lane, not per request), then hands samples to
+``run_suite(RunSpec)`` loads the suite and its bundle's agent once (``harness.bundles.load_agent``: the
+road library users take too, every bundle field honoured), takes one agent variant per family and
+strategy (payloads and grammars are built once per variant, not per request), then hands samples to
 ``concurrency`` workers. Each sample is bounded in time (``sample:timeout``) and retried once when the
 model call failed on a timeout or a lost connection. Every finished sample goes to samples.jsonl at
 once (see ``SampleWriter``); with ``resume`` the samples already saved are skipped, and a line torn by
@@ -17,8 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.agents.agent import Agent, AgentOptions
 from harness.agents.client import LLMClient
 from harness.agents.constraint import DecodingConstraint
+from harness.agents.types import ToolCall
 from harness.eval.results import (
     RUN_FILE,
     SAMPLES_FILE,
@@ -32,14 +35,7 @@ from harness.eval.results import (
     versions,
     write_json,
 )
-from harness.eval.sample import (
-    Lane,
-    SampleOutcome,
-    cached_payload_adapter,
-    run_episode,
-    run_next_call,
-    sample_record,
-)
+from harness.eval.sample import SampleOutcome, gold_answers, run_episode, run_next_call, sample_record
 from harness.eval.suite import Case, NextCallCase, Suite, load_suite
 
 RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
@@ -68,7 +64,12 @@ class EngineSetup(Protocol):
         """Load what every sample needs (tokenizers, weights) before samples are timed."""
         ...
 
-    def client_for(self, lane: Lane, case: Case) -> LLMClient: ...
+    def client_for(
+        self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]
+    ) -> LLMClient:
+        """The client of one sample; ``gold`` is the sample's gold answers, request by request (the
+        oracle replays them; other engines ignore them)."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -88,7 +89,8 @@ class RunSpec:
     out: Path | None = None
     resume: bool = False
     sample_timeout_s: float = 300.0
-    max_steps_per_turn: int = 20
+    max_steps_per_turn: int | None = None
+    """Model calls per user turn of an episode; None = the bundle's ``kernel.max_steps``."""
     max_tokens: int | None = None
     """Bound per model response; None = ``DEFAULT_MAX_TOKENS`` of the engine (the embedded engine's own
     default when absent there)."""
@@ -111,53 +113,43 @@ Progress = Callable[[dict[str, Any]], None]
 
 @dataclass
 class _Job:
-    lane: Lane
+    agent: Agent
+    """The bundle's agent for this family and strategy."""
     case: Case
     epoch: int
     sample_id: str
 
     def header(self, suite: Suite) -> dict[str, Any]:
         return {
-            "sample_id": self.sample_id, "case_id": self.case.id, "family": self.lane.family,
-            "strategy": self.lane.strategy, "epoch": self.epoch, "kind": suite.kind,
+            "sample_id": self.sample_id, "case_id": self.case.id, "family": self.agent.family,
+            "strategy": self.agent.constraint.strategy, "epoch": self.epoch, "kind": suite.kind,
         }
 
 
 class Runner:
-    """One run: the suite, the engine setup, the lanes, the sandbox states and the writer."""
+    """One run: the suite, the engine setup, one agent per family and strategy, the sandbox states."""
 
     def __init__(self, spec: RunSpec, suite: Suite, engine: EngineSetup, families: list[str],
-                 strategies: list[str]) -> None:
-        from harness.agents.bundle import load_bundle_config
-        from harness.agents.families import get_adapter
-        from harness.eval.execution import SandboxStates, load_tools
+                 strategies: list[str], agent: Agent) -> None:
+        from harness.eval.execution import SandboxStates
 
         self.spec, self.suite, self.engine = spec, suite, engine
-        self.bundle = load_bundle_config(suite.bundle_dir)
-        self.tools = load_tools(suite.bundle_dir, self.bundle)
+        self.tools = agent.tools
         self.states = SandboxStates(self.tools)
-        self.lanes: list[Lane] = []
-        for family in families:
-            adapter = cached_payload_adapter(get_adapter(family))
-            for strategy in strategies:
-                constraint = DecodingConstraint(
-                    strategy=strategy,  # type: ignore[arg-type]  # validated by DecodingConstraint
-                    allow_parallel_calls=self.bundle.constraint.allow_parallel_calls,
-                    send_tools_to_api=self.bundle.constraint.send_tools_to_api,
-                    # In an episode the model ends each turn with a plain answer: the grammar must allow it.
-                    allow_text_answer=suite.kind == "episode" or self.bundle.constraint.allow_text_answer,
-                )
-                self.lanes.append(Lane(
-                    family=family, strategy=strategy, adapter=adapter, constraint=constraint,
-                    model_id=engine.model_id, system_prompt=self.bundle.system_prompt, tools=list(self.tools),
-                    max_concurrency=self.bundle.kernel.max_concurrency,
-                    max_history_messages=self.bundle.kernel.max_history_messages,
-                    max_tokens=spec.max_tokens, agent_id=self.bundle.name,
-                ))
+        options: AgentOptions = {"model_id": engine.model_id}
+        if suite.kind == "episode":  # the model ends each user turn with a plain answer: the grammar must allow it
+            options["allow_text_answer"] = True
+        if spec.max_tokens is not None:
+            options["max_tokens"] = spec.max_tokens
+        self.agents = [
+            agent.variant(**(options | {"family": family, "strategy": strategy}))
+            for family in families
+            for strategy in strategies
+        ]
 
     async def prepare(self, families: list[str]) -> None:
         """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
-        first call starts processes) and the per-lane payloads."""
+        first call starts processes) and each agent's payloads."""
         self.engine.prepare(families)
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
         if self.suite.cases and no_args:
@@ -165,29 +157,29 @@ class Runner:
             await asyncio.gather(*(
                 self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.spec.concurrency or 1)
             ))
-        for lane in self.lanes:
-            lane.adapter.build_payload([t.schema for t in lane.tools], lane.constraint)
+        for agent in self.agents:
+            agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
 
     def jobs(self) -> list[_Job]:
         cases = self.suite.cases[: self.spec.limit] if self.spec.limit else self.suite.cases
         return [
-            _Job(lane, case, epoch, make_sample_id(case.id, lane.family, lane.strategy, epoch))
-            for lane in self.lanes
+            _Job(agent, case, epoch, make_sample_id(case.id, agent.family, agent.constraint.strategy, epoch))
+            for agent in self.agents
             for case in cases
             for epoch in range(1, self.spec.epochs + 1)
         ]
 
     async def _attempt(self, job: _Job) -> SampleOutcome:
-        client = self.engine.client_for(job.lane, job.case)
+        client = self.engine.client_for(job.agent.family, job.agent.constraint, gold_answers(job.case))
         started = time.perf_counter()
         if isinstance(job.case, NextCallCase):
             workspace = await self.states.workspace_after_history(job.case)
             setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_next_call(job.lane, job.case, client, workspace)
+            outcome = await run_next_call(job.agent, job.case, client, workspace)
         else:
             workspace = self.states.workspace(job.case)
             setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_episode(job.lane, job.case, client, workspace, self.spec.max_steps_per_turn)
+            outcome = await run_episode(job.agent, job.case, client, workspace, self.spec.max_steps_per_turn)
         outcome.setup_ms = setup_ms
         return outcome
 
@@ -278,6 +270,7 @@ async def run_suite(
 ) -> RunOutcome:
     """Run a suite into a results directory, then score it. ``engine_factory(spec, families)`` builds
     the engine and may restrict the families (the embedded engine has weights for some only)."""
+    from harness.bundles import load_agent
     from harness.eval.score_run import score_run
 
     started = time.perf_counter()
@@ -301,6 +294,8 @@ async def run_suite(
         # Unless given again, a resumed run keeps the matrix it was started with.
         spec.families = spec.families or previous.get("families")
         spec.strategies = spec.strategies or previous.get("strategies")
+    agent = load_agent(suite.bundle_dir)
+    spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
     engine, families = engine_factory(spec, spec.families)
     families = families or list(suite.spec.families)
     strategies = spec.strategies or list(suite.spec.strategies)
@@ -314,7 +309,7 @@ async def run_suite(
         raise RunError(f"{run_dir} already holds samples: use --resume to continue it, or another --out")
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        runner = Runner(spec, suite, engine, families, strategies)
+        runner = Runner(spec, suite, engine, families, strategies, agent)
         jobs = runner.jobs()
         todo = [j for j in jobs if j.sample_id not in done]
         run_info: dict[str, Any] = {

@@ -1,5 +1,7 @@
 """Running one sample: a case on one family x strategy, through the real kernel, into a sample record.
 
+The agent of a sample is the bundle's ``Agent`` for that family and strategy (``harness.bundles``);
+each sample gets its own kernel (``Agent.make_kernel``) on the client the engine gives it.
 Generation only: nothing here scores. A next-call sample is one ``kernel.step`` on the case's history,
 its calls executed in the sandbox on the state the history leaves (so the transcript holds real tool
 results and timings). An episode is one ``kernel.run`` per user turn, tools executed in the sandbox on a
@@ -9,18 +11,14 @@ re-executes calls from the saved record on its own copies, so it never needs the
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.agents.adapter import ModelAdapter
+from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.constraint import DecodingConstraint, RequestPayload
-from harness.agents.kernel import AgentKernel
-from harness.agents.tools import Tool
-from harness.agents.types import Message, StepResult, ToolCall, ToolSchema
+from harness.agents.types import Message, StepResult, ToolCall
 from harness.eval.suite import EpisodeCase, NextCallCase
 
 
@@ -39,22 +37,6 @@ class RecordingClient:
 
     async def aclose(self) -> None:
         """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
-
-
-def cached_payload_adapter(adapter: ModelAdapter) -> ModelAdapter:
-    """The adapter with ``build_payload`` memoized per (tool names, constraint): a run builds each
-    family x strategy x tool set payload once, not once per request."""
-    cache: dict[tuple[tuple[str, ...], DecodingConstraint], RequestPayload] = {}
-    build = adapter.build_payload
-
-    def cached(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
-        key = (tuple(t.name for t in tools), constraint)
-        payload = cache.get(key)
-        if payload is None:
-            payload = cache[key] = build(tools, constraint)
-        return payload
-
-    return dataclasses.replace(adapter, build_payload=cached)
 
 
 def gold_answers(case: NextCallCase | EpisodeCase) -> list[list[ToolCall]]:
@@ -123,48 +105,15 @@ class SampleOutcome:
     """Episode user turns that ended because they reached the step bound, not by a text answer."""
 
 
-@dataclass
-class Lane:
-    """Everything one family x strategy needs, built once per run."""
-
-    family: str
-    strategy: str
-    adapter: ModelAdapter
-    constraint: DecodingConstraint
-    model_id: str
-    system_prompt: str | None
-    tools: list[Tool]
-    max_concurrency: int = 1
-    max_history_messages: int | None = None
-    max_tokens: int | None = None
-    agent_id: str = "agent"
-
-    def kernel(self, client: LLMClient) -> AgentKernel:
-        return AgentKernel(
-            client, self.adapter, model=self.model_id, constraint=self.constraint,
-            max_concurrency=self.max_concurrency, max_history_messages=self.max_history_messages,
-            agent_id=self.agent_id, max_tokens=self.max_tokens,
-        )
-
-    def opening(self, messages: Sequence[Message]) -> list[Message]:
-        """The case's messages behind the bundle's system prompt (unless the case brings its own)."""
-        if self.system_prompt and not any(m.role == "system" for m in messages):
-            return [Message(role="system", content=self.system_prompt), *messages]
-        return list(messages)
-
-
-WorkspaceFactory = Callable[[Any], Any]
-
-
 async def run_next_call(
-    lane: Lane, case: NextCallCase, client: LLMClient, workspace: Any
+    agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any
 ) -> SampleOutcome:
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
     recorder = RecordingClient(client)
-    kernel = lane.kernel(recorder)
+    kernel = agent.make_kernel(recorder)
     outcome = SampleOutcome()
     try:
-        step = await kernel.step(lane.opening(case.history()), lane.tools, workspace=workspace)
+        step = await kernel.step(agent.opening(case.history()), agent.tools, workspace=workspace)
     except ModelCallError as exc:
         outcome.error_kind, outcome.error = exc.kind, str(exc)
         return outcome
@@ -175,20 +124,22 @@ async def run_next_call(
 
 
 async def run_episode(
-    lane: Lane, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int = 20
+    agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None
 ) -> SampleOutcome:
-    """``kernel.run`` per user turn on one workspace; every step of every turn is recorded."""
+    """``kernel.run`` per user turn on one workspace, at most ``max_steps`` steps a turn (default: the
+    bundle's ``kernel.max_steps``); every step of every turn is recorded."""
     recorder = RecordingClient(client)
-    kernel = lane.kernel(recorder)
+    kernel = agent.make_kernel(recorder)
     excluded = set(case.excluded_tools)
-    tools = [t for t in lane.tools if t.schema.name not in excluded]
-    history: list[Message] = lane.opening([])
+    tools = [t for t in agent.tools if t.schema.name not in excluded]
+    history: list[Message] = agent.opening()
+    bound = max_steps or agent.config.kernel.max_steps
     outcome = SampleOutcome()
     for index, user_messages in enumerate(case.turns):
         history.extend(Message(role=m.role, content=m.content) for m in user_messages)
         seen = len(recorder.responses)
         try:
-            result = await kernel.run(history, tools, max_steps=max_steps, workspace=workspace)
+            result = await kernel.run(history, tools, max_steps=bound, workspace=workspace)
         except ModelCallError as exc:
             outcome.error_kind, outcome.error = exc.kind, str(exc)
             return outcome
@@ -236,10 +187,8 @@ def sample_record(
 
 
 __all__ = [
-    "Lane",
     "RecordingClient",
     "SampleOutcome",
-    "cached_payload_adapter",
     "gold_answers",
     "run_episode",
     "run_next_call",

@@ -36,15 +36,18 @@ def _suite_for(run_dir: Path, run: dict[str, Any], suite_dir: Path | None) -> Su
 
 async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[dict[str, Any]]:
     """Re-score every saved sample of ``run_dir``; returns the summary rows it wrote."""
-    from harness.agents.bundle import load_bundle_config
-    from harness.eval.execution import SandboxStates, load_tools
+    from harness.agents.bundle import bundle_file
+    from harness.bundles import load_bundle
+    from harness.eval.execution import SandboxStates
     from harness.eval.scoring import Scorer
     from harness.eval.summary import error_counts, summarize
+    from harness.sandbox import load_bundle_tools
 
     run_dir = Path(run_dir)
     run = read_run(run_dir)
     suite = suite or _suite_for(run_dir, run, suite_dir)
-    tools = load_tools(suite.bundle_dir, load_bundle_config(suite.bundle_dir))
+    file = bundle_file(suite.bundle_dir)
+    tools = load_bundle_tools(file, load_bundle(file))
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
     scorer = Scorer(suite.cases, [t.schema for t in tools], str(run.get("engine")), SandboxStates(tools))
     rows = await scorer.score_all(samples)

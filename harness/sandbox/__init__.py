@@ -2,7 +2,8 @@
 
 - ``load_script(path)`` parses the ``Input()``/``@external`` declarations with ``ast``, blanks their
   lines (errors keep the ``.pym`` line numbers) and type-checks the script once.
-- ``PymTool`` implements the kernel's Tool protocol; ``discover_tools(folder)`` loads a folder of them.
+- ``PymTool`` implements the kernel's Tool protocol; ``discover_tools(folder)`` loads a folder of them;
+  ``load_bundle_tools`` loads a bundle's, with its limits and per-tool overrides (the kernel's ToolLoader).
 - ``Limits`` (presets strict/default/permissive, "16mb"/"2s", merge) bound every run, plus a host-side
   wall clock.
 - ``Workspace`` (a ``DataProvider`` of virtual files and hidden inputs, a ``ResultHandler`` of
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
 from harness.sandbox.declare import Input, external
 from harness.sandbox.errors import (
     ERROR_KINDS,
@@ -87,10 +89,12 @@ __all__ = [
     "Script",
     "StaticDataProvider",
     "Workspace",
+    "bundle_limits",
     "close_pool",
     "discover_tools",
     "external",
     "get_pool",
+    "load_bundle_tools",
     "load_script",
     "parse_script",
     "split_envelope",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.agents import Agent, BundleError, ModelRequestEvent, RecordingObserver, load_bundle_config
-from harness.agents.testing import FunctionTool, ScriptedClient, line_adapter
+from harness.agents.testing import ScriptedClient, line_adapter
 
 REPO = Path(__file__).resolve().parents[2]
 SHELLPER = REPO / "bundles" / "shellper"
@@ -86,7 +86,6 @@ def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
             ("constraint:", "kernel:\n  max_turns: 0\nconstraint:"),
             "kernel.max_turns: Input should be greater than or equal to 1",
         ),
-        (("constraint:", "limits: lax\nconstraint:"), "limits"),
         (
             ("constraint:", "tools:\n  - name: ls\n  - nam: cd\nconstraint:"),
             "tools[1].nam: Extra inputs are not permitted",
@@ -119,8 +118,9 @@ def test_top_level_must_be_mapping(tmp_path: Path) -> None:
     assert "expected a mapping" in str(error_of(tmp_path, "- a\n- b\n"))
 
 
-# -- from_bundle wiring -------------------------------------------------------------------------
-# get_adapter and discover_tools are other areas' seams; these tests replace them with test doubles.
+# -- Agent.from_bundle wiring ------------------------------------------------------------------
+# get_adapter and the tool loader are other areas' seams; these tests replace them with test doubles
+# (tests/test_bundles.py takes the real road: the sandbox's tools and the real adapters).
 
 
 @pytest.fixture
@@ -136,17 +136,22 @@ def adapter_double(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asked
 
 
+def no_tools(file: Path, config: Any) -> list[Any]:  # test double for a ToolLoader
+    return []
+
+
 async def test_from_bundle_wires_model_id_strategy_and_prompt(
     tmp_path: Path, adapter_double: list[str]
 ) -> None:
     folder = write_bundle(tmp_path, VALID)
     client = ScriptedClient([ScriptedClient.reply("hello")])
     rec = RecordingObserver()
-    agent = Agent.from_bundle(folder, client=client, observers=[rec])
+    agent = Agent.from_bundle(folder, tool_loader=no_tools, client=client, observers=[rec])
     assert adapter_double == ["qwen"]
-    assert agent.kernel.model == "Qwen/Qwen3-0.6B"
-    assert agent.kernel.constraint.strategy == "json_schema"
-    assert agent.tools == []  # no tools folder
+    kernel = agent.make_kernel()
+    assert kernel.model == "Qwen/Qwen3-0.6B" and kernel.agent_id == "demo"
+    assert kernel.constraint.strategy == "json_schema"
+    assert agent.tools == ()
     result = await agent.run("say hi")
     assert result.termination_reason == "no_tool_calls"
     (req,) = client.requests
@@ -155,66 +160,54 @@ async def test_from_bundle_wires_model_id_strategy_and_prompt(
     assert len(rec.of_type(ModelRequestEvent)) == 1
 
 
-def test_from_bundle_overrides(tmp_path: Path, adapter_double: list[str]) -> None:
+def test_from_bundle_and_variant_overrides(tmp_path: Path, adapter_double: list[str]) -> None:
     folder = write_bundle(tmp_path, VALID)
-    agent = Agent.from_bundle(folder, client=ScriptedClient([]), family="function_gemma", strategy="ebnf")
+    agent = Agent.from_bundle(
+        folder, tool_loader=no_tools, client=ScriptedClient([]), family="function_gemma", strategy="ebnf"
+    )
     assert adapter_double == ["function_gemma"]
-    assert agent.kernel.constraint.strategy == "ebnf"
-    assert agent.kernel.model == "Qwen/Qwen3-0.6B"
+    assert agent.constraint.strategy == "ebnf" and not agent.constraint.allow_text_answer
+    assert agent.model_id == "Qwen/Qwen3-0.6B"
+    other = agent.variant(strategy="none", allow_text_answer=True, model_id="served-7b", max_tokens=9)
+    kernel = other.make_kernel()
+    assert (kernel.constraint.strategy, kernel.constraint.allow_text_answer) == ("none", True)
+    assert (kernel.model, kernel.max_tokens) == ("served-7b", 9)
+    assert other.tools is agent.tools  # loaded once
     with pytest.raises(BundleError, match=r"constraint\.strategy: unknown decoding strategy 'ebfn'"):
-        Agent.from_bundle(folder, client=ScriptedClient([]), strategy="ebfn")
+        Agent.from_bundle(folder, tool_loader=no_tools, client=ScriptedClient([]), strategy="ebfn")
+    with pytest.raises(BundleError, match=r"constraint\.strategy: unknown decoding strategy 'ebfn'"):
+        agent.variant(strategy="ebfn")
 
 
-def test_from_bundle_builds_openai_client_or_says_why_not(tmp_path: Path, adapter_double: list[str]) -> None:
-    from harness.engines import OpenAICompatibleClient
-
-    agent = Agent.from_bundle(write_bundle(tmp_path, VALID))
-    assert isinstance(agent.client, OpenAICompatibleClient)
-    assert agent.client.base_url == "http://127.0.0.1:9/v1"
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "bundle.yaml").write_text(VALID.replace("  base_url: http://127.0.0.1:9/v1\n", ""))
-    with pytest.raises(BundleError, match=r"model\.base_url: required when no client is given"):
-        Agent.from_bundle(other)
-
-
-def test_tool_overrides_get_their_own_limits(
-    tmp_path: Path, adapter_double: list[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("max_concurrency: 1", "max_concurrency: 3"), (3, None)),
+        (("max_concurrency: 1", "max_history_messages: 6"), (1, 6)),
+    ],
+)
+def test_kernel_settings_reach_the_kernel(
+    tmp_path: Path, adapter_double: list[str], edit: tuple[str, str], expected: tuple[int, int | None]
 ) -> None:
-    calls: list[Any] = []
-
-    async def noop(args: dict[str, Any], ctx: Any) -> Any:
-        return None
-
-    def discover_tools(folder: Path, limits: Any = "default") -> list[Any]:  # test double for the sandbox's
-        calls.append(limits)
-        tools = [FunctionTool(n, noop) for n in ("ls", "cd")]
-        for t in tools:
-            t.limits = limits  # type: ignore[attr-defined]
-        return tools
-
-    monkeypatch.setattr(
-        importlib.import_module("harness.sandbox"), "discover_tools", discover_tools, raising=False
-    )
-    text = VALID + "limits: strict\ntools:\n  - name: cd\n    limits: {max_memory: 1000}\n"
-    folder = write_bundle(tmp_path, text)
-    (folder / "tools").mkdir()
-    agent = Agent.from_bundle(folder, client=ScriptedClient([]))
-    assert {t.schema.name: t.limits for t in agent.tools} == {"ls": "strict", "cd": {"max_memory": 1000}}  # type: ignore[attr-defined]
-    bad = write_bundle(tmp_path / "b", VALID + "tools:\n  - name: cat\n")
-    (bad / "tools").mkdir()
-    with pytest.raises(BundleError, match=r"tools\[0\]\.name: no tool named 'cat'"):
-        Agent.from_bundle(bad, client=ScriptedClient([]))
+    text = VALID + "kernel:\n  max_concurrency: 1\n"
+    agent = Agent.from_bundle(write_bundle(tmp_path, text.replace(*edit)), tool_loader=no_tools, client=ScriptedClient([]))
+    kernel = agent.make_kernel()
+    assert (kernel.max_concurrency, kernel.max_history_messages) == expected
 
 
-def test_limit_mapping_checked_by_the_sandbox_limits_model(tmp_path: Path) -> None:
-    ok = VALID + "limits: {max_memory: 32mb, wall_clock: 2s}\n"
-    assert load_bundle_config(write_bundle(tmp_path / "ok", ok)).limits == {
-        "max_memory": "32mb",
-        "wall_clock": "2s",
-    }
-    err = error_of(
-        tmp_path, VALID + "limits: {max_mmeory: 32mb}\ntools:\n  - name: ls\n    limits: {wall_clock: soon}\n"
-    )
-    assert "limits.max_mmeory: Extra inputs are not permitted" in str(err)
-    assert any(p.startswith("tools[0].limits.wall_clock:") and "not a duration" in p for p in err.problems)
+def test_the_tool_loader_gets_the_bundle_file_and_config(tmp_path: Path, adapter_double: list[str]) -> None:
+    seen: list[tuple[Path, str]] = []
+
+    def loader(file: Path, config: Any) -> list[Any]:  # test double for a ToolLoader
+        seen.append((file, config.name))
+        return []
+
+    folder = write_bundle(tmp_path, VALID)
+    Agent.from_bundle(folder, tool_loader=loader, client=ScriptedClient([]))
+    assert seen == [(folder / "bundle.yaml", "demo")]
+
+
+def test_no_client_and_no_base_url_says_why(tmp_path: Path, adapter_double: list[str]) -> None:
+    agent = Agent.from_bundle(write_bundle(tmp_path, VALID), tool_loader=no_tools)
+    with pytest.raises(BundleError, match=r"model\.base_url: required when no client is given"):
+        agent.make_kernel()

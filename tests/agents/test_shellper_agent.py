@@ -6,22 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.agents import Agent, KernelEndEvent, RecordingObserver, ToolCall
+from harness.agents import KernelEndEvent, RecordingObserver, ToolCall
 from harness.agents.testing import ScriptedClient
+from harness.bundles import load_agent
 from harness.sandbox import FileSystemState, Workspace
 
 SHELLPER = Path(__file__).resolve().parents[2] / "bundles" / "shellper"
 
 
 def test_shellper_bundle_discovers_its_18_tools() -> None:
-    agent = Agent.from_bundle(SHELLPER, client=ScriptedClient([]))
+    agent = load_agent(SHELLPER, client=ScriptedClient([]))
     names = {t.schema.name for t in agent.tools}
     assert len(agent.tools) == 18
     assert {"cat", "cd", "cp", "diff", "du", "echo", "find", "grep", "ls"} <= names
     assert {"mkdir", "mv", "pwd", "rm", "rmdir", "sort", "tail", "touch", "wc"} <= names
     assert agent.adapter.family == "function_gemma"
-    assert agent.kernel.model == "google/functiongemma-270m-it"
-    assert agent.kernel.constraint.strategy == "ebnf"
+    assert agent.model_id == "google/functiongemma-270m-it"
+    assert agent.constraint.strategy == "ebnf"
+    assert agent.config.kernel.max_steps == 8
 
 
 async def test_shellper_agent_runs_real_tools_on_a_workspace() -> None:
@@ -35,15 +37,15 @@ async def test_shellper_agent_runs_real_tools_on_a_workspace() -> None:
             }
         }
     )
-    probe = Agent.from_bundle(SHELLPER, client=ScriptedClient([]))
-    constraint = probe.kernel.constraint
+    probe = load_agent(SHELLPER, client=ScriptedClient([]))
+    constraint = probe.constraint
     turn1 = probe.adapter.render_output([ToolCall.create("mkdir", {"dir_name": "drafts"})], constraint)
     turn2 = probe.adapter.render_output([ToolCall.create("ls", {})], constraint)
     client = ScriptedClient(
         [ScriptedClient.reply(turn1), ScriptedClient.reply(turn2), ScriptedClient.reply("Done.")]
     )
     rec = RecordingObserver()
-    agent = Agent.from_bundle(SHELLPER, client=client, observers=[rec])
+    agent = load_agent(SHELLPER, client=client, observers=[rec])
     result = await agent.run("make a drafts folder, then list", workspace=Workspace.filesystem(state))
     assert result.termination_reason == "no_tool_calls"
     assert [s.tool_calls[0].name for s in result.steps[:2]] == ["mkdir", "ls"]

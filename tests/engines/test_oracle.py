@@ -17,10 +17,9 @@ BUNDLE = Path(__file__).resolve().parents[2] / "bundles" / "shellper"
 
 @pytest.fixture(scope="module")
 def schemas() -> list[ToolSchema]:
-    from harness.agents.bundle import load_bundle_config
-    from harness.eval.execution import load_tools
+    from harness.bundles import load_agent
 
-    return [t.schema for t in load_tools(BUNDLE, load_bundle_config(BUNDLE))]
+    return [t.schema for t in load_agent(BUNDLE).tools]
 
 
 def request_for(family: str, strategy: str, schemas: list[ToolSchema]) -> CompletionRequest:

@@ -17,12 +17,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.agents.constraint import DecodingConstraint
+from harness.agents.types import ToolCall
 from harness.cli.main import app
 from harness.engines.setup import OracleSetup, make_engine
 from harness.eval.results import load_samples, read_scores
 from harness.eval.runner import RunError, RunSpec, run_suite
-from harness.eval.sample import Lane
-from harness.eval.suite import Case, load_suite
+from harness.eval.suite import load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "suites" / "smoke"
@@ -130,14 +131,15 @@ class FlakyOracle(OracleSetup):
 
     failed: set[str] = field(default_factory=set)
 
-    def client_for(self, lane: Lane, case: Case) -> LLMClient:
-        inner = super().client_for(lane, case)
+    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
+        inner = super().client_for(family, constraint, gold)
         failed = self.failed
+        sample = gold[0][0].id  # the case's gold call id: one per next-call case
 
         class Client:
             async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
-                if case.id not in failed:
-                    failed.add(case.id)
+                if sample not in failed:
+                    failed.add(sample)
                     raise ModelCallError("model:timeout", "test double: first request times out")
                 return await inner.chat_completion(request)
 
@@ -266,6 +268,30 @@ async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path,
         ]
         assert all(len(t["tool_results"]) == len(t["tool_calls"]) for t in sample["turns"])
         assert "max_steps_turns" not in sample
+
+
+async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
+    # The bundle's kernel.max_steps bounds each user turn of an episode (the run used to use 20).
+    import yaml
+
+    bundle = yaml.safe_load((ROOT / "bundles" / "shellper" / "bundle.yaml").read_text())
+    bundle["tools_dir"] = str(ROOT / "bundles" / "shellper" / "tools")
+    bundle["kernel"]["max_steps"] = 1
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "bundle.yaml").write_text(yaml.safe_dump(bundle))
+    episodes = ROOT / "suites" / "fs-episodes"
+    suite = yaml.safe_load((episodes / "suite.yaml").read_text())
+    suite["bundle"] = str(tmp_path / "b")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "suite.yaml").write_text(yaml.safe_dump(suite))
+    (tmp_path / "s" / "cases.jsonl").write_text((episodes / "cases.jsonl").read_text().splitlines()[0] + "\n")
+    spec = RunSpec(suite_dir=tmp_path / "s", engine="oracle", families=["qwen"], strategies=["none"], out=tmp_path / "r")
+    await run_suite(spec, make_engine)
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["max_steps_per_turn"] == 1
+    (sample,) = load_samples(tmp_path / "r" / "samples.jsonl").samples.values()
+    per_turn = [t["user_turn"] for t in sample["turns"]]
+    assert per_turn == sorted(set(per_turn))  # one model call per user turn, never more
+    assert sample["max_steps_turns"][0] == 0  # turn 0 has gold calls: the model was cut off after one
 
 
 STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]

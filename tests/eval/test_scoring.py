@@ -173,11 +173,10 @@ async def test_episode_calls_to_an_excluded_tool_are_unknown() -> None:
 def sandbox_scorer_parts() -> tuple[Any, list[Any]]:
     from pathlib import Path
 
-    from harness.agents.bundle import load_bundle_config
-    from harness.eval.execution import SandboxStates, load_tools
+    from harness.bundles import load_agent
+    from harness.eval.execution import SandboxStates
 
-    bundle = Path(__file__).resolve().parents[2] / "bundles" / "shellper"
-    tools = load_tools(bundle, load_bundle_config(bundle))
+    tools = load_agent(Path(__file__).resolve().parents[2] / "bundles" / "shellper").tools
     return SandboxStates(tools), [t.schema for t in tools]
 
 

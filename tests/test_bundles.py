@@ -1,0 +1,87 @@
+"""The one road from a bundle to a running agent (``harness.bundles``), with its real parts: the
+sandbox's ``.pym`` tools and limits, the family adapters, the OpenAI-compatible client."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.agents import BundleError
+from harness.agents.testing import ScriptedClient
+from harness.bundles import load_agent, load_bundle
+from harness.sandbox import Limits
+
+SHELLPER_TOOLS = Path(__file__).resolve().parents[1] / "bundles" / "shellper" / "tools"
+
+BUNDLE = f"""\
+name: demo
+model:
+  family: qwen
+  id: Qwen/Qwen3-0.6B
+  base_url: http://127.0.0.1:9/v1
+  api_key_env: HARNESS_TEST_NO_SUCH_KEY
+tools_dir: {SHELLPER_TOOLS}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "bundle"
+    folder.mkdir(parents=True)
+    (folder / "bundle.yaml").write_text(textwrap.dedent(text))
+    return folder
+
+
+def test_per_tool_limits_override_the_bundle_limits(tmp_path: Path) -> None:
+    text = BUNDLE + "limits: strict\ntools:\n  - name: cd\n    limits: {max_memory: 1000}\n  - name: ls\n    limits: permissive\n"
+    agent = load_agent(write(tmp_path, text), client=ScriptedClient([]))
+    limits = {t.schema.name: t.limits for t in agent.tools}  # type: ignore[attr-defined]
+    assert len(limits) == 18
+    assert limits["cat"] == Limits.strict()
+    assert limits["cd"] == Limits.strict().model_copy(update={"max_memory": 1000})  # keys set over the bundle's
+    assert limits["ls"] == Limits.permissive()  # a preset replaces them
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ("limits: {max_mmeory: 32mb}\n", "limits.max_mmeory: Extra inputs are not permitted"),
+        ("tools:\n  - name: ls\n    limits: {wall_clock: soon}\n", "tools[0].limits.wall_clock:"),
+        ("limits: lax\n", "limits: unknown limits preset 'lax'; expected one of strict, default, permissive"),
+        ("limits: [1]\n", "limits.str: Input should be a valid string"),
+        ("tools:\n  - name: cat\n  - name: format_disk\n", "tools[1].name: no tool named 'format_disk'"),
+    ],
+)
+def test_bundle_problems_name_the_field(tmp_path: Path, extra: str, problem: str) -> None:
+    folder = write(tmp_path, BUNDLE + extra)
+    with pytest.raises(BundleError) as info:
+        load_agent(folder, client=ScriptedClient([]))
+    assert str(info.value).startswith(f"{folder / 'bundle.yaml'}: ")
+    assert any(p.startswith(problem) for p in info.value.problems), info.value.problems
+
+
+def test_load_bundle_checks_limits_before_any_tool_loads(tmp_path: Path) -> None:
+    text = BUNDLE.replace(str(SHELLPER_TOOLS), "missing") + "limits: {max_memory: 32mb, wall_clock: 2s}\n"
+    assert load_bundle(write(tmp_path, text)).limits == {"max_memory": "32mb", "wall_clock": "2s"}
+    with pytest.raises(BundleError, match=r"limits\.max_mmeory"):
+        load_bundle(write(tmp_path / "b", BUNDLE + "limits: {max_mmeory: 1}\n"))
+
+
+def test_default_client_is_the_bundles_server_built_on_first_use(tmp_path: Path) -> None:
+    from harness.engines import OpenAICompatibleClient
+
+    agent = load_agent(write(tmp_path, BUNDLE))
+    client = agent.client
+    assert isinstance(client, OpenAICompatibleClient)
+    assert client.base_url == "http://127.0.0.1:9/v1"
+    assert agent.make_kernel().client is client
+
+
+def test_real_adapter_and_bundle_constraint(tmp_path: Path) -> None:
+    agent = load_agent(write(tmp_path, BUNDLE + "constraint:\n  strategy: json_schema\n  allow_parallel_calls: true\n"),
+                       client=ScriptedClient([]))
+    assert agent.family == "qwen"
+    assert (agent.constraint.strategy, agent.constraint.allow_parallel_calls) == ("json_schema", True)
+    payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+    assert set(payload.extra_body["structured_outputs"]) == {"json", "disable_any_whitespace"}
