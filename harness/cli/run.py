@@ -59,7 +59,9 @@ class _RichProgress:
 
 def run(
     suite_dir: Annotated[Path, typer.Argument(help="Suite directory (suite.yaml + cases.jsonl).")],
-    engine: Annotated[str, typer.Option("--engine", help="oracle | openai | local (the embedded CPU engine).")] = "local",
+    engine: Annotated[
+        str, typer.Option("--engine", help="oracle | openai | local (the embedded CPU engine); see harness.engines.registry.")
+    ] = "local",
     base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server (openai engine).")] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Served model id (openai engine; default: what the server lists).")
@@ -90,13 +92,13 @@ def run(
 
     from harness.agents.bundle import BundleError
     from harness.agents.client import ModelCallError
-    from harness.engines.setup import local_available, make_engine
+    from harness.engines.registry import unavailable
     from harness.eval.runner import RunError, RunSpec, run_suite
     from harness.eval.suite import SuiteError
 
     families = _split(family)
     if engine == "local":
-        why = local_available()
+        why = unavailable("local")
         if why is not None:
             typer.echo(f"the embedded engine is not available ({why}); falling back to --engine oracle", err=True)
             engine = "oracle"
@@ -122,7 +124,7 @@ def run(
         typer.echo(message, err=True)
 
     try:
-        outcome = asyncio.run(run_suite(spec, make_engine, progress_factory, log))
+        outcome = asyncio.run(run_suite(spec, progress_factory, log))
     except (RunError, SuiteError, BundleError, FileNotFoundError, ModelCallError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

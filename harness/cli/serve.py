@@ -13,10 +13,9 @@ def serve(
     n_ctx: int = typer.Option(8192, "--n-ctx", help="local engine: context window in tokens."),
 ) -> None:
     """Serve /v1/models and /v1/chat/completions (vLLM's request fields and response shape)."""
-    from harness.engines.served import ENGINES
+    from harness.engines.registry import SERVED_ENGINE_NAMES
     from harness.engines.server import run_server
 
-    if engine not in ENGINES:
-        raise typer.BadParameter(f"expected one of {', '.join(ENGINES)}", param_hint="--engine")
-    options = {"mask_policy": mask_policy, "n_ctx": n_ctx} if engine == "local" else {}
-    run_server(engine, host, port, **options)
+    if engine not in SERVED_ENGINE_NAMES:
+        raise typer.BadParameter(f"expected one of {', '.join(SERVED_ENGINE_NAMES)}", param_hint="--engine")
+    run_server(engine, host, port, mask_policy=mask_policy, n_ctx=n_ctx)

@@ -11,12 +11,14 @@ the same engine raises ModelCallError of that kind, so the sample ends there. Wi
 the request carries no constraint and the gold text passes unconstrained.
 
 It measures grammars, not a model: a grammar that rejects a valid answer shows up with no model at all.
+``ServedOracle`` puts it behind ``harness serve`` (the gold answer then rides in each request).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
@@ -29,6 +31,8 @@ from harness.grammar.request import constraint_from_request
 from harness.grammar.tokenizers import get_tokenizer
 
 NOTE = "oracle: replays gold answers through the grammar with the real tokenizer; it measures grammars, not a model"
+SERVED_PREFIX = "oracle-"
+"""Model ids of the served oracle: ``oracle-<family>``."""
 CLOSING_TEXT = "Done."
 """What the oracle answers when a turn's gold calls are all made: the plain answer that ends the turn."""
 
@@ -143,4 +147,73 @@ class OracleEngine:
         )
 
 
-__all__ = ["NOTE", "OracleEngine"]
+class ServedOracle:
+    """``harness serve --engine oracle``: serves ``oracle-<family>`` for every registered family and
+    replays the gold answer each request carries in its ``oracle`` field (``{"calls": [{"name": ...,
+    "arguments": {...}}, ...], "strategy": optional, "allow_parallel_calls": optional}``) through the
+    request's constraint. The calls are rendered for the strategy the constraint's kind implies unless
+    the field names one."""
+
+    def __init__(self) -> None:
+        from harness.agents.families import FAMILIES
+
+        self.families = FAMILIES
+        self.model_ids = tuple(f"{SERVED_PREFIX}{f}" for f in FAMILIES)
+        self._grammar_cache: dict[Any, Any] = {}
+        self._lock = threading.Lock()
+
+    def family_of(self, model: str) -> str:
+        family = model.removeprefix(SERVED_PREFIX)
+        if family not in self.families:
+            raise ModelCallError(
+                "model:not_found", f"model {model!r} is not served here; models: {', '.join(self.model_ids)}"
+            )
+        return family
+
+    def load(self) -> None:
+        from harness.grammar import get_tokenizer
+
+        for family in self.families:
+            get_tokenizer(family)
+
+    def complete(
+        self,
+        request: CompletionRequest,
+        on_text: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> CompletionResponse:
+        family = self.family_of(request.model)
+        calls, constraint = _read_oracle(request.extra_body.get("oracle"))
+        engine = OracleEngine(family, [calls], constraint=constraint, grammar_cache=self._grammar_cache)
+        with self._lock:
+            response = engine.complete(request)
+        if on_text is not None and response.content:
+            on_text(response.content)
+        return response
+
+
+def _read_oracle(raw: Any) -> tuple[list[Any], Any]:
+    """The gold calls (and optional strategy) of an ``oracle`` request field."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("calls"), list):
+        raise ModelCallError(
+            "model:bad_request",
+            'the oracle engine needs the gold answer: {"oracle": {"calls": [{"name": ..., "arguments": {...}}]}}',
+        )
+    calls = []
+    for i, c in enumerate(raw["calls"]):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("arguments", {}), dict):
+            raise ModelCallError("model:bad_request", f"oracle.calls[{i}] needs a name and an arguments object")
+        calls.append(ToolCall.create(c["name"], c.get("arguments") or {}))
+    constraint = None
+    if raw.get("strategy") is not None or raw.get("allow_parallel_calls") is not None:
+        try:
+            constraint = DecodingConstraint(
+                strategy=raw.get("strategy") or "ebnf",
+                allow_parallel_calls=bool(raw.get("allow_parallel_calls", len(calls) > 1)),
+            )
+        except ConstraintError as exc:
+            raise ModelCallError("model:bad_request", f"oracle: {exc}") from exc
+    return calls, constraint
+
+
+__all__ = ["NOTE", "SERVED_PREFIX", "OracleEngine", "ServedOracle"]

@@ -333,9 +333,9 @@ def run_server(engine_name: str, host: str = "127.0.0.1", port: int = 8000, **op
     """Load the engine, bind ``host:port`` (0 = any free port), print where it listens, serve."""
     import uvicorn
 
-    from harness.engines.served import build_engine
+    from harness.engines.registry import build_served
 
-    engine = build_engine(engine_name, **options)
+    engine = build_served(engine_name, **options)
     engine.load()
     sock = listen_socket(host, port)
     bound = sock.getsockname()[1]

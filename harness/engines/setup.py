@@ -1,4 +1,10 @@
-"""The engines a run can use, set up once per run: ``oracle``, ``openai`` and ``local``."""
+"""How each registered engine is set up for a run (the openers ``harness.engines.registry`` names).
+
+Two shapes cover today's engines: ``PerSampleClients`` builds a fresh client per sample (the oracle,
+whose answers are that sample's gold) and ``SharedClient`` gives every sample the same one (an
+OpenAI-compatible server, the embedded engine). ``GoldRelay`` puts each sample's gold answer into
+its requests when the served model is an oracle (``harness serve --engine oracle``).
+"""
 
 from __future__ import annotations
 
@@ -6,47 +12,40 @@ import dataclasses
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall
-from harness.eval.runner import RunError, RunSpec
+from harness.engines.registry import EngineError, EngineOptions
 
-ORACLE_NOTE = (
-    "oracle: replays gold answers through the grammar with the real tokenizer; "
-    "it measures grammars, not a model"
-)
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-ORACLE_MODEL_PREFIX = "oracle-"
-"""Model ids of ``harness serve --engine oracle`` (``oracle-qwen``, ``oracle-function_gemma``)."""
+"""Where the openai engine looks when neither ``--base-url`` nor the bundle's ``model.base_url`` says."""
+
+SampleClient = Callable[[str, DecodingConstraint, list[list[ToolCall]]], LLMClient]
+"""``(family, constraint, gold) -> client`` of one sample."""
 
 
 @dataclass
-class OracleSetup:
-    """A fresh OracleEngine per sample (its answers are that sample's gold); compiled grammars shared."""
+class PerSampleClients:
+    """A fresh client per sample from ``factory`` (the oracle: each sample replays its own gold)."""
 
-    name: str = "oracle"
-    note: str = ORACLE_NOTE
+    name: str
+    note: str
+    factory: SampleClient
+    warm: Callable[[list[str]], None] | None = None
+    """Loads what samples need (tokenizers, compilers) before they are timed."""
     base_url: str | None = None
-    model_id: str = "oracle"
-    grammar_cache: dict[Any, Any] = field(default_factory=dict)
+    model_id: str = ""
 
     def prepare(self, families: list[str]) -> None:
-        """Load the tokenizers and grammar compilers (and with them xgrammar and torch) before samples
-        are timed: seconds of loading are not a grammar's cost. Compiling stays in the samples."""
-        from harness.grammar.compile import get_compiler
-        from harness.grammar.tokenizers import get_tokenizer
-
-        for family in families:
-            get_tokenizer(family)
-            get_compiler(family)
+        if self.warm is not None:
+            self.warm(families)
 
     def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        from harness.engines.oracle import OracleEngine
-
-        return OracleEngine(family, answers=gold, constraint=constraint, grammar_cache=self.grammar_cache)
+        return self.factory(family, constraint, gold)
 
     async def aclose(self) -> None:
         return None
@@ -72,7 +71,7 @@ class GoldRelay:
 
 
 @dataclass
-class SharedSetup:
+class SharedClient:
     """One client for every sample: an OpenAI-compatible server or the embedded engine."""
 
     name: str
@@ -104,62 +103,102 @@ def served_models(base_url: str, timeout_s: float = 10.0) -> list[str]:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             body = json.loads(resp.read().decode("utf-8"))
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise RunError(f"cannot list the models of {url}: {exc}; is the server running? (or pass --model)") from exc
+        raise EngineError(f"cannot list the models of {url}: {exc}; is the server running? (or pass --model)") from exc
     return [str(m.get("id")) for m in body.get("data", []) if isinstance(m, dict)]
 
 
-def _openai(spec: RunSpec, families: list[str] | None) -> tuple[SharedSetup, list[str] | None]:
-    from harness.engines.openai_client import OpenAICompatibleClient
+def _no_server_options(name: str, options: EngineOptions) -> None:
+    if options.base_url or options.model:
+        raise EngineError(f"--base-url and --model are for a server engine (openai), not {name}")
 
-    base_url = spec.base_url or DEFAULT_BASE_URL
-    model = spec.model
-    if not model:
-        models = served_models(base_url)
-        if len(models) != 1:
-            raise RunError(f"{base_url} serves {models or 'no models'}: choose one with --model")
-        model = models[0]
-    if not families:
-        guessed = [f for f, hint in (("qwen", "qwen"), ("function_gemma", "gemma")) if hint in model.lower()]
-        if len(guessed) != 1:
-            raise RunError(f"which model family is {model!r}? pass --family function_gemma or --family qwen")
-        families = guessed
+
+def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | None]:
+    """A fresh OracleEngine per sample; compiled grammars shared by the whole run."""
+    from harness.engines.oracle import NOTE, OracleEngine
+
+    _no_server_options("oracle", options)
+    grammar_cache: dict[Any, Any] = {}
+
+    def client(family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
+        return OracleEngine(family, answers=gold, constraint=constraint, grammar_cache=grammar_cache)
+
+    def warm(families: list[str]) -> None:
+        # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
+        from harness.grammar.compile import get_compiler
+        from harness.grammar.tokenizers import get_tokenizer
+
+        for family in families:
+            get_tokenizer(family)
+            get_compiler(family)
+
+    return PerSampleClients("oracle", NOTE, client, warm, model_id="oracle"), options.families
+
+
+def _served_model(base_url: str, options: EngineOptions) -> str:
+    if options.model:
+        return options.model
+    models = served_models(base_url)
+    if len(models) == 1:
+        return models[0]
+    bundle_id = options.bundle_model.id if options.bundle_model else None
+    if bundle_id in models:
+        return str(bundle_id)
+    raise EngineError(f"{base_url} serves {models or 'no models'}: choose one with --model")
+
+
+def _family_of(model: str, options: EngineOptions) -> list[str]:
+    from harness.agents.families import FAMILIES, families_of_model
+
+    if options.families:
+        families = options.families
+    else:
+        families = families_of_model(model)
+        bundle = options.bundle_model
+        if len(families) != 1 and bundle is not None and bundle.id == model:
+            families = [bundle.family]
+        if len(families) != 1:
+            raise EngineError(f"which model family is {model!r}? pass --family (one of {', '.join(FAMILIES)})")
     if len(families) != 1:
-        raise RunError(f"{model!r} is one model: pass one --family (its prompt and call format), not {families}")
-    client = OpenAICompatibleClient(base_url, timeout_s=min(spec.sample_timeout_s, 120.0))
+        raise EngineError(f"{model!r} is one model: pass one --family (its prompt and call format), not {families}")
+    return list(families)
+
+
+def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
+    """One OpenAI-compatible client for every sample. The server: ``--base-url``, else the bundle's
+    ``model.base_url``; the model: ``--model``, else the one the server lists (the bundle's ``model.id``
+    when it lists several); the family: ``--family``, else what the model id says (or the bundle's)."""
+    from harness.engines.openai_client import OpenAICompatibleClient
+    from harness.engines.oracle import SERVED_PREFIX
+
+    bundle = options.bundle_model
+    base_url = options.base_url or (bundle.base_url if bundle else None) or DEFAULT_BASE_URL
+    model = _served_model(base_url, options)
+    families = _family_of(model, options)
+    key_env = bundle.api_key_env if bundle else "OPENAI_API_KEY"
+    client = OpenAICompatibleClient(base_url, api_key_env=key_env, timeout_s=min(options.timeout_s, 120.0))
     note = f"openai: an OpenAI-compatible server at {base_url} serving {model}; timings as its client sees them"
-    relay = model.startswith(ORACLE_MODEL_PREFIX)
+    relay = model.startswith(SERVED_PREFIX)
     if relay:
         note += "; the served model is an oracle: each request carries its gold answer"
-    return SharedSetup("openai", note, base_url, model, client, relay_gold=relay), families
+    return SharedClient("openai", note, base_url, model, client, relay_gold=relay), families
 
 
-def _local(spec: RunSpec, families: list[str] | None) -> tuple[SharedSetup, list[str] | None]:
+def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
+    """The embedded engine, shared by every sample (it has weights for some families only)."""
     from harness.engines.local import LocalEngine, NoWeightsError, check_family
 
-    for family in families or ():
+    _no_server_options("local", options)
+    for family in options.families or ():
         try:
             check_family(family)
         except NoWeightsError as exc:
-            raise RunError(f"--engine local, --family {family}: {exc}") from None
+            raise EngineError(f"--engine local, --family {family}: {exc}") from None
     engine = LocalEngine()
-    setup = SharedSetup("local", str(engine.note), None, str(engine.model_id), engine)
-    return setup, families or list(engine.families)
+    setup = SharedClient("local", str(engine.note), None, str(engine.model_id), engine)
+    return setup, options.families or list(engine.families)
 
 
-def make_engine(spec: RunSpec, families: list[str] | None) -> tuple[Any, list[str] | None]:
-    """The engine for ``spec.engine`` and the families to run (None = the suite's)."""
-    if spec.engine == "oracle":
-        if spec.base_url or spec.model:
-            raise RunError("--base-url and --model are for --engine openai")
-        return OracleSetup(), families
-    if spec.engine == "openai":
-        return _openai(spec, families)
-    if spec.engine == "local":
-        return _local(spec, families)
-    raise RunError(f"unknown engine {spec.engine!r}: expected oracle, openai or local")
-
-
-def local_available() -> str | None:
+def local_unavailable() -> str | None:
     """None when the embedded engine can run here, else why not (llama-cpp-python missing...)."""
     import importlib.util
 
@@ -172,4 +211,14 @@ def local_available() -> str | None:
     return None
 
 
-__all__ = ["ORACLE_NOTE", "GoldRelay", "OracleSetup", "SharedSetup", "local_available", "make_engine", "served_models"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "GoldRelay",
+    "PerSampleClients",
+    "SharedClient",
+    "local_unavailable",
+    "open_local",
+    "open_openai",
+    "open_oracle",
+    "served_models",
+]

@@ -16,12 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from harness.agents.agent import Agent, AgentOptions
-from harness.agents.client import LLMClient
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.types import ToolCall
+from harness.engines import registry
+from harness.engines.registry import EngineOptions, RunEngine
 from harness.eval.results import (
     RUN_FILE,
     SAMPLES_FILE,
@@ -39,39 +38,10 @@ from harness.eval.sample import SampleOutcome, gold_answers, run_episode, run_ne
 from harness.eval.suite import Case, NextCallCase, Suite, load_suite
 
 RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
-DEFAULT_CONCURRENCY = {"oracle": 1, "local": 1, "openai": 4}
-DEFAULT_MAX_TOKENS = {"openai": 512}
-"""A server's own default is the rest of the context window: bounded here, as small models loop."""
-"""The oracle is CPU-bound on the event loop (more samples in flight only add noise to the mask
-times it measures); the embedded engine serializes requests; a server gains from requests in flight."""
-ENGINES = ("oracle", "openai", "local")
 
 
 class RunError(Exception):
     """A run that cannot start (bad options, a run directory in the way...); the message says why."""
-
-
-class EngineSetup(Protocol):
-    """Where a run's model answers come from: one client per sample (the oracle, which replays that
-    sample's gold) or one shared client (a server, the embedded engine)."""
-
-    name: str
-    note: str
-    base_url: str | None
-    model_id: str
-
-    def prepare(self, families: list[str]) -> None:
-        """Load what every sample needs (tokenizers, weights) before samples are timed."""
-        ...
-
-    def client_for(
-        self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]
-    ) -> LLMClient:
-        """The client of one sample; ``gold`` is the sample's gold answers, request by request (the
-        oracle replays them; other engines ignore them)."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass
@@ -84,7 +54,7 @@ class RunSpec:
     strategies: list[str] | None = None
     limit: int | None = None
     concurrency: int | None = None
-    """Samples in flight; None = the engine's default (``DEFAULT_CONCURRENCY``)."""
+    """Samples in flight; None = the engine's default (its ``EngineInfo.concurrency``)."""
     epochs: int = 1
     out: Path | None = None
     resume: bool = False
@@ -92,8 +62,8 @@ class RunSpec:
     max_steps_per_turn: int | None = None
     """Model calls per user turn of an episode; None = the bundle's ``kernel.max_steps``."""
     max_tokens: int | None = None
-    """Bound per model response; None = ``DEFAULT_MAX_TOKENS`` of the engine (the embedded engine's own
-    default when absent there)."""
+    """Bound per model response; None = the engine's default (its ``EngineInfo.max_tokens``; else the
+    engine's own bound)."""
     results_root: Path = Path("results")
 
 
@@ -129,7 +99,7 @@ class _Job:
 class Runner:
     """One run: the suite, the engine setup, one agent per family and strategy, the sandbox states."""
 
-    def __init__(self, spec: RunSpec, suite: Suite, engine: EngineSetup, families: list[str],
+    def __init__(self, spec: RunSpec, suite: Suite, engine: RunEngine, families: list[str],
                  strategies: list[str], agent: Agent) -> None:
         from harness.eval.execution import SandboxStates
 
@@ -264,21 +234,26 @@ def _check_resume(run_dir: Path, spec: RunSpec, suite: Suite) -> dict[str, Any]:
 
 async def run_suite(
     spec: RunSpec,
-    engine_factory: Callable[[RunSpec, list[str] | None], tuple[EngineSetup, list[str] | None]],
     progress_factory: Callable[[int, int], Progress] | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    open_engine: Callable[[str, EngineOptions], tuple[RunEngine, list[str] | None]] = registry.open_engine,
 ) -> RunOutcome:
-    """Run a suite into a results directory, then score it. ``engine_factory(spec, families)`` builds
-    the engine and may restrict the families (the embedded engine has weights for some only)."""
+    """Run a suite into a results directory, then score it. ``open_engine(spec.engine, options)`` sets
+    the engine up (the registry's by default) and may restrict the families (the embedded engine has
+    weights for some only)."""
     from harness.bundles import load_agent
     from harness.eval.score_run import score_run
 
     started = time.perf_counter()
     suite = load_suite(spec.suite_dir)
+    try:
+        info = registry.get_engine(spec.engine)
+    except registry.EngineError as exc:
+        raise RunError(str(exc)) from None
     if spec.concurrency is None:
-        spec.concurrency = DEFAULT_CONCURRENCY.get(spec.engine, 1)
+        spec.concurrency = info.concurrency
     if spec.max_tokens is None:
-        spec.max_tokens = DEFAULT_MAX_TOKENS.get(spec.engine)
+        spec.max_tokens = info.max_tokens
     if spec.epochs < 1 or spec.concurrency < 1 or (spec.limit is not None and spec.limit < 1):
         raise RunError("--epochs, --concurrency and --limit must be >= 1")
     _check_names(spec.families, spec.strategies)
@@ -296,7 +271,14 @@ async def run_suite(
         spec.strategies = spec.strategies or previous.get("strategies")
     agent = load_agent(suite.bundle_dir)
     spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
-    engine, families = engine_factory(spec, spec.families)
+    options = registry.EngineOptions(
+        base_url=spec.base_url, model=spec.model, families=spec.families, timeout_s=spec.sample_timeout_s,
+        bundle_model=agent.config.model,
+    )
+    try:
+        engine, families = open_engine(spec.engine, options)
+    except registry.EngineError as exc:
+        raise RunError(str(exc)) from None
     families = families or list(suite.spec.families)
     strategies = spec.strategies or list(suite.spec.strategies)
     done: set[str] = set()
@@ -365,4 +347,4 @@ def _timing(run_s: float, finished: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-__all__ = ["ENGINES", "EngineSetup", "RunError", "RunOutcome", "RunSpec", "Runner", "run_suite"]
+__all__ = ["RunError", "RunOutcome", "RunSpec", "Runner", "run_suite"]

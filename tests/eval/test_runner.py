@@ -20,7 +20,7 @@ from harness.agents.client import CompletionRequest, CompletionResponse, LLMClie
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall
 from harness.cli.main import app
-from harness.engines.setup import OracleSetup, make_engine
+from harness.engines.registry import EngineOptions, RunEngine, open_engine
 from harness.eval.results import load_samples, read_scores
 from harness.eval.runner import RunError, RunSpec, run_suite
 from harness.eval.suite import load_suite
@@ -45,7 +45,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import asyncio
 
     out = tmp_path_factory.mktemp("runs") / "smoke"
-    asyncio.run(run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out), make_engine))
+    asyncio.run(run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out)))
     return out
 
 
@@ -111,13 +111,13 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
 
 async def test_a_run_directory_with_samples_is_not_overwritten(smoke_run: Path) -> None:
     with pytest.raises(RunError, match="--resume"):
-        await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=smoke_run), make_engine)
+        await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=smoke_run))
 
 
 async def test_a_sample_over_its_time_bound_is_counted_as_sample_timeout(tmp_path: Path) -> None:
     spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "t", families=["qwen"], strategies=["none"],
                    limit=2, sample_timeout_s=1e-6)
-    await run_suite(spec, make_engine)
+    await run_suite(spec)
     samples = load_samples(tmp_path / "t" / "samples.jsonl").samples.values()
     assert {(s["status"], s["error_kind"]) for s in samples} == {("error", "sample:timeout")}
     assert {v for (_, metric), v in scores_by_key(tmp_path / "t").items() if metric == "exact_match"} == {
@@ -126,13 +126,17 @@ async def test_a_sample_over_its_time_bound_is_counted_as_sample_timeout(tmp_pat
 
 
 @dataclass
-class FlakyOracle(OracleSetup):
+class FlakyOracle:
     """TEST DOUBLE around the real oracle: each sample's first request fails with model:timeout."""
 
+    inner: RunEngine
     failed: set[str] = field(default_factory=set)
 
+    def __getattr__(self, name: str) -> Any:  # name, note, base_url, model_id, prepare, aclose
+        return getattr(self.inner, name)
+
     def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        inner = super().client_for(family, constraint, gold)
+        inner = self.inner.client_for(family, constraint, gold)
         failed = self.failed
         sample = gold[0][0].id  # the case's gold call id: one per next-call case
 
@@ -149,9 +153,14 @@ class FlakyOracle(OracleSetup):
         return Client()
 
 
+def flaky_oracle(name: str, options: EngineOptions) -> tuple[Any, list[str] | None]:
+    engine, families = open_engine(name, options)
+    return FlakyOracle(engine), families
+
+
 async def test_a_model_timeout_is_retried_once(tmp_path: Path) -> None:
     spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "f", families=["qwen"], strategies=["ebnf"], limit=2)
-    await run_suite(spec, lambda s, f: (FlakyOracle(), f))
+    await run_suite(spec, open_engine=flaky_oracle)
     samples = list(load_samples(tmp_path / "f" / "samples.jsonl").samples.values())
     assert [(s["status"], s["attempts"]) for s in samples] == [("ok", 2), ("ok", 2)]
 
@@ -234,7 +243,7 @@ async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, 
     # through HTTP, the server's tool-call parsing and the client's, with nothing measured twice.
     spec = RunSpec(suite_dir=SMOKE, engine="openai", base_url=oracle_server, model="oracle-function_gemma",
                    strategies=["none", "ebnf"], limit=3, out=tmp_path / "http")
-    outcome = await run_suite(spec, make_engine)
+    outcome = await run_suite(spec)
     assert outcome.errors == 0
     rows = summary(tmp_path / "http")
     for strategy in ("none", "ebnf"):
@@ -253,7 +262,7 @@ async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path,
     # Under every constrained strategy the grammar must let a turn end with a plain answer.
     episodes = ROOT / "suites" / "fs-episodes"
     spec = RunSpec(suite_dir=episodes, engine="oracle", strategies=[strategy], limit=3, out=tmp_path / "ep")
-    await run_suite(spec, make_engine)
+    await run_suite(spec)
     rows = summary(tmp_path / "ep")
     for family in ("function_gemma", "qwen"):
         for metric in ("validity", "exact_match", "state_match"):
@@ -286,7 +295,7 @@ async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
     (tmp_path / "s" / "suite.yaml").write_text(yaml.safe_dump(suite))
     (tmp_path / "s" / "cases.jsonl").write_text((episodes / "cases.jsonl").read_text().splitlines()[0] + "\n")
     spec = RunSpec(suite_dir=tmp_path / "s", engine="oracle", families=["qwen"], strategies=["none"], out=tmp_path / "r")
-    await run_suite(spec, make_engine)
+    await run_suite(spec)
     assert json.loads((tmp_path / "r" / "run.json").read_text())["max_steps_per_turn"] == 1
     (sample,) = load_samples(tmp_path / "r" / "samples.jsonl").samples.values()
     per_turn = [t["user_turn"] for t in sample["turns"]]
@@ -308,7 +317,7 @@ async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp
     checks = {"bfcl": ("validity", "exact_match", "state_match"), "shellper": ("validity", "exact_match")}
     for name, metrics in checks.items():
         out = tmp_path / f"{name}-run"
-        await run_suite(RunSpec(suite_dir=tmp_path / name, engine="oracle", strategies=STRATEGIES, out=out), make_engine)
+        await run_suite(RunSpec(suite_dir=tmp_path / name, engine="oracle", strategies=STRATEGIES, out=out))
         rows = summary(out)
         for family in ("function_gemma", "qwen"):
             for strategy in STRATEGIES:

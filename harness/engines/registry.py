@@ -1,0 +1,171 @@
+"""The one list of model engines: what ``harness run --engine`` and ``harness serve --engine`` accept.
+
+An engine is registered with one ``EngineInfo`` line below; its code is a module of its own. For a
+run it provides an opener, ``open(options) -> (RunEngine, families)``, that sets the engine up once
+per run; ``harness serve`` needs a ``server(**options) -> ServedEngine`` as well. Adding an engine
+(say ``vllm``, in ``harness/engines/vllm/``) is that module plus one line here. Openers and servers
+are named by import path and load on first use, so this table imports nothing heavy.
+
+Today: ``oracle`` (gold replay through the grammar, no model), ``local`` (the embedded llama.cpp
+engine), ``openai`` (any OpenAI-compatible server).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from harness.agents.client import LLMClient
+from harness.agents.constraint import DecodingConstraint
+from harness.agents.types import ToolCall
+
+if TYPE_CHECKING:
+    from harness.agents.bundle import ModelConfig
+    from harness.engines.served import ServedEngine
+
+
+class EngineError(ValueError):
+    """An engine that cannot be set up for this run (bad options, no server, no weights); says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """What a run asks of its engine."""
+
+    base_url: str | None = None
+    """``--base-url``: an OpenAI-compatible server (None: the bundle's ``model.base_url``, then the default)."""
+    model: str | None = None
+    """``--model``: the served model id (None: what the server lists, or the bundle's ``model.id``)."""
+    families: list[str] | None = None
+    """``--family`` (None: the suite's, or what the engine or model implies)."""
+    timeout_s: float = 120.0
+    """Bound of one request (a sample has its own bound too)."""
+    bundle_model: ModelConfig | None = None
+    """The bundle's ``model`` section: defaults for the server, its key, the model id and its family."""
+
+
+class RunEngine(Protocol):
+    """An engine set up for one run: one client per sample (the oracle, which replays that sample's
+    gold) or one shared client (a server, the embedded engine)."""
+
+    name: str
+    """The registry name (``oracle``, ``local``, ``openai``...)."""
+    note: str
+    """What the engine is, in words, for run.json and reports."""
+    base_url: str | None
+    model_id: str
+    """The served model id every request carries."""
+
+    def prepare(self, families: list[str]) -> None:
+        """Load what every sample needs (tokenizers, weights) before samples are timed."""
+        ...
+
+    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
+        """The client of one sample; ``gold`` holds its gold answers, request by request (an engine
+        that is not a replay ignores them)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+Opener = Callable[[EngineOptions], tuple[RunEngine, list[str] | None]]
+"""``options -> (engine, families)``: the families to run, or None for the suite's."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineInfo:
+    """One registered engine."""
+
+    name: str
+    summary: str
+    """One line for ``--help``."""
+    opener: str
+    """``module:function`` of its ``Opener``."""
+    server: str | None = None
+    """``module:function`` building its ``ServedEngine`` (``harness serve``); None: not servable."""
+    availability: str | None = None
+    """``module:function`` returning None when the engine can run here, else why not."""
+    concurrency: int = 1
+    """Samples in flight by default."""
+    max_tokens: int | None = None
+    """Bound per model response by default (None: the engine's own)."""
+    serve_options: tuple[str, ...] = field(default=())
+    """The ``harness serve`` options it takes (``mask_policy``, ``n_ctx``...)."""
+
+
+REGISTRY: dict[str, EngineInfo] = {
+    info.name: info
+    for info in (
+        # CPU-bound on the event loop: more samples in flight only add noise to the mask times it measures.
+        EngineInfo(
+            "oracle", "gold replay through the grammar, no model (measures grammars)",
+            opener="harness.engines.setup:open_oracle", server="harness.engines.oracle:ServedOracle",
+        ),
+        # One llama.cpp context: requests are serialized anyway.
+        EngineInfo(
+            "local", "Gemma 3 270M (base) on llama.cpp, in FunctionGemma's format",
+            opener="harness.engines.setup:open_local", server="harness.engines.local:LocalEngine",
+            availability="harness.engines.setup:local_unavailable", serve_options=("mask_policy", "n_ctx"),
+        ),
+        # A server gains from requests in flight; its own default bound is the rest of the context window,
+        # and small models loop: bounded here.
+        EngineInfo(
+            "openai", "any OpenAI-compatible server (vLLM first)",
+            opener="harness.engines.setup:open_openai", concurrency=4, max_tokens=512,
+        ),
+    )
+}
+ENGINE_NAMES: tuple[str, ...] = tuple(REGISTRY)
+SERVED_ENGINE_NAMES: tuple[str, ...] = tuple(n for n, info in REGISTRY.items() if info.server)
+
+
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def get_engine(name: str) -> EngineInfo:
+    """The registered engine ``name``; EngineError naming the known ones otherwise."""
+    info = REGISTRY.get(name)
+    if info is None:
+        raise EngineError(f"unknown engine {name!r}: expected one of {', '.join(ENGINE_NAMES)}")
+    return info
+
+
+def open_engine(name: str, options: EngineOptions) -> tuple[RunEngine, list[str] | None]:
+    """Set engine ``name`` up for a run (see ``Opener``)."""
+    opener: Opener = _load(get_engine(name).opener)
+    return opener(options)
+
+
+def unavailable(name: str) -> str | None:
+    """None when engine ``name`` can run on this machine, else why not (a package is missing...)."""
+    info = get_engine(name)
+    return None if info.availability is None else _load(info.availability)()  # type: ignore[no-any-return]
+
+
+def build_served(name: str, **options: Any) -> ServedEngine:
+    """The engine ``harness serve --engine NAME`` runs (not loaded yet)."""
+    info = get_engine(name)
+    if info.server is None:
+        raise EngineError(f"engine {name!r} cannot be served; servable: {', '.join(SERVED_ENGINE_NAMES)}")
+    given = {k: v for k, v in options.items() if k in info.serve_options}
+    return _load(info.server)(**given)  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "ENGINE_NAMES",
+    "REGISTRY",
+    "SERVED_ENGINE_NAMES",
+    "EngineError",
+    "EngineInfo",
+    "EngineOptions",
+    "Opener",
+    "RunEngine",
+    "build_served",
+    "get_engine",
+    "open_engine",
+    "unavailable",
+]

@@ -1,0 +1,61 @@
+"""The one engine registry: names, defaults, options checked before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.agents.bundle import ModelConfig
+from harness.engines.registry import (
+    ENGINE_NAMES,
+    SERVED_ENGINE_NAMES,
+    EngineError,
+    EngineOptions,
+    build_served,
+    get_engine,
+    open_engine,
+)
+
+BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://127.0.0.1:9/v1", api_key_env="K")
+
+
+def test_todays_engines_and_what_can_be_served() -> None:
+    assert ENGINE_NAMES == ("oracle", "local", "openai")
+    assert SERVED_ENGINE_NAMES == ("oracle", "local")
+    assert (get_engine("openai").concurrency, get_engine("openai").max_tokens) == (4, 512)
+    assert (get_engine("oracle").concurrency, get_engine("oracle").max_tokens) == (1, None)
+
+
+def test_unknown_engine_names_the_known_ones() -> None:
+    with pytest.raises(EngineError, match="unknown engine 'vlm': expected one of oracle, local, openai"):
+        get_engine("vlm")
+    with pytest.raises(EngineError, match="cannot be served"):
+        build_served("openai")
+
+
+@pytest.mark.parametrize("name", ["oracle", "local"])
+def test_server_options_are_refused_by_in_process_engines(name: str) -> None:
+    with pytest.raises(EngineError, match="--base-url and --model are for a server engine"):
+        open_engine(name, EngineOptions(model="x"))
+
+
+@pytest.mark.parametrize(
+    ("options", "families", "base_url"),
+    [
+        (EngineOptions(model="Qwen/Qwen3-0.6B"), ["qwen"], "http://127.0.0.1:8000/v1"),  # the family from the id
+        (EngineOptions(model="org/served-7b", bundle_model=BUNDLE_MODEL), ["qwen"], "http://127.0.0.1:9/v1"),
+        (EngineOptions(model="oracle-function_gemma", base_url="http://h:1/v1"), ["function_gemma"], "http://h:1/v1"),
+    ],
+)
+async def test_openai_takes_flags_then_the_bundle(options: EngineOptions, families: list[str], base_url: str) -> None:
+    engine, got = open_engine("openai", options)
+    try:
+        assert got == families and engine.base_url == base_url and engine.model_id == options.model
+    finally:
+        await engine.aclose()
+
+
+def test_openai_needs_a_family_it_can_tell() -> None:
+    with pytest.raises(EngineError, match="which model family is 'org/served-7b'"):
+        open_engine("openai", EngineOptions(model="org/served-7b"))
+    with pytest.raises(EngineError, match="is one model: pass one --family"):
+        open_engine("openai", EngineOptions(model="Qwen/Qwen3-0.6B", families=["qwen", "function_gemma"]))
