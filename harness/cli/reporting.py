@@ -28,7 +28,7 @@ def report(
 ) -> None:
     """Write report.md (tables per family and strategy, error kinds) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
-    from harness.eval.rundir import RunDirError
+    from harness.eval.results import RunDirError
 
     try:
         path = write_report(run_dirs, out if out is not None else run_dirs[0])
@@ -49,7 +49,7 @@ def compare(
             "--max-drop",
             min=0.0,
             help="Largest allowed absolute drop of validity/exact_match/state_match "
-            "(and rise of grammar_rejections).",
+            "(and rise of grammar_rejection).",
         ),
     ] = DEFAULT_MAX_DROP,
     max_slowdown: Annotated[
@@ -79,7 +79,7 @@ def compare(
     from rich.console import Console
 
     from harness.eval.compare import compare_runs, print_comparison
-    from harness.eval.rundir import RunDirError
+    from harness.eval.results import RunDirError
 
     try:
         result = compare_runs(

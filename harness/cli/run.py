@@ -28,9 +28,9 @@ class _PlainProgress:
         self.every_s = every_s
         self.started = self.last = time.monotonic()
 
-    def __call__(self, record: dict[str, Any]) -> None:
+    def __call__(self, record: Any) -> None:
         self.done += 1
-        self.errors += record["status"] == "error"
+        self.errors += record.status == "error"
         now = time.monotonic()
         if now - self.last >= self.every_s or self.done == self.total:
             self.last = now
@@ -49,8 +49,8 @@ class _RichProgress:
         self.errors = 0
         self.progress.start()
 
-    def __call__(self, record: dict[str, Any]) -> None:
-        self.errors += record["status"] == "error"
+    def __call__(self, record: Any) -> None:
+        self.errors += record.status == "error"
         self.progress.update(self.task, advance=1, errors=self.errors)
 
     def stop(self) -> None:
@@ -93,6 +93,7 @@ def run(
     from harness.agents.bundle import BundleError
     from harness.agents.client import ModelCallError
     from harness.engines.registry import unavailable
+    from harness.eval.results import RunDirError
     from harness.eval.runner import RunError, RunSpec, run_suite
     from harness.eval.suite import SuiteError
 
@@ -125,7 +126,7 @@ def run(
 
     try:
         outcome = asyncio.run(run_suite(spec, progress_factory, log))
-    except (RunError, SuiteError, BundleError, FileNotFoundError, ModelCallError) as exc:
+    except (RunError, SuiteError, BundleError, RunDirError, FileNotFoundError, ModelCallError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
@@ -140,30 +141,29 @@ def run(
 
 
 def _print_outcome(outcome: Any) -> None:
-    import json
-
-    from harness.eval.results import SUMMARY_FILE
+    from harness.eval.results import read_summary
 
     typer.echo(
         f"{outcome.ran} samples run ({outcome.skipped} resumed, {outcome.errors} errors) in {outcome.wall_s:.1f} s"
         f" -> {outcome.run_dir}"
     )
-    summary = json.loads((outcome.run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-    _print_summary(summary)
+    _print_summary(read_summary(outcome.run_dir))
 
 
-def _print_summary(summary: list[dict[str, Any]]) -> None:
-    wanted = ("validity", "exact_match", "state_match", "grammar_rejections")
+def _print_summary(summary: list[Any]) -> None:
+    """The rates of summary.json rows (``SummaryRow``) as a plain table."""
+    from harness.eval.records import METRICS
+
     table: dict[tuple[str, str], dict[str, Any]] = {}
     for row in summary:
-        if row["metric"] in wanted:
-            table.setdefault((row["family"], row["strategy"]), {})[row["metric"]] = row
-    typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in wanted))
+        if row.metric in METRICS:
+            table.setdefault((row.family, row.strategy), {})[row.metric] = row
+    typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in METRICS))
     for (fam, strat), metrics in sorted(table.items()):
         cells = []
-        for m in wanted:
+        for m in METRICS:
             r = metrics.get(m)
-            cells.append(f"{r['value']:.3f} (n={r['n']})".rjust(18) if r else "-".rjust(18))
+            cells.append(f"{r.value:.3f} (n={r.n})".rjust(18) if r else "-".rjust(18))
         typer.echo(f"{fam:16} {strat:15} " + " ".join(cells))
 
 
@@ -184,12 +184,13 @@ def score(
     """Re-score a run from its saved samples (no engine is called): rewrites scores.parquet, summary.json."""
     import asyncio
 
+    from harness.eval.results import RunDirError
     from harness.eval.score_run import score_run
     from harness.eval.suite import SuiteError
 
     try:
         summary = asyncio.run(score_run(run_dir, suite_dir=suite_dir))
-    except (SuiteError, FileNotFoundError, ValueError) as exc:
+    except (SuiteError, RunDirError, FileNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"re-scored {run_dir}")

@@ -1,6 +1,5 @@
-"""Suites, importers and (later) the runner, scoring and reports.
-
-Importing this package is cheap: pydantic and PyYAML only.
+"""Evaluation: suites, importers, the runner, scoring, the typed records of a run directory, the
+summary, report and compare. (Benchmarks live in ``harness.bench``.)
 """
 
 from harness.eval.checks import (
@@ -20,9 +19,32 @@ from harness.eval.importers import (
     import_shellper,
     parse_python_call,
 )
+from harness.eval.records import (
+    METRICS,
+    CallRecord,
+    ErrorCount,
+    ParseErrorRecord,
+    RunRecord,
+    SampleRecord,
+    ScoreRow,
+    StepRecord,
+    StepStats,
+    SummaryRow,
+    ToolResultRecord,
+)
 from harness.eval.report import write_report
-from harness.eval.results import SampleWriter, load_samples, make_sample_id, repair_samples
-from harness.eval.rundir import RunDirError, load_run_dir
+from harness.eval.results import (
+    RunDir,
+    RunDirError,
+    SampleWriter,
+    load_run_dir,
+    load_samples,
+    make_sample_id,
+    read_run,
+    read_scores,
+    read_summary,
+    repair_samples,
+)
 from harness.eval.runner import RunError, RunOutcome, RunSpec, run_suite
 from harness.eval.score_run import score_run
 from harness.eval.scoring import Scorer
@@ -48,27 +70,39 @@ from harness.eval.summary import summarize, wilson
 __all__ = [
     "EMPTY_WORKSPACE",
     "FS_TOOL_NAMES",
+    "METRICS",
     "PARAM_ORDER",
+    "CallRecord",
     "CallSpec",
     "Case",
     "ChatMessage",
     "Comparison",
     "DirNode",
     "EpisodeCase",
+    "ErrorCount",
     "FileNode",
     "FsTree",
     "ImportFailure",
     "ImportReport",
     "NextCallCase",
+    "ParseErrorRecord",
+    "RunDir",
     "RunDirError",
     "RunError",
     "RunOutcome",
+    "RunRecord",
     "RunSpec",
+    "SampleRecord",
     "SampleWriter",
+    "ScoreRow",
     "Scorer",
+    "StepRecord",
+    "StepStats",
     "Suite",
     "SuiteError",
     "SuiteSpec",
+    "SummaryRow",
+    "ToolResultRecord",
     "ToolSet",
     "builtin_fs_schemas",
     "bundle_tools",
@@ -83,6 +117,9 @@ __all__ = [
     "load_suite",
     "make_sample_id",
     "parse_python_call",
+    "read_run",
+    "read_scores",
+    "read_summary",
     "repair_samples",
     "resolve_bundle",
     "run_suite",

@@ -2,7 +2,7 @@
 
 Rules, per (family, strategy, metric):
 - validity, exact_match, state_match: a drop larger than ``max_drop`` (absolute, default 0.02) is a
-  regression; ``grammar_rejections`` rising by more than ``max_drop`` is one too.
+  regression; ``grammar_rejection`` rising by more than ``max_drop`` is one too.
 - timings (ttft_ms_p50, latency_ms_p50, compile_ms, mask_us_*, tool_us_*, any ``*_ms``/``*_us``): the
   candidate taking more than ``max_slowdown`` times the baseline (default 3.0) is a regression, when
   both sides have at least ``min_timing_n`` values (default 20), and for a percentile enough values
@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.eval.rundir import RunDirError, read_run_json, read_summary
+from harness.eval.records import RunRecord, SummaryRow
+from harness.eval.results import SUMMARY_FILE, RunDirError, read_run, read_summary
 
 DEFAULT_MAX_DROP = 0.02
 DEFAULT_MAX_SLOWDOWN = 3.0
 DEFAULT_MIN_TIMING_N = 20
 ACCURACY_METRICS = ("validity", "exact_match", "state_match")
-LOWER_IS_BETTER_RATES = ("grammar_rejections",)
+LOWER_IS_BETTER_RATES = ("grammar_rejection",)
 _EPS = 1e-9
 TAIL_VALUES = 10
 _PERCENTILE = re.compile(r"_p(\d{1,2})$")
@@ -81,8 +82,8 @@ class Diff:
 class Comparison:
     baseline_dir: Path
     candidate_dir: Path
-    baseline_run: dict[str, Any]
-    candidate_run: dict[str, Any]
+    baseline_run: RunRecord
+    candidate_run: RunRecord
     max_drop: float
     max_slowdown: float
     min_timing_n: int
@@ -130,10 +131,10 @@ def _judge(
     return "info", "no rule for this metric"
 
 
-def _index(rows: list[dict[str, Any]], path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
-    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+def _index(rows: list[SummaryRow], path: Path) -> dict[tuple[str, str, str], SummaryRow]:
+    out: dict[tuple[str, str, str], SummaryRow] = {}
     for row in rows:
-        key = (row["family"], row["strategy"], row["metric"])
+        key = (row.family, row.strategy, row.metric)
         if key in out:
             raise RunDirError(path, f"two rows for {'/'.join(key)}")
         out[key] = row
@@ -158,23 +159,22 @@ def compare_runs(
         if not d.is_dir():
             raise RunDirError(d, "not a directory")
     cmp = Comparison(
-        baseline, candidate, read_run_json(baseline), read_run_json(candidate), max_drop, max_slowdown, min_timing_n
+        baseline, candidate, read_run(baseline), read_run(candidate), max_drop, max_slowdown, min_timing_n
     )
-    base = _index(read_summary(baseline), baseline / "summary.json")
-    cand = _index(read_summary(candidate), candidate / "summary.json")
-    for what in ("engine", "suite"):
-        b, c = cmp.baseline_run.get(what), cmp.candidate_run.get(what)
-        if isinstance(b, dict) and isinstance(c, dict):
-            b, c = b.get("name"), c.get("name")
+    base = _index(read_summary(baseline), baseline / SUMMARY_FILE)
+    cand = _index(read_summary(candidate), candidate / SUMMARY_FILE)
+    sides = {"engine": (cmp.baseline_run.engine, cmp.candidate_run.engine),
+             "suite": (cmp.baseline_run.suite.name, cmp.candidate_run.suite.name)}
+    for what, (b, c) in sides.items():
         if b != c:
             cmp.warnings.append(f"{what} differs: baseline {b!r}, candidate {c!r}")
     for key in [*base, *(k for k in cand if k not in base)]:
         b_row, c_row = base.get(key), cand.get(key)
         kind = metric_kind(key[2])
-        b_val = None if b_row is None else b_row["value"]
-        c_val = None if c_row is None else c_row["value"]
-        b_n = None if b_row is None else b_row.get("n")
-        c_n = None if c_row is None else c_row.get("n")
+        b_val = None if b_row is None else b_row.value
+        c_val = None if c_row is None else c_row.value
+        b_n = None if b_row is None else b_row.n
+        c_n = None if c_row is None else c_row.n
         status: Status
         if b_val is None and c_val is None:
             continue

@@ -17,10 +17,11 @@ from typing import Any
 from harness import __version__
 from harness.agents.constraint import STRATEGIES
 from harness.eval import plots
-from harness.eval.rundir import RunDir, load_run_dir
+from harness.eval.records import SampleRecord, SummaryRow
+from harness.eval.results import RunDir, load_run_dir, scores_frame
 
 ACCURACY = ("validity", "exact_match", "state_match")
-RATES = (*ACCURACY, "grammar_rejections")
+RATES = (*ACCURACY, "grammar_rejection")
 TIMINGS = (
     ("ttft_ms_p50", "ttft p50 (ms)"),
     ("latency_ms_p50", "latency p50 (ms)"),
@@ -38,11 +39,12 @@ Key = tuple[str, str]  # (family, strategy)
 class Timings:
     """Distributions taken from samples.jsonl, per (family, strategy)."""
 
-    turn_latency_ms: dict[Key, list[float]] = field(default_factory=dict)
+    step_latency_ms: dict[Key, list[float]] = field(default_factory=dict)
+    """Per model call."""
     mask_us: dict[Key, list[float]] = field(default_factory=dict)
     sample_latency_ms: dict[Key, list[float]] = field(default_factory=dict)
     sample_grammar_ms: dict[Key, list[float]] = field(default_factory=dict)
-    """Per sample: the sum of mask and accept times over all turns (only where every turn has stats)."""
+    """Per sample: the sum of mask and accept times over all steps (only where every step has stats)."""
 
 
 @dataclass(slots=True)
@@ -51,10 +53,10 @@ class Run:
     data: RunDir
     timings: Timings
 
-    def summary_row(self, family: str, strategy: str, metric: str) -> dict[str, Any] | None:
+    def summary_row(self, family: str, strategy: str, metric: str) -> SummaryRow | None:
         for row in self.data.summary:
-            if (row["family"], row["strategy"], row["metric"]) == (family, strategy, metric):
-                return row if row["value"] is not None else None
+            if (row.family, row.strategy, row.metric) == (family, strategy, metric):
+                return row if row.value is not None else None
         return None
 
 
@@ -70,13 +72,13 @@ def _num(v: float) -> str:
     return f"{v:.2f}"
 
 
-def _cell(row: dict[str, Any] | None, rate: bool) -> str:
-    if row is None:
+def _cell(row: SummaryRow | None, rate: bool) -> str:
+    if row is None or row.value is None:
         return ""
     fmt = (lambda x: f"{x:.3f}") if rate else _num
-    text = fmt(row["value"])
-    if row.get("ci_low") is not None and row.get("ci_high") is not None:
-        text += f" [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"
+    text = fmt(row.value)
+    if row.ci_low is not None and row.ci_high is not None:
+        text += f" [{fmt(row.ci_low)}, {fmt(row.ci_high)}]"
     return text
 
 
@@ -96,39 +98,35 @@ def _ordered(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
 
 
 def _families(runs: Sequence[Run]) -> list[str]:
-    listed = [f for r in runs for f in (r.data.run.get("families") or []) if isinstance(f, str)]
-    found = [row["family"] for r in runs for row in r.data.summary]
+    listed = [f for r in runs for f in r.data.run.families]
+    found = [row.family for r in runs for row in r.data.summary]
     return _ordered([*listed, *found], listed)
 
 
 def _strategies(runs: Sequence[Run]) -> list[str]:
-    listed = [s for r in runs for s in (r.data.run.get("strategies") or []) if isinstance(s, str)]
-    found = [row["strategy"] for r in runs for row in r.data.summary]
+    listed = [s for r in runs for s in r.data.run.strategies]
+    found = [row.strategy for r in runs for row in r.data.summary]
     return _ordered([*listed, *found], STRATEGIES)
 
 
 # ---------------------------------------------------------------- data from samples
 
 
-def collect_timings(samples: Sequence[dict[str, Any]]) -> Timings:
-    """Per-turn latency, per-token mask time and per-sample totals from the samples' turns."""
+def collect_timings(samples: Sequence[SampleRecord]) -> Timings:
+    """Per-step latency, per-token mask time and per-sample totals from the samples' steps."""
     t = Timings()
     for s in samples:
-        key = (str(s.get("family")), str(s.get("strategy")))
-        turns = [x for x in (s.get("turns") or []) if isinstance(x, dict)]
-        lat = [x.get("latency_ms") for x in turns]
-        t.turn_latency_ms.setdefault(key, []).extend(float(v) for v in lat if v is not None)
-        if turns and all(v is not None for v in lat):
-            t.sample_latency_ms.setdefault(key, []).append(float(sum(v for v in lat if v is not None)))
-        stats = [x.get("stats") for x in turns]
+        key = (s.family, s.strategy)
+        lat = [x.latency_ms for x in s.steps]
+        t.step_latency_ms.setdefault(key, []).extend(v for v in lat if v is not None)
+        if s.steps and all(v is not None for v in lat):
+            t.sample_latency_ms.setdefault(key, []).append(sum(v for v in lat if v is not None))
+        stats = [x.stats for x in s.steps]
         for st in stats:
-            if isinstance(st, dict):
-                t.mask_us.setdefault(key, []).extend(float(v) for v in st.get("mask_us") or [])
-        if turns and all(isinstance(st, dict) for st in stats):
-            total = sum(
-                float(v) for st in stats if isinstance(st, dict)
-                for v in [*(st.get("mask_us") or []), *(st.get("accept_us") or [])]
-            )
+            if st is not None:
+                t.mask_us.setdefault(key, []).extend(st.mask_us)
+        if s.steps and all(st is not None for st in stats):
+            total = sum(v for st in stats if st is not None for v in (*st.mask_us, *st.accept_us))
             t.sample_grammar_ms.setdefault(key, []).append(total / 1000.0)
     return t
 
@@ -160,37 +158,29 @@ def overheads(run: Run, family: str, strategy: str) -> dict[str, tuple[float, fl
 
 def _header(run: Run) -> str:
     r = run.data.run
-    suite: dict[str, Any] = r["suite"] if isinstance(r.get("suite"), dict) else {}
     lines = [f"## Run `{run.label}`", ""]
     lines.append(f"- Directory: `{run.data.path}`")
-    lines.append(
-        f"- Suite: {suite.get('name', '?')} {suite.get('version', '')} ({suite.get('kind', '?')})"
-        + (f", `{suite['path']}`" if suite.get("path") else "")
-    )
-    note = r.get("engine_note")
-    lines.append(f"- Engine: `{r.get('engine', '?')}`" + (f" — {note}" if note else " (run.json gives no engine note)"))
-    if r.get("model") or r.get("base_url"):
-        lines.append(f"- Model: {r.get('model') or '(not given)'}; base URL: {r.get('base_url') or '(none)'}")
-    lines.append(
-        "- Families: " + ", ".join(r.get("families") or []) + "; strategies: " + ", ".join(r.get("strategies") or [])
-    )
-    lines.append("- " + "; ".join(f"{k}: {json.dumps(r.get(k))}" for k in ("epochs", "limit", "concurrency")))
-    versions: dict[str, Any] = r["versions"] if isinstance(r.get("versions"), dict) else {}
-    if versions:
-        lines.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-    lines.append(f"- Git commit: {r.get('git_commit') or '(unknown)'}; started {r.get('started_at')}, "
-                 f"finished {r.get('finished_at')}")
+    lines.append(f"- Suite: {r.suite.name} {r.suite.version} ({r.suite.kind}), `{r.suite.path}`"
+                 + (f"; bundle `{r.bundle}`" if r.bundle else ""))
+    lines.append(f"- Engine: `{r.engine}` — {r.engine_note}")
+    if r.model or r.base_url:
+        lines.append(f"- Model: {r.model or '(not given)'}; base URL: {r.base_url or '(none)'}")
+    lines.append("- Families: " + ", ".join(r.families) + "; strategies: " + ", ".join(r.strategies))
+    lines.append(f"- epochs: {r.epochs}; limit: {json.dumps(r.limit)}; concurrency: {r.concurrency}; "
+                 f"at most {r.max_steps_per_turn} steps per turn")
+    lines.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in r.versions.model_dump().items()))
+    lines.append(f"- Git commit: {r.git_commit or '(unknown)'}; started {r.started_at}, finished {r.finished_at}")
     samples = run.data.samples
     if samples is None:
         lines.append("- samples.jsonl: absent (no distributions or error details from samples)")
     else:
         rows = samples.samples.values()
-        n_err = sum(1 for s in rows if s.get("status") == "error")
+        n_err = sum(1 for s in rows if s.status == "error")
         lines.append(f"- Samples: {len(rows)} finished, {n_err} with status `error`")
         if samples.torn_tail_at is not None:
             lines.append(f"- **samples.jsonl: a torn last line (from byte {samples.torn_tail_at}) was skipped**")
         if samples.duplicates:
-            lines.append(f"- **samples.jsonl: {samples.duplicates} duplicate sample id(s); the first of each kept**")
+            lines.append(f"- **samples.jsonl: {samples.duplicates} duplicate sample id(s); the last of each kept**")
     return "\n".join(lines)
 
 
@@ -198,13 +188,12 @@ def metrics_table(run: Run, families: Sequence[str], strategies: Sequence[str]) 
     """One row per (family, strategy): rates with 95% CI, then timings; blank = not measured."""
     import polars as pl
 
-    extra = _ordered((row["metric"] for row in run.data.summary if row["metric"] not in KNOWN_METRICS), ())
+    extra = _ordered((row.metric for row in run.data.summary if row.metric not in KNOWN_METRICS), ())
     cells: list[dict[str, Any]] = []
     for row in run.data.summary:
-        if row["value"] is None:
+        if row.value is None:
             continue
-        rate = row["metric"] in RATES
-        cells.append({**row, "cell": _cell(row, rate)})
+        cells.append({**row.model_dump(), "cell": _cell(row, row.metric in RATES)})
     if not cells:
         return "_summary.json has no values._"
     df = pl.DataFrame(cells).select("family", "strategy", "metric", "cell", pl.col("n").cast(pl.Int64))
@@ -237,32 +226,32 @@ def error_breakdown(run: Run) -> str:
 
     schema = {"sample_id": pl.Utf8, "family": pl.Utf8, "strategy": pl.Utf8, "error_kind": pl.Utf8, "metric": pl.Utf8}
     parts: list[pl.DataFrame] = []
-    if run.data.scores is not None:
-        parts.append(run.data.scores.filter(pl.col("error_kind").is_not_null()).select(
+    scores = None if run.data.scores is None else scores_frame(run.data.scores)
+    if scores is not None:
+        parts.append(scores.filter(pl.col("error_kind").is_not_null()).select(
             *(pl.col(c).cast(t) for c, t in schema.items())))
     samples = list(run.data.samples.samples.values()) if run.data.samples is not None else []
     failed = [
-        {"sample_id": s["sample_id"], "family": str(s.get("family")), "strategy": str(s.get("strategy")),
-         "error_kind": s.get("error_kind") or "sample:error_without_kind", "metric": "(sample)"}
-        for s in samples if s.get("status") == "error"
+        {"sample_id": s.sample_id, "family": s.family, "strategy": s.strategy,
+         "error_kind": s.error_kind or "sample:error_without_kind", "metric": "(sample)"}
+        for s in samples if s.status == "error"
     ]
     if failed:
         parts.append(pl.DataFrame(failed, schema=schema))
-    if run.data.scores is None and run.data.samples is None:
+    if scores is None and run.data.samples is None:
         if run.data.errors:
-            body = [[e.get("error_kind"), e.get("family"), e.get("strategy"), e.get("count")] for e in run.data.errors]
+            body = [[e.error_kind, e.family, e.strategy, e.count] for e in run.data.errors]
             return "From errors.json:\n\n" + _md_table(["error kind", "family", "strategy", "count"], body)
         return "_No per-sample data (scores.parquet, samples.jsonl, errors.json) in this run directory._"
-    total = len(samples) if samples else (
-        run.data.scores["sample_id"].n_unique() if run.data.scores is not None else 0)
+    total = len(samples) if samples else (scores["sample_id"].n_unique() if scores is not None else 0)
     errs = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
     if errs.is_empty():
         return f"No errors recorded ({total} samples)."
     if samples:
-        totals = pl.DataFrame([{"family": str(s.get("family")), "strategy": str(s.get("strategy"))} for s in samples])
+        totals = pl.DataFrame([{"family": s.family, "strategy": s.strategy} for s in samples])
     else:
-        assert run.data.scores is not None
-        totals = run.data.scores.select("sample_id", "family", "strategy").unique().select("family", "strategy")
+        assert scores is not None
+        totals = scores.select("sample_id", "family", "strategy").unique().select("family", "strategy")
     totals = totals.group_by("family", "strategy").len("of")
     table = (
         errs.group_by("error_kind", "family", "strategy")
@@ -291,7 +280,7 @@ def error_breakdown(run: Run) -> str:
 
 def side_by_side(runs: Sequence[Run], families: Sequence[str], strategies: Sequence[str]) -> str:
     """Every (family, strategy, metric) with one value column per run."""
-    metrics = _ordered((row["metric"] for r in runs for row in r.data.summary), KNOWN_METRICS)
+    metrics = _ordered((row.metric for r in runs for row in r.data.summary), KNOWN_METRICS)
     body = []
     for f in families:
         for s in strategies:
@@ -300,7 +289,7 @@ def side_by_side(runs: Sequence[Run], families: Sequence[str], strategies: Seque
                 if all(v is None for v in vals):
                     continue
                 fmt = (lambda x: f"{x:.3f}") if m in RATES else _num
-                body.append([f, s, m, *("" if v is None else fmt(v["value"]) for v in vals)])
+                body.append([f, s, m, *("" if v is None or v.value is None else fmt(v.value) for v in vals)])
     return _md_table(["family", "strategy", "metric", *(f"`{r.label}`" for r in runs)], body)
 
 
@@ -336,7 +325,7 @@ def _plots(runs: Sequence[Run], families: list[str], strategies: list[str], plot
     if acc:
         def bar(panel: str, run: str, family: str, strategy: str) -> plots.Bar | None:
             row = by_label[run].summary_row(family, strategy, panel)
-            return None if row is None else (row["value"], row.get("ci_low"), row.get("ci_high"))
+            return None if row is None or row.value is None else (row.value, row.ci_low, row.ci_high)
 
         grid = plots.Grid(families, strategies, labels, "Accuracy per strategy (95% CI)")
         plots.bar_grid(plot_dir / "accuracy.png", grid, [(m, m) for m in acc], bar, ylim=(0.0, 1.12))
@@ -345,7 +334,7 @@ def _plots(runs: Sequence[Run], families: list[str], strategies: list[str], plot
         out.append("_Not plotted: no validity, exact_match or state_match in summary.json._\n")
 
     for name, attr, title, ylabel in (
-        ("latency", "turn_latency_ms", "Latency per model turn", "latency (ms)"),
+        ("latency", "step_latency_ms", "Latency per model call (step)", "latency (ms)"),
         ("mask", "mask_us", "Mask time per generated token", "mask time (µs)"),
     ):
         data = {(r.label, f, s): v for r in runs for (f, s), v in getattr(r.timings, attr).items() if v}

@@ -1,10 +1,13 @@
-"""The results store: ``results/<run-id>/`` with run.json, samples.jsonl, scores.parquet, summary.json.
+"""The results store: ``results/<run-id>/`` with run.json, samples.jsonl, scores.parquet, summary.json
+and errors.json, each read and written through its typed record (``harness.eval.records``).
 
 The layout is the contract between the runner (writes), scoring (reads samples, writes scores and the
 summary) and the report/compare commands (read). ``samples.jsonl`` is append-only: each finished
 sample is one line, written, flushed and fsynced by a single writer task the moment it is handed over.
 A run killed at any point leaves at most one torn line at the end; ``load_samples`` ignores it and
 ``repair_samples`` cuts it off before a resumed run appends, so nothing is lost or counted twice.
+Every file that is there but cannot be read raises RunDirError naming the file (and the line and
+field); optional files that are absent read as ``None``.
 """
 
 from __future__ import annotations
@@ -15,13 +18,27 @@ import json
 import os
 import platform
 import subprocess
-import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from harness.eval.records import (
+    ErrorCount,
+    Record,
+    RunRecord,
+    SampleRecord,
+    ScoreRow,
+    SummaryRow,
+    Versions,
+)
+
+if TYPE_CHECKING:
+    import polars as pl
 
 RUN_FILE = "run.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -29,12 +46,21 @@ SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.json"
 ERRORS_FILE = "errors.json"
 
-METRICS: tuple[str, ...] = ("validity", "exact_match", "state_match", "grammar_rejection")
-"""Per-sample metrics in scores.parquet (the summary names the last one ``grammar_rejections``)."""
+R = TypeVar("R", bound=Record)
 
-SCORE_COLUMNS: tuple[str, ...] = (
-    "sample_id", "case_id", "family", "strategy", "epoch", "metric", "value", "error_kind",
-)
+
+class RunDirError(Exception):
+    """A results file is missing, unreadable or not in its record's shape; ``path`` names it."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+def _problems(exc: ValidationError) -> str:
+    from harness.agents.bundle import validation_problems
+
+    return "; ".join(validation_problems(exc))
 
 
 def make_sample_id(case_id: str, family: str, strategy: str, epoch: int) -> str:
@@ -51,9 +77,6 @@ def default_run_id(suite_name: str, engine: str) -> str:
     return f"{suite_name}-{engine}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
-# -- run.json ---------------------------------------------------------------------------------------
-
-
 def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
@@ -61,14 +84,14 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def versions() -> dict[str, str | None]:
+def versions() -> Versions:
     """Versions of the harness and the libraries its figures depend on (read from metadata, no import)."""
-    return {
-        "harness": _version("harness"),
-        "xgrammar": _version("xgrammar"),
-        "pydantic_monty": _version("pydantic-monty"),
-        "python": platform.python_version(),
-    }
+    return Versions(
+        harness=_version("harness"),
+        xgrammar=_version("xgrammar"),
+        pydantic_monty=_version("pydantic-monty"),
+        python=platform.python_version(),
+    )
 
 
 def git_commit(cwd: Path | None = None) -> str | None:
@@ -88,21 +111,70 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return commit if out.returncode == 0 and commit else None
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (temp file + rename), so a reader never sees half a file."""
+# -- JSON files -------------------------------------------------------------------------------------
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Temp file + rename, so a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
-def read_run(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / RUN_FILE
+def _json_text(value: BaseModel | Sequence[BaseModel]) -> str:
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else [v.model_dump(mode="json") for v in value]
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _read_text(path: Path) -> str:
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found (is {run_dir} a run directory?)")
-    value = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return value
+        raise RunDirError(path, "file not found")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirError(path, f"cannot read: {exc}") from exc
+
+
+def _read_rows(path: Path, model: type[R]) -> list[R]:
+    try:
+        return TypeAdapter(list[model]).validate_json(_read_text(path))  # type: ignore[valid-type]
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise RunDirError(path, f"not valid JSON: {exc.errors()[0]['msg']}") from exc
+        raise RunDirError(path, _problems(exc)) from exc
+
+
+def write_run(run_dir: Path, run: RunRecord) -> None:
+    _write_atomic(Path(run_dir) / RUN_FILE, _json_text(run))
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """``run.json`` (required)."""
+    path = Path(run_dir) / RUN_FILE
+    text = _read_text(path)
+    try:
+        return RunRecord.model_validate_json(text)
+    except ValidationError as exc:
+        raise RunDirError(path, _problems(exc)) from exc
+
+
+def write_summary(run_dir: Path, rows: Sequence[SummaryRow]) -> None:
+    _write_atomic(Path(run_dir) / SUMMARY_FILE, _json_text(rows))
+
+
+def read_summary(run_dir: Path) -> list[SummaryRow]:
+    """``summary.json`` rows (required)."""
+    return _read_rows(Path(run_dir) / SUMMARY_FILE, SummaryRow)
+
+
+def write_errors(run_dir: Path, rows: Sequence[ErrorCount]) -> None:
+    _write_atomic(Path(run_dir) / ERRORS_FILE, _json_text(rows))
+
+
+def read_errors(run_dir: Path) -> list[ErrorCount] | None:
+    """``errors.json`` (optional)."""
+    path = Path(run_dir) / ERRORS_FILE
+    return _read_rows(path, ErrorCount) if path.exists() else None
 
 
 # -- samples.jsonl ----------------------------------------------------------------------------------
@@ -112,47 +184,58 @@ def read_run(run_dir: Path) -> dict[str, Any]:
 class SampleLog:
     """What ``load_samples`` found: the samples by id (file order) and what it had to skip."""
 
-    samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    samples: dict[str, SampleRecord] = field(default_factory=dict)
     torn_tail_at: int | None = None
     """Byte offset where a torn last line starts (a run was killed mid-write), or None."""
     duplicates: int = 0
 
 
+def _sample_line(raw: bytes) -> SampleRecord | None:
+    """The record of one line; None when the line is not JSON at all (a torn write)."""
+    try:
+        json.loads(raw)
+    except ValueError:
+        return None
+    return SampleRecord.model_validate_json(raw)
+
+
 def load_samples(path: Path) -> SampleLog:
     """Read samples.jsonl. A last line cut off by a kill (no newline, or not JSON) is ignored; a bad
-    line anywhere else is an error naming its line number. A repeated sample id keeps the last line
-    (as the report's reader does); the runner never writes one."""
+    line anywhere else is a RunDirError naming its line number and field. A repeated sample id keeps
+    the last line; the runner never writes one."""
     log = SampleLog()
     path = Path(path)
     if not path.exists():
         return log
-    data = path.read_bytes()
+    lines = path.read_bytes().split(b"\n")
     offset = 0
-    lines = data.split(b"\n")
     for number, raw in enumerate(lines, start=1):
-        start = offset
-        offset += len(raw) + 1
-        is_last = number == len(lines)
-        if is_last:
+        start, offset = offset, offset + len(raw) + 1
+        if number == len(lines):
             if raw.strip():
                 log.torn_tail_at = start  # no newline after it: the write never finished
             break
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
-            if not isinstance(record, dict) or not isinstance(record.get("sample_id"), str):
-                raise ValueError("not a sample object")
-        except ValueError as exc:
+            record = _sample_line(raw)
+        except ValidationError as exc:
+            raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc)}") from exc
+        if record is None:
             if number == len(lines) - 1 and not lines[-1]:
-                # A complete-looking last line that is not JSON: treat as torn too.
-                log.torn_tail_at = start
+                log.torn_tail_at = start  # a complete-looking last line that is not JSON: torn too
                 break
-            raise ValueError(f"{path}:{number}: not a sample record ({exc})") from exc
-        if record["sample_id"] in log.samples:
+            raise RunDirError(path, f"line {number}: not JSON")
+        if record.sample_id in log.samples:
             log.duplicates += 1
-        log.samples[record["sample_id"]] = record
+        log.samples[record.sample_id] = record
     return log
+
+
+def read_samples(run_dir: Path) -> SampleLog | None:
+    """``samples.jsonl`` of a run directory (optional): ``None`` when absent."""
+    path = Path(run_dir) / SAMPLES_FILE
+    return load_samples(path) if path.exists() else None
 
 
 def repair_samples(path: Path) -> SampleLog:
@@ -166,6 +249,11 @@ def repair_samples(path: Path) -> SampleLog:
     return log
 
 
+def sample_line(record: SampleRecord) -> str:
+    """One samples.jsonl line (compact JSON, unicode kept, newline-terminated)."""
+    return record.model_dump_json() + "\n"
+
+
 class SampleWriter:
     """The one writer of samples.jsonl: ``put`` hands a finished sample over; a single task appends
     what is queued, then flushes and fsyncs (a group commit when several samples finish at once)."""
@@ -174,7 +262,7 @@ class SampleWriter:
         self.path = Path(path)
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._fh: Any = None
+        self._fh: IO[str] | None = None
         self.written = 0
         self.error: BaseException | None = None
 
@@ -186,12 +274,13 @@ class SampleWriter:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def put(self, record: dict[str, Any]) -> None:
+    def put(self, record: SampleRecord) -> None:
         if self.error is not None:
             raise RuntimeError(f"the samples writer failed: {self.error}") from self.error
-        self._queue.put_nowait(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._queue.put_nowait(sample_line(record))
 
     async def _loop(self) -> None:
+        assert self._fh is not None
         done = False
         while not done:
             batch = [await self._queue.get()]
@@ -217,56 +306,119 @@ class SampleWriter:
             await self._task
         finally:
             self._task = None
-            with contextlib.suppress(OSError):
-                self._fh.close()
+            if self._fh is not None:
+                with contextlib.suppress(OSError):
+                    self._fh.close()
 
 
 # -- scores.parquet ---------------------------------------------------------------------------------
 
 
-def write_scores(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+def _score_schema() -> dict[str, pl.DataType]:
+    import polars as pl
+
+    return {
+        "sample_id": pl.Utf8(), "case_id": pl.Utf8(), "family": pl.Utf8(), "strategy": pl.Utf8(),
+        "epoch": pl.Int64(), "metric": pl.Utf8(), "value": pl.Float64(), "error_kind": pl.Utf8(),
+    }
+
+
+def write_scores(run_dir: Path, rows: Iterable[ScoreRow]) -> None:
     """scores.parquet in long format: one row per sample and metric."""
     import polars as pl
 
-    schema = {
-        "sample_id": pl.Utf8, "case_id": pl.Utf8, "family": pl.Utf8, "strategy": pl.Utf8,
-        "epoch": pl.Int64, "metric": pl.Utf8, "value": pl.Float64, "error_kind": pl.Utf8,
-    }
-    frame = pl.DataFrame(list(rows), schema=schema)
-    tmp = Path(path).with_name(Path(path).name + ".tmp")
+    path = Path(run_dir) / SCORES_FILE
+    frame = pl.DataFrame([r.model_dump() for r in rows], schema=_score_schema())
+    tmp = path.with_name(path.name + ".tmp")
     frame.write_parquet(tmp)
     os.replace(tmp, path)
 
 
-def read_scores(path: Path) -> list[dict[str, Any]]:
+def read_scores(run_dir: Path) -> list[ScoreRow] | None:
+    """scores.parquet rows (optional): ``None`` when absent."""
     import polars as pl
 
-    return pl.read_parquet(path).to_dicts()
+    path = Path(run_dir) / SCORES_FILE
+    if not path.exists():
+        return None
+    try:
+        rows = pl.read_parquet(path).to_dicts()
+    except Exception as exc:  # polars raises several error types for a damaged file
+        raise RunDirError(path, f"cannot read parquet: {exc}") from exc
+    try:
+        return [ScoreRow.model_validate(r) for r in rows]
+    except ValidationError as exc:
+        raise RunDirError(path, _problems(exc)) from exc
 
 
-def command_line() -> str:
-    return " ".join(sys.argv)
+def scores_frame(rows: Iterable[ScoreRow]) -> pl.DataFrame:
+    """Score rows as a polars frame (the report groups with it)."""
+    import polars as pl
+
+    return pl.DataFrame([r.model_dump() for r in rows], schema=_score_schema())
+
+
+# -- a whole run directory ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RunDir:
+    """Everything report needs from one results directory."""
+
+    path: Path
+    run: RunRecord
+    summary: list[SummaryRow]
+    samples: SampleLog | None
+    scores: list[ScoreRow] | None
+    errors: list[ErrorCount] | None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id or self.path.name
+
+
+def load_run_dir(run_dir: Path) -> RunDir:
+    """Read a whole results directory; ``run.json`` and ``summary.json`` are required."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(run_dir, "not a directory")
+    return RunDir(
+        path=run_dir,
+        run=read_run(run_dir),
+        summary=read_summary(run_dir),
+        samples=read_samples(run_dir),
+        scores=read_scores(run_dir),
+        errors=read_errors(run_dir),
+    )
 
 
 __all__ = [
     "ERRORS_FILE",
-    "METRICS",
     "RUN_FILE",
     "SAMPLES_FILE",
     "SCORES_FILE",
-    "SCORE_COLUMNS",
     "SUMMARY_FILE",
+    "RunDir",
+    "RunDirError",
     "SampleLog",
     "SampleWriter",
     "default_run_id",
     "git_commit",
+    "load_run_dir",
     "load_samples",
     "make_sample_id",
+    "read_errors",
     "read_run",
+    "read_samples",
     "read_scores",
+    "read_summary",
     "repair_samples",
+    "sample_line",
+    "scores_frame",
     "utc_now",
     "versions",
-    "write_json",
+    "write_errors",
+    "write_run",
     "write_scores",
+    "write_summary",
 ]

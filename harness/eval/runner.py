@@ -16,14 +16,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.agents.agent import Agent, AgentOptions
 from harness.engines import registry
 from harness.engines.registry import EngineOptions, RunEngine
+from harness.eval.records import RunRecord, RunTiming, SampleKey, SampleRecord, SuiteRef
 from harness.eval.results import (
     RUN_FILE,
     SAMPLES_FILE,
+    RunDirError,
     SampleWriter,
     default_run_id,
     git_commit,
@@ -32,9 +33,15 @@ from harness.eval.results import (
     repair_samples,
     utc_now,
     versions,
-    write_json,
+    write_run,
 )
-from harness.eval.sample import SampleOutcome, gold_answers, run_episode, run_next_call, sample_record
+from harness.eval.sample import (
+    SampleOutcome,
+    gold_answers,
+    run_episode,
+    run_next_call,
+    sample_record,
+)
 from harness.eval.suite import Case, NextCallCase, Suite, load_suite
 
 RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
@@ -78,7 +85,7 @@ class RunOutcome:
     harness_ms: list[float] = field(default_factory=list)
 
 
-Progress = Callable[[dict[str, Any]], None]
+Progress = Callable[[SampleRecord], None]
 
 
 @dataclass
@@ -89,11 +96,11 @@ class _Job:
     epoch: int
     sample_id: str
 
-    def header(self, suite: Suite) -> dict[str, Any]:
-        return {
-            "sample_id": self.sample_id, "case_id": self.case.id, "family": self.agent.family,
-            "strategy": self.agent.constraint.strategy, "epoch": self.epoch, "kind": suite.kind,
-        }
+    def key(self, suite: Suite) -> SampleKey:
+        return SampleKey(
+            sample_id=self.sample_id, case_id=self.case.id, family=self.agent.family,
+            strategy=self.agent.constraint.strategy, epoch=self.epoch, kind=suite.kind,
+        )
 
 
 class Runner:
@@ -153,7 +160,7 @@ class Runner:
         outcome.setup_ms = setup_ms
         return outcome
 
-    async def run_sample(self, job: _Job) -> dict[str, Any]:
+    async def run_sample(self, job: _Job) -> SampleRecord:
         started = time.perf_counter()
         attempts = 0
         while True:
@@ -168,13 +175,13 @@ class Runner:
                 outcome = SampleOutcome(error_kind="harness:exception", error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
-            return sample_record(job.header(self.suite), outcome, started, attempts)
+            return sample_record(job.key(self.suite), outcome, started, attempts)
 
-    async def run(self, writer: SampleWriter, todo: list[_Job], progress: Progress | None) -> list[dict[str, Any]]:
+    async def run(self, writer: SampleWriter, todo: list[_Job], progress: Progress | None) -> list[SampleRecord]:
         queue: asyncio.Queue[_Job] = asyncio.Queue()
         for job in todo:
             queue.put_nowait(job)
-        finished: list[dict[str, Any]] = []
+        finished: list[SampleRecord] = []
 
         async def worker() -> None:
             while True:
@@ -203,7 +210,7 @@ def _run_dir(spec: RunSpec, suite: Suite) -> Path:
     return spec.results_root / default_run_id(suite.name, spec.engine)
 
 
-def _suite_path(path: Path) -> str:
+def _relative(path: Path) -> str:
     resolved = path.resolve()
     try:
         return str(resolved.relative_to(Path.cwd().resolve()))
@@ -221,10 +228,13 @@ def _check_names(families: list[str] | None, strategies: list[str] | None) -> No
             raise RunError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")
 
 
-def _check_resume(run_dir: Path, spec: RunSpec, suite: Suite) -> dict[str, Any]:
+def _check_resume(run_dir: Path, spec: RunSpec, suite: Suite) -> RunRecord:
     """The saved run.json, when ``spec`` continues the same suite on the same engine."""
-    previous = read_run(run_dir)
-    saved = {"engine": previous.get("engine"), "suite": (previous.get("suite") or {}).get("name")}
+    try:
+        previous = read_run(run_dir)
+    except RunDirError as exc:
+        raise RunError(f"cannot resume: {exc}") from None
+    saved = {"engine": previous.engine, "suite": previous.suite.name}
     now = {"engine": spec.engine, "suite": suite.name}
     mismatched = [f"{k} {saved[k]!r} != {now[k]!r}" for k in now if saved[k] != now[k]]
     if mismatched:
@@ -267,8 +277,8 @@ async def run_suite(
     if resuming:
         previous = _check_resume(run_dir, spec, suite)
         # Unless given again, a resumed run keeps the matrix it was started with.
-        spec.families = spec.families or previous.get("families")
-        spec.strategies = spec.strategies or previous.get("strategies")
+        spec.families = spec.families or previous.families
+        spec.strategies = spec.strategies or previous.strategies
     agent = load_agent(suite.bundle_dir)
     spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
     options = registry.EngineOptions(
@@ -283,7 +293,10 @@ async def run_suite(
     strategies = spec.strategies or list(suite.spec.strategies)
     done: set[str] = set()
     if resuming:
-        log_file = repair_samples(samples_path)
+        try:
+            log_file = repair_samples(samples_path)
+        except RunDirError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
         if log_file.torn_tail_at is not None:
             log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
         done = set(log_file.samples)
@@ -294,22 +307,20 @@ async def run_suite(
         runner = Runner(spec, suite, engine, families, strategies, agent)
         jobs = runner.jobs()
         todo = [j for j in jobs if j.sample_id not in done]
-        run_info: dict[str, Any] = {
-            "run_id": run_dir.name,
-            "suite": {"name": suite.name, "version": suite.spec.version, "kind": suite.kind,
-                      "path": _suite_path(suite.path)},
-            "engine": engine.name, "engine_note": engine.note, "base_url": engine.base_url,
-            "model": engine.model_id, "families": families, "strategies": strategies,
-            "epochs": spec.epochs, "limit": spec.limit, "concurrency": spec.concurrency,
-            "sample_timeout_s": spec.sample_timeout_s, "max_steps_per_turn": spec.max_steps_per_turn,
-            "max_tokens": spec.max_tokens, "versions": versions(), "git_commit": git_commit(),
-            "started_at": utc_now(), "finished_at": None,
-        }
+        run = RunRecord(
+            run_id=run_dir.name,
+            suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
+            bundle=_relative(agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
+            model=engine.model_id, families=families, strategies=strategies, epochs=spec.epochs, limit=spec.limit,
+            concurrency=spec.concurrency, sample_timeout_s=spec.sample_timeout_s,
+            max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, versions=versions(),
+            git_commit=git_commit(), started_at=utc_now(),
+        )
         if resuming:
             previous = read_run(run_dir)
-            run_info["started_at"] = previous.get("started_at", run_info["started_at"])
-            run_info["resumed_at"] = [*previous.get("resumed_at", []), utc_now()]
-        write_json(run_dir / RUN_FILE, run_info)
+            run = run.model_copy(update={"started_at": previous.started_at,
+                                         "resumed_at": [*previous.resumed_at, utc_now()]})
+        write_run(run_dir, run)
         log(f"{len(jobs)} samples ({len(families)} families x {len(strategies)} strategies x "
             f"{len(jobs) // max(1, len(families) * len(strategies) * spec.epochs)} cases x {spec.epochs} epochs)"
             + (f", {len(jobs) - len(todo)} already saved" if done else "") + f" -> {run_dir}")
@@ -322,29 +333,26 @@ async def run_suite(
         run_s = time.perf_counter() - run_started
     finally:
         await engine.aclose()
-    harness_ms = [r["harness_ms"] for r in finished]
-    run_info["finished_at"] = utc_now()
-    run_info["timing"] = _timing(run_s, finished)
-    write_json(run_dir / RUN_FILE, run_info)
+    harness_ms = [r.harness_ms for r in finished]
+    write_run(run_dir, run.model_copy(update={"finished_at": utc_now(), "timing": _timing(run_s, harness_ms)}))
     await score_run(run_dir, suite=suite)
     return RunOutcome(
         run_dir=run_dir, total=len(jobs), skipped=len(jobs) - len(todo), ran=len(finished),
-        errors=sum(r["status"] == "error" for r in finished), wall_s=time.perf_counter() - started,
+        errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
         harness_ms=harness_ms,
     )
 
 
-def _timing(run_s: float, finished: list[dict[str, Any]]) -> dict[str, Any]:
+def _timing(run_s: float, harness_ms: list[float]) -> RunTiming:
     from harness.stats import rounded_percentile
 
-    harness = [r["harness_ms"] for r in finished]
-    return {
-        "samples_s": round(run_s, 3),
-        "samples": len(finished),
-        "harness_ms_p50": rounded_percentile(harness, 50),
-        "harness_ms_p99": rounded_percentile(harness, 99),
-        "harness_ms_mean": round(sum(harness) / len(harness), 3) if harness else None,
-    }
+    return RunTiming(
+        samples_s=round(run_s, 3),
+        samples=len(harness_ms),
+        harness_ms_p50=rounded_percentile(harness_ms, 50),
+        harness_ms_p99=rounded_percentile(harness_ms, 99),
+        harness_ms_mean=round(sum(harness_ms) / len(harness_ms), 3) if harness_ms else None,
+    )
 
 
 __all__ = ["RunError", "RunOutcome", "RunSpec", "Runner", "run_suite"]

@@ -19,6 +19,16 @@ from typing import Any
 from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.agents.types import Message, StepResult, ToolCall
+from harness.eval.records import (
+    CallRecord,
+    ParseErrorRecord,
+    SampleKey,
+    SampleRecord,
+    StepRecord,
+    StepStats,
+    ToolResultRecord,
+    UsageRecord,
+)
 from harness.eval.suite import EpisodeCase, NextCallCase
 
 
@@ -51,51 +61,51 @@ def gold_answers(case: NextCallCase | EpisodeCase) -> list[list[ToolCall]]:
     return answers
 
 
-def _stats(response: CompletionResponse) -> dict[str, Any] | None:
+def _stats(response: CompletionResponse) -> StepStats | None:
     s = response.stats
     if s is None:
         return None
-    return {
-        "compile_ms": s.compile_ms,
-        "compile_cached": s.compile_cached,
-        "mask_us": [round(v, 3) for v in s.mask_us],
-        "accept_us": [round(v, 3) for v in s.accept_us],
-        "generated_tokens": s.generated_tokens,
-        "grammar_error": s.grammar_error,
-    }
+    return StepStats(
+        compile_ms=s.compile_ms,
+        compile_cached=s.compile_cached,
+        mask_us=tuple(round(v, 3) for v in s.mask_us),
+        accept_us=tuple(round(v, 3) for v in s.accept_us),
+        generated_tokens=s.generated_tokens,
+        grammar_error=s.grammar_error,
+    )
 
 
-def turn_record(step: StepResult, response: CompletionResponse, user_turn: int | None = None) -> dict[str, Any]:
-    """One model response of a sample, in the results contract's shape."""
+def step_record(step: StepResult, response: CompletionResponse, turn: int | None = None) -> StepRecord:
+    """One model call of a sample (``turn``: the episode's user turn it answered)."""
     usage = response.usage
-    record: dict[str, Any] = {
-        "output": response.content,
-        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in step.tool_calls],
-        "parse_errors": [{"kind": e.kind, "message": e.message} for e in step.parse_errors],
-        "tool_results": [
-            {"name": r.name, "output": r.output, "is_error": r.is_error, "error_kind": r.error_kind,
-             "duration_us": None if r.duration_us is None else round(r.duration_us, 1)}
+    return StepRecord(
+        output=response.content,
+        tool_calls=tuple(CallRecord(name=c.name, arguments=c.arguments) for c in step.tool_calls),
+        parse_errors=tuple(ParseErrorRecord(kind=e.kind, message=e.message) for e in step.parse_errors),
+        tool_results=tuple(
+            ToolResultRecord(
+                name=r.name, output=r.output, is_error=r.is_error, error_kind=r.error_kind,
+                duration_us=None if r.duration_us is None else round(r.duration_us, 1),
+            )
             for r in step.tool_results
-        ],
-        "latency_ms": response.latency_ms,
-        "ttft_ms": response.ttft_ms,
-        "usage": None if usage is None else {
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens,
-        },
-        "stats": _stats(response),
-    }
-    if user_turn is not None:
-        record["user_turn"] = user_turn
-    return record
+        ),
+        latency_ms=response.latency_ms,
+        ttft_ms=response.ttft_ms,
+        usage=None if usage is None else UsageRecord(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+        ),
+        stats=_stats(response),
+        turn=turn,
+    )
 
 
 @dataclass
 class SampleOutcome:
-    """What one attempt produced: the turns, and the error that ended it (if any)."""
+    """What one attempt produced: the steps, and the error that ended it (if any)."""
 
-    turns: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
     error_kind: str | None = None
     error: str | None = None
     setup_ms: float = 0.0
@@ -118,7 +128,7 @@ async def run_next_call(
         outcome.error_kind, outcome.error = exc.kind, str(exc)
         return outcome
     response = recorder.responses[-1]
-    outcome.turns.append(turn_record(step, response))
+    outcome.steps.append(step_record(step, response))
     _note_rejection(outcome, [response])
     return outcome
 
@@ -144,8 +154,8 @@ async def run_episode(
             outcome.error_kind, outcome.error = exc.kind, str(exc)
             return outcome
         responses = recorder.responses[seen:]
-        outcome.turns.extend(
-            turn_record(step, response, user_turn=index)
+        outcome.steps.extend(
+            step_record(step, response, turn=index)
             for step, response in zip(result.steps, responses, strict=True)
         )
         if _note_rejection(outcome, responses):
@@ -165,25 +175,23 @@ def _note_rejection(outcome: SampleOutcome, responses: Sequence[CompletionRespon
     return False
 
 
-def sample_record(
-    job: dict[str, Any], outcome: SampleOutcome, started: float, attempts: int = 1
-) -> dict[str, Any]:
-    """The samples.jsonl line: ids, status, turns, and where the time went."""
+def sample_record(key: SampleKey, outcome: SampleOutcome, started: float, attempts: int = 1) -> SampleRecord:
+    """The samples.jsonl line: ids, status, steps, and where the time went."""
     duration_ms = (time.perf_counter() - started) * 1000.0
-    model_ms = sum(t.get("latency_ms") or 0.0 for t in outcome.turns)
-    tool_ms = sum((r.get("duration_us") or 0.0) / 1000.0 for t in outcome.turns for r in t["tool_results"])
-    return {
-        **job,
-        "status": "error" if outcome.error_kind else "ok",
-        "error_kind": outcome.error_kind,
-        "error": outcome.error,
-        "turns": outcome.turns,
-        "attempts": attempts,
-        **({"max_steps_turns": outcome.max_steps_turns} if outcome.max_steps_turns else {}),
-        "duration_ms": round(duration_ms, 3),
-        "setup_ms": round(outcome.setup_ms, 3),
-        "harness_ms": round(max(0.0, duration_ms - model_ms - tool_ms - outcome.setup_ms), 3),
-    }
+    model_ms = sum(step.latency_ms or 0.0 for step in outcome.steps)
+    tool_ms = sum((r.duration_us or 0.0) / 1000.0 for step in outcome.steps for r in step.tool_results)
+    return SampleRecord(
+        **key.model_dump(),
+        status="error" if outcome.error_kind else "ok",
+        error_kind=outcome.error_kind,
+        error=outcome.error,
+        steps=tuple(outcome.steps),
+        attempts=attempts,
+        max_steps_turns=tuple(outcome.max_steps_turns),
+        duration_ms=round(duration_ms, 3),
+        setup_ms=round(outcome.setup_ms, 3),
+        harness_ms=round(max(0.0, duration_ms - model_ms - tool_ms - outcome.setup_ms), 3),
+    )
 
 
 __all__ = [
@@ -193,5 +201,5 @@ __all__ = [
     "run_episode",
     "run_next_call",
     "sample_record",
-    "turn_record",
+    "step_record",
 ]

@@ -4,27 +4,23 @@ every ``harness run``. Writes scores.parquet, summary.json and errors.json; neve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from harness.eval.records import RunRecord, SummaryRow
 from harness.eval.results import (
-    ERRORS_FILE,
     SAMPLES_FILE,
-    SCORES_FILE,
-    SUMMARY_FILE,
     load_samples,
     read_run,
-    write_json,
+    write_errors,
     write_scores,
+    write_summary,
 )
 from harness.eval.suite import Suite, load_suite
 
 
-def _suite_for(run_dir: Path, run: dict[str, Any], suite_dir: Path | None) -> Suite:
+def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
     if suite_dir is not None:
         return load_suite(suite_dir)
-    path = (run.get("suite") or {}).get("path")
-    if not path:
-        raise ValueError(f"{run_dir / 'run.json'}: suite.path is missing; pass the suite directory")
+    path = run.suite.path
     candidates = [Path(path), run_dir / path]
     for candidate in candidates:
         if (candidate / "suite.yaml").is_file():
@@ -34,7 +30,7 @@ def _suite_for(run_dir: Path, run: dict[str, Any], suite_dir: Path | None) -> Su
     )
 
 
-async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[dict[str, Any]]:
+async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[SummaryRow]:
     """Re-score every saved sample of ``run_dir``; returns the summary rows it wrote."""
     from harness.agents.bundle import bundle_file
     from harness.bundles import load_bundle
@@ -49,12 +45,12 @@ async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path |
     file = bundle_file(suite.bundle_dir)
     tools = load_bundle_tools(file, load_bundle(file))
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
-    scorer = Scorer(suite.cases, [t.schema for t in tools], str(run.get("engine")), SandboxStates(tools))
+    scorer = Scorer(suite.cases, [t.schema for t in tools], run.engine, SandboxStates(tools))
     rows = await scorer.score_all(samples)
-    write_scores(run_dir / SCORES_FILE, rows)
+    write_scores(run_dir, rows)
     summary = summarize(samples, rows)
-    write_json(run_dir / SUMMARY_FILE, summary)
-    write_json(run_dir / ERRORS_FILE, error_counts(rows))
+    write_summary(run_dir, summary)
+    write_errors(run_dir, error_counts(rows))
     return summary
 
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from harness.agents.constraint import REJECTED_GOLD
 from harness.agents.types import ToolSchema
+from harness.eval.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
 from harness.eval.suite import Case, EpisodeCase, NextCallCase
 
 
@@ -45,6 +46,16 @@ NOT_APPLICABLE = Verdict(None)
 
 def fail(kind: str) -> Verdict:
     return Verdict(0.0, kind)
+
+
+class Call(Protocol):
+    """A tool call as both sides of a comparison have it: a suite's ``CallSpec``, a sample's ``CallRecord``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def arguments(self) -> dict[str, Any]: ...
 
 
 class StateBackend(Protocol):
@@ -79,14 +90,14 @@ def same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def call_difference(predicted: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[str, Any]]) -> str | None:
+def call_difference(predicted: Sequence[Call], gold: Sequence[Call]) -> str | None:
     """None when the call lists are equal, else the ``exact:*`` reason of the first difference."""
     if len(predicted) != len(gold):
         return "exact:call_count"
     for p, g in zip(predicted, gold, strict=True):
-        if p.get("name") != g.get("name"):
+        if p.name != g.name:
             return "exact:wrong_name"
-        if not same_value(p.get("arguments") or {}, g.get("arguments") or {}):
+        if not same_value(p.arguments, g.arguments):
             return "exact:wrong_arguments"
     return None
 
@@ -138,33 +149,29 @@ class Scorer:
 
     # validity ------------------------------------------------------------------------------------
 
-    def call_problem(self, call: Mapping[str, Any], offered: Iterable[str] | None = None) -> str | None:
-        name = call.get("name")
+    def call_problem(self, call: Call, offered: Iterable[str] | None = None) -> str | None:
         names = set(offered) if offered is not None else self.schemas.keys()
-        if not isinstance(name, str) or name not in names or name not in self.schemas:
+        if call.name not in names or call.name not in self.schemas:
             return "validity:unknown_tool"
-        arguments = call.get("arguments")
-        if not isinstance(arguments, dict):
-            return "parse:bad_arguments"
-        if not self.validators[name].is_valid(arguments):
+        if not self.validators[call.name].is_valid(call.arguments):
             return "validity:schema"
         return None
 
     def validity(
-        self, turns: Sequence[Mapping[str, Any]], offered: Iterable[str], need_call: bool, text_ends_turn: bool = False
+        self, steps: Sequence[StepRecord], offered: Iterable[str], need_call: bool, text_ends_turn: bool = False
     ) -> Verdict:
         """Every answer parsed, every call is known and schema-valid. In an episode a plain-text answer
         ends the user turn (``text_ends_turn``): its ``parse:no_call`` is how the loop stops, not an error."""
         offered = list(offered)
         calls = 0
-        for turn in turns:
+        for step in steps:
             errors = [
-                e for e in turn.get("parse_errors") or ()
-                if not (text_ends_turn and e.get("kind") == "parse:no_call" and not turn.get("tool_calls"))
+                e for e in step.parse_errors
+                if not (text_ends_turn and e.kind == "parse:no_call" and not step.tool_calls)
             ]
             if errors:
-                return fail(str(errors[0].get("kind") or "parse:error"))
-            for call in turn.get("tool_calls") or ():
+                return fail(errors[0].kind or "parse:error")
+            for call in step.tool_calls:
                 calls += 1
                 problem = self.call_problem(call, offered)
                 if problem:
@@ -175,15 +182,15 @@ class Scorer:
 
     # the sample ----------------------------------------------------------------------------------
 
-    async def score(self, sample: Mapping[str, Any]) -> list[dict[str, Any]]:
+    async def score(self, sample: SampleRecord) -> list[ScoreRow]:
         """The four metric rows of one sample."""
-        case = self.cases.get(sample["case_id"])
-        verdicts: dict[str, Verdict]
+        case = self.cases.get(sample.case_id)
+        verdicts: dict[Metric, Verdict]
         if case is None:
             missing = fail("score:unknown_case")
             verdicts = {"validity": missing, "exact_match": missing, "state_match": missing}
-        elif sample.get("status") == "error":
-            kind = str(sample.get("error_kind") or "sample:error")
+        elif sample.status == "error":
+            kind = sample.error_kind or "sample:error"
             state = fail(kind) if self._state_applies(case) else NOT_APPLICABLE
             verdicts = {"validity": fail(kind), "exact_match": fail(kind), "state_match": state}
         elif isinstance(case, NextCallCase):
@@ -191,29 +198,32 @@ class Scorer:
         else:
             verdicts = await self._episode(case, sample)
         verdicts["grammar_rejection"] = self._rejection(sample)
-        base = {k: sample[k] for k in ("sample_id", "case_id", "family", "strategy", "epoch")}
         return [
-            {**base, "metric": metric, "value": v.value, "error_kind": v.error_kind}
-            for metric, v in verdicts.items()
+            ScoreRow(
+                sample_id=sample.sample_id, case_id=sample.case_id, family=sample.family,
+                strategy=sample.strategy, epoch=sample.epoch, metric=metric,
+                value=verdicts[metric].value, error_kind=verdicts[metric].error_kind,
+            )
+            for metric in METRICS
         ]
 
     def _state_applies(self, case: Case) -> bool:
         """A state check needs a sandbox and a known file system (imported SHELLper points have none)."""
         return self.backend is not None and getattr(case, "state_check", True)
 
-    def _rejection(self, sample: Mapping[str, Any]) -> Verdict:
+    def _rejection(self, sample: SampleRecord) -> Verdict:
         if self.engine != "oracle":
             return NOT_APPLICABLE
-        rejected = sample.get("error_kind") == REJECTED_GOLD or any(
-            (t.get("stats") or {}).get("grammar_error") == REJECTED_GOLD for t in sample.get("turns") or ()
+        rejected = sample.error_kind == REJECTED_GOLD or any(
+            step.stats is not None and step.stats.grammar_error == REJECTED_GOLD for step in sample.steps
         )
         return Verdict(1.0, REJECTED_GOLD) if rejected else Verdict(0.0)
 
-    async def _next_call(self, case: NextCallCase, sample: Mapping[str, Any]) -> dict[str, Verdict]:
-        turns = sample.get("turns") or []
-        validity = self.validity(turns[:1], self.schemas, need_call=True)
-        calls = list(turns[0].get("tool_calls") or []) if turns else []
-        golds = [g.model_dump() for g in case.gold_calls()]
+    async def _next_call(self, case: NextCallCase, sample: SampleRecord) -> dict[Metric, Verdict]:
+        steps = sample.steps
+        validity = self.validity(steps[:1], self.schemas, need_call=True)
+        calls = list(steps[0].tool_calls) if steps else []
+        golds = case.gold_calls()
         parse_failure = validity.error_kind if validity.error_kind and validity.error_kind.startswith("parse:") else None
         if parse_failure:
             exact = fail(parse_failure)
@@ -225,13 +235,16 @@ class Scorer:
         elif parse_failure:
             state = fail(parse_failure)
         else:
-            state = await self._memo(case.id, calls, lambda: self._next_call_state(case, calls))
+            state = await self._memo(case.id, [calls], lambda: self._next_call_state(case, calls))
         return {"validity": validity, "exact_match": exact, "state_match": state}
 
-    async def _memo(self, case_id: str, calls: Any, compute: Callable[[], Awaitable[Verdict]]) -> Verdict:
+    async def _memo(
+        self, case_id: str, calls: Sequence[Sequence[Call]], compute: Callable[[], Awaitable[Verdict]]
+    ) -> Verdict:
         """The state verdict of these calls on this case, computed once: tools are deterministic, and
         the samples of one case (families, strategies, epochs) often make the very same calls."""
-        key = (case_id, json.dumps(calls, sort_keys=True, ensure_ascii=False))
+        plain = [[(c.name, c.arguments) for c in group] for group in calls]
+        key = (case_id, json.dumps(plain, sort_keys=True, ensure_ascii=False))
         future = self._verdicts.get(key)
         if future is None:
             future = self._verdicts[key] = asyncio.get_running_loop().create_future()
@@ -244,12 +257,12 @@ class Scorer:
                 raise
         return await asyncio.shield(future)
 
-    async def _apply_all(self, state: Any, calls: Iterable[Mapping[str, Any]]) -> tuple[Any, list[Any]]:
+    async def _apply_all(self, state: Any, calls: Iterable[Call]) -> tuple[Any, list[Any]]:
         assert self.backend is not None
         outputs = []
         for call in calls:
             async with self._limit:
-                state, out = await self.backend.apply(state, str(call.get("name")), call.get("arguments") or {})
+                state, out = await self.backend.apply(state, call.name, call.arguments)
             outputs.append(out)
         return state, outputs
 
@@ -262,17 +275,17 @@ class Scorer:
                     self._state_cache[(case.id, key)] = await build()
         return self._state_cache[(case.id, key)]
 
-    async def _next_call_state(self, case: NextCallCase, calls: Sequence[Mapping[str, Any]]) -> Verdict:
+    async def _next_call_state(self, case: NextCallCase, calls: Sequence[Call]) -> Verdict:
         assert self.backend is not None
         backend = self.backend
 
         async def history() -> Any:
-            state, _ = await self._apply_all(backend.initial(case), [c.model_dump() for c in case.history_calls()])
+            state, _ = await self._apply_all(backend.initial(case), case.history_calls())
             return state
 
         async def golds() -> list[Any]:
             start = await self._cached(case, "history", history)
-            return [(await self._apply_all(start, [g.model_dump()]))[0] for g in case.gold_calls()]
+            return [(await self._apply_all(start, [g]))[0] for g in case.gold_calls()]
 
         start = await self._cached(case, "history", history)
         gold_states = await self._cached(case, "golds", golds)
@@ -280,20 +293,19 @@ class Scorer:
         reasons = [backend.difference(predicted, g) for g in gold_states]
         return PASS if None in reasons else fail(str(reasons[0]))
 
-    async def _episode(self, case: EpisodeCase, sample: Mapping[str, Any]) -> dict[str, Verdict]:
-        turns = sample.get("turns") or []
+    async def _episode(self, case: EpisodeCase, sample: SampleRecord) -> dict[Metric, Verdict]:
         offered = [n for n in self.schemas if n not in set(case.excluded_tools)]
         need_call = any(case.ground_truth)
-        validity = self.validity(turns, offered, need_call=need_call, text_ends_turn=True)
-        per_turn: list[list[dict[str, Any]]] = [[] for _ in case.ground_truth]
-        for turn in turns:
-            index = int(turn.get("user_turn", 0))
+        validity = self.validity(sample.steps, offered, need_call=need_call, text_ends_turn=True)
+        per_turn: list[list[CallRecord]] = [[] for _ in case.ground_truth]
+        for step in sample.steps:
+            index = step.turn or 0
             if 0 <= index < len(per_turn):
-                per_turn[index].extend(turn.get("tool_calls") or [])
+                per_turn[index].extend(step.tool_calls)
         parse_failure = validity.error_kind if validity.error_kind and validity.error_kind.startswith("parse:") else None
         exact = PASS
         for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
-            reason = call_difference(model_calls, [g.model_dump() for g in gold])
+            reason = call_difference(model_calls, gold)
             if reason:
                 exact = fail(parse_failure or reason)
                 break
@@ -303,14 +315,14 @@ class Scorer:
             state = NOT_APPLICABLE
         return {"validity": validity, "exact_match": exact, "state_match": state}
 
-    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Mapping[str, Any]]]) -> Verdict:
+    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Verdict:
         assert self.backend is not None
         model_state = gold_state = self.backend.initial(case)
         model_outputs: list[Any] = []
         for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
             model_state, outs = await self._apply_all(model_state, model_calls)
             model_outputs.extend(outs)
-            gold_state, gold_outs = await self._apply_all(gold_state, [g.model_dump() for g in gold])
+            gold_state, gold_outs = await self._apply_all(gold_state, gold)
             reason = self.backend.difference(model_state, gold_state)
             if reason:
                 return fail(reason)
@@ -318,7 +330,7 @@ class Scorer:
                 return fail("state:response_missing")
         return PASS
 
-    async def score_all(self, samples: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    async def score_all(self, samples: Iterable[SampleRecord]) -> list[ScoreRow]:
         """Rows of every sample, in the samples' order."""
         results = await asyncio.gather(*(self.score(s) for s in samples))
         return [row for rows in results for row in rows]
@@ -327,6 +339,7 @@ class Scorer:
 __all__ = [
     "NOT_APPLICABLE",
     "PASS",
+    "Call",
     "Scorer",
     "StateBackend",
     "Verdict",

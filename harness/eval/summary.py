@@ -11,17 +11,12 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from typing import Any
 
+from harness.eval.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
 from harness.stats import percentile
 
-RATE_METRICS: dict[str, str] = {
-    "validity": "validity",
-    "exact_match": "exact_match",
-    "state_match": "state_match",
-    "grammar_rejection": "grammar_rejections",
-}
-"""scores.parquet metric -> summary.json metric."""
+RATE_METRICS = METRICS
+"""The rates of summary.json: each per-sample metric of scores.parquet, under the same name."""
 
 TIMING_METRICS: tuple[str, ...] = (
     "ttft_ms_p50", "latency_ms_p50", "compile_ms", "mask_us_p50", "mask_us_p99", "tool_us_p50", "tool_us_p99",
@@ -39,26 +34,24 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _timings(samples: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
+def _timings(samples: Iterable[SampleRecord]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
     for sample in samples:
-        for turn in sample.get("turns") or ():
-            if turn.get("ttft_ms") is not None:
-                out["ttft"].append(float(turn["ttft_ms"]))
-            if turn.get("latency_ms") is not None:
-                out["latency"].append(float(turn["latency_ms"]))
-            stats = turn.get("stats") or {}
-            if stats.get("compile_ms") is not None:
-                key = "compile_cached" if stats.get("compile_cached") else "compile_cold"
-                out[key].append(float(stats["compile_ms"]))
-            out["mask"].extend(float(v) for v in stats.get("mask_us") or ())
-            for result in turn.get("tool_results") or ():
-                if result.get("duration_us") is not None:
-                    out["tool"].append(float(result["duration_us"]))
+        for step in sample.steps:
+            if step.ttft_ms is not None:
+                out["ttft"].append(step.ttft_ms)
+            if step.latency_ms is not None:
+                out["latency"].append(step.latency_ms)
+            stats = step.stats
+            if stats is not None:
+                if stats.compile_ms is not None:
+                    out["compile_cached" if stats.compile_cached else "compile_cold"].append(stats.compile_ms)
+                out["mask"].extend(stats.mask_us)
+            out["tool"].extend(r.duration_us for r in step.tool_results if r.duration_us is not None)
     return out
 
 
-def _timing_rows(samples: list[dict[str, Any]]) -> list[tuple[str, float, int]]:
+def _timing_rows(samples: list[SampleRecord]) -> list[tuple[str, float, int]]:
     t = _timings(samples)
     rows: list[tuple[str, float, int]] = []
     if t["ttft"]:
@@ -79,27 +72,27 @@ def _timing_rows(samples: list[dict[str, Any]]) -> list[tuple[str, float, int]]:
     return rows
 
 
-def summarize(samples: Iterable[dict[str, Any]], scores: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarize(samples: Iterable[SampleRecord], scores: Iterable[ScoreRow]) -> list[SummaryRow]:
     """summary.json rows per family and strategy: rates with Wilson CIs, then timings."""
     by_group_scores: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in scores:
-        if row["value"] is None:
+        if row.value is None:
             continue
-        by_group_scores[(row["family"], row["strategy"])][row["metric"]].append(float(row["value"]))
-    by_group_samples: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        by_group_scores[(row.family, row.strategy)][row.metric].append(row.value)
+    by_group_samples: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
     for sample in samples:
-        by_group_samples[(sample["family"], sample["strategy"])].append(sample)
+        by_group_samples[(sample.family, sample.strategy)].append(sample)
 
-    out: list[dict[str, Any]] = []
+    out: list[SummaryRow] = []
     for family, strategy in sorted(set(by_group_scores) | set(by_group_samples)):
         metrics = by_group_scores.get((family, strategy), {})
-        for metric, name in RATE_METRICS.items():
+        for metric in RATE_METRICS:
             values = metrics.get(metric)
             if not values:
                 continue
             n = len(values)
             low, high = wilson(sum(values), n)
-            out.append(_row(family, strategy, name, sum(values) / n, n, low, high))
+            out.append(_row(family, strategy, metric, sum(values) / n, n, low, high))
         for name, value, n in _timing_rows(by_group_samples.get((family, strategy), [])):
             out.append(_row(family, strategy, name, value, n, None, None))
     return out
@@ -107,32 +100,30 @@ def summarize(samples: Iterable[dict[str, Any]], scores: Iterable[dict[str, Any]
 
 def _row(
     family: str, strategy: str, metric: str, value: float, n: int, low: float | None, high: float | None
-) -> dict[str, Any]:
+) -> SummaryRow:
     def r(x: float | None) -> float | None:
         return None if x is None else round(x, 6)
 
-    return {
-        "family": family, "strategy": strategy, "metric": metric,
-        "value": r(value), "n": n, "ci_low": r(low), "ci_high": r(high),
-    }
+    return SummaryRow(
+        family=family, strategy=strategy, metric=metric, value=r(value), n=n, ci_low=r(low), ci_high=r(high)
+    )
 
 
-def error_counts(scores: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def error_counts(scores: Iterable[ScoreRow]) -> list[ErrorCount]:
     """errors.json: per family and strategy, how many samples failed with each error kind (a sample
     counts once per kind however many of its metrics it failed)."""
     seen: set[tuple[str, str, str, str]] = set()
     counts: Counter[tuple[str, str, str]] = Counter()
     for row in scores:
-        kind = row.get("error_kind")
-        if not kind:
+        if not row.error_kind:
             continue
-        key = (row["family"], row["strategy"], kind, row["sample_id"])
+        key = (row.family, row.strategy, row.error_kind, row.sample_id)
         if key in seen:
             continue
         seen.add(key)
-        counts[(row["family"], row["strategy"], kind)] += 1
+        counts[(row.family, row.strategy, row.error_kind)] += 1
     return [
-        {"family": f, "strategy": s, "error_kind": k, "count": c}
+        ErrorCount(family=f, strategy=s, error_kind=k, count=c)
         for (f, s, k), c in sorted(counts.items(), key=lambda item: (item[0][0], item[0][1], -item[1], item[0][2]))
     ]
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from harness.eval.records import METRICS
+from harness.eval.results import load_samples, read_summary
+
 ROOT = Path(__file__).resolve().parents[2]
-SCORES = ("validity", "exact_match", "state_match", "grammar_rejections")
 
 
 def _run(out: Path, *engine_args: str) -> tuple[dict, dict]:
@@ -22,15 +23,14 @@ def _run(out: Path, *engine_args: str) -> tuple[dict, dict]:
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = json.loads((out / "summary.json").read_text())
-    scores = {(r["family"], r["strategy"], r["metric"]): (r["value"], r["n"]) for r in rows if r["metric"] in SCORES}
-    samples = {}
-    for line in (out / "samples.jsonl").read_text().splitlines():
-        sample = json.loads(line)
-        samples[sample["sample_id"]] = [
-            ([(c["name"], c["arguments"]) for c in turn["tool_calls"]], [e["kind"] for e in turn["parse_errors"]])
-            for turn in sample["turns"]
+    scores = {(r.family, r.strategy, r.metric): (r.value, r.n) for r in read_summary(out) if r.metric in METRICS}
+    samples = {
+        sample.sample_id: [
+            ([(c.name, c.arguments) for c in step.tool_calls], [e.kind for e in step.parse_errors])
+            for step in sample.steps
         ]
+        for sample in load_samples(out / "samples.jsonl").samples.values()
+    }
     return scores, samples
 
 

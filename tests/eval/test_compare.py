@@ -1,4 +1,4 @@
-"""``harness compare`` exit codes on hand-made baseline/candidate dirs (run.json + summary.json only)."""
+"""``harness compare`` exit codes on made-up baseline/candidate dirs (run.json + summary.json only)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runs import run_record, write_run_dir
 from typer.testing import CliRunner
 
 from harness.cli import reporting
@@ -16,7 +17,7 @@ from harness.eval import compare as compare_mod
 BASE_ROWS: list[dict[str, Any]] = [
     {"family": "qwen", "strategy": "ebnf", "metric": "validity", "value": 1.0, "n": 40, "ci_low": 0.91, "ci_high": 1.0},
     {"family": "qwen", "strategy": "ebnf", "metric": "exact_match", "value": 0.95, "n": 40, "ci_low": 0.83, "ci_high": 0.99},
-    {"family": "qwen", "strategy": "ebnf", "metric": "grammar_rejections", "value": 0.0, "n": 40, "ci_low": 0.0, "ci_high": 0.09},
+    {"family": "qwen", "strategy": "ebnf", "metric": "grammar_rejection", "value": 0.0, "n": 40, "ci_low": 0.0, "ci_high": 0.09},
     {"family": "qwen", "strategy": "ebnf", "metric": "mask_us_p50", "value": 10.0, "n": 900, "ci_low": None, "ci_high": None},
     {"family": "qwen", "strategy": "ebnf", "metric": "latency_ms_p50", "value": 4.0, "n": 40, "ci_low": None, "ci_high": None},
     {"family": "qwen", "strategy": "ebnf", "metric": "tool_us_p50", "value": 200.0, "n": 6, "ci_low": None, "ci_high": None},
@@ -26,11 +27,7 @@ BASE_ROWS: list[dict[str, Any]] = [
 
 
 def write_run(root: Path, name: str, rows: list[dict[str, Any]]) -> Path:
-    d = root / name
-    d.mkdir()
-    (d / "run.json").write_text(json.dumps({"run_id": name, "suite": {"name": "smoke"}, "engine": "oracle"}))
-    (d / "summary.json").write_text(json.dumps(rows))
-    return d
+    return write_run_dir(root / name, run_record(name), rows)
 
 
 def changed(metric: str, value: float | None) -> list[dict[str, Any]]:
@@ -62,7 +59,7 @@ def test_equal_runs_pass(tmp_path: Path) -> None:
         ("exact_match", 0.94, [], 0),  # dropped 0.01, within the default
         ("exact_match", 0.90, ["--max-drop", "0.1"], 0),
         ("validity", 0.0, ["--max-drop", "0"], 1),
-        ("grammar_rejections", 0.05, [], 1),  # rejections rising is a regression
+        ("grammar_rejection", 0.05, [], 1),  # rejections rising is a regression
         ("mask_us_p50", 40.0, [], 1),  # 4x slower > default 3x
         ("mask_us_p50", 25.0, [], 0),  # 2.5x: noise on a shared machine
         ("mask_us_p50", 40.0, ["--max-slowdown", "5"], 0),
@@ -152,6 +149,16 @@ def test_library_result_lists_each_difference(tmp_path: Path) -> None:
     assert by_metric["exact_match"].change == "-0.450"
     assert by_metric["validity"].status == "ok"
     assert [d.metric for d in cmp.regressions] == ["exact_match"]
+
+
+def test_a_baseline_written_before_the_records_still_compares(tmp_path: Path) -> None:
+    # results/baselines/smoke names the rejection rate grammar_rejections (the name before November 2026)
+    old = [{**r, "metric": "grammar_rejections"} if r["metric"] == "grammar_rejection" else r for r in BASE_ROWS]
+    base = write_run(tmp_path, "base", BASE_ROWS)
+    (base / "summary.json").write_text(json.dumps(old))
+    cand = write_run(tmp_path, "cand", changed("grammar_rejection", 0.5))
+    cmp = compare_mod.compare_runs(base, cand)
+    assert [d.metric for d in cmp.regressions] == ["grammar_rejection"]
 
 
 def test_cli_defaults_match_library() -> None:

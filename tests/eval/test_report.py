@@ -1,16 +1,24 @@
-"""``harness report`` on synthetic run directories (test data written here, per the results contract)."""
+"""``harness report`` on synthetic run directories (written here through the typed records)."""
 
 from __future__ import annotations
 
-import json
 import struct
 from pathlib import Path
-from typing import Any
 
 import pytest
+from runs import run_record, write_run_dir
 from typer.testing import CliRunner
 
 from harness.cli.main import app
+from harness.eval.records import (
+    SampleRecord,
+    ScoreRow,
+    StepRecord,
+    StepStats,
+    SuiteRef,
+    SummaryRow,
+    ToolResultRecord,
+)
 from harness.eval.report import write_report
 
 FAMILIES = ("function_gemma", "qwen")
@@ -24,26 +32,15 @@ def _wilson_stub(p: float) -> tuple[float, float]:
 
 
 def make_synthetic_run(root: Path, run_id: str, *, slow: float = 1.0, with_samples: bool = True) -> Path:
-    """A hand-made results directory: 2 families x 4 strategies x 6 cases, with known failures:
+    """A made-up results directory: 2 families x 4 strategies x 6 cases, with known failures:
     qwen/json_schema case 0 fails validity+exact_match with ``parse:no_call``; function_gemma/ebnf case 1
     ended with ``model:timeout``. No ttft (an oracle-like engine), no state_match for function_gemma."""
-    import polars as pl
-
-    run_dir = root / run_id
-    run_dir.mkdir(parents=True)
-    run = {
-        "run_id": run_id,
-        "suite": {"name": "synthetic", "version": "1", "kind": "next_call", "path": "suites/synthetic"},
-        "engine": "oracle",
-        "engine_note": "oracle: replays gold answers through the grammar; measures grammars, not a model",
-        "base_url": None, "model": None, "families": list(FAMILIES), "strategies": list(STRATEGIES),
-        "epochs": 1, "limit": None, "concurrency": 2,
-        "versions": {"harness": "0.1.0", "xgrammar": "0.2.8", "pydantic_monty": "1.4.0", "python": "3.11"},
-        "git_commit": "0" * 40, "started_at": "2026-11-21T00:00:00Z", "finished_at": "2026-11-21T00:01:00Z",
-    }
-    (run_dir / "run.json").write_text(json.dumps(run))
-    samples: list[dict[str, Any]] = []
-    scores: list[dict[str, Any]] = []
+    run = run_record(
+        run_id, suite=SuiteRef(name="synthetic", version="1", kind="next_call", path="suites/synthetic"),
+        model=None, concurrency=2,
+    )
+    samples: list[SampleRecord] = []
+    scores: list[ScoreRow] = []
     for f in FAMILIES:
         for si, s in enumerate(STRATEGIES):
             for c in range(CASES):
@@ -51,56 +48,47 @@ def make_synthetic_run(root: Path, run_id: str, *, slow: float = 1.0, with_sampl
                 timeout = (f, s, c) == ("function_gemma", "ebnf", 1)
                 no_call = (f, s, c) == ("qwen", "json_schema", 0)
                 mask = [] if s == "none" else [(5.0 + si + (t % 7)) * slow for t in range(20)]
-                turn = {
-                    "output": None if timeout else "<call>", "tool_calls": [], "parse_errors": [],
-                    "tool_results": [{"name": "ls", "output": "", "is_error": False, "error_kind": None,
-                                      "duration_us": 150.0 + c}],
-                    "latency_ms": (10.0 + 2 * si + c * 0.5) * slow, "ttft_ms": None, "usage": None,
-                    "stats": {"compile_ms": 20.0 if s != "none" else None, "compile_cached": False,
-                              "mask_us": mask, "accept_us": [1.0] * len(mask),
-                              "generated_tokens": 20, "grammar_error": None},
-                }
-                samples.append({
-                    "sample_id": sid, "case_id": f"c{c}", "family": f, "strategy": s, "epoch": 0,
-                    "kind": "next_call", "status": "error" if timeout else "ok",
-                    "error_kind": "model:timeout" if timeout else None, "error": None,
-                    "turns": [turn], "duration_ms": 12.0, "harness_ms": 0.5,
-                })
+                step = StepRecord(
+                    output=None if timeout else "<call>", tool_calls=(), parse_errors=(),
+                    tool_results=(ToolResultRecord(name="ls", output="", is_error=False, error_kind=None,
+                                                   duration_us=150.0 + c),),
+                    latency_ms=(10.0 + 2 * si + c * 0.5) * slow, ttft_ms=None, usage=None,
+                    stats=StepStats(compile_ms=20.0 if s != "none" else None, compile_cached=False,
+                                    mask_us=tuple(mask), accept_us=(1.0,) * len(mask),
+                                    generated_tokens=20, grammar_error=None),
+                )
+                samples.append(SampleRecord(
+                    sample_id=sid, case_id=f"c{c}", family=f, strategy=s, epoch=0, kind="next_call",
+                    status="error" if timeout else "ok", error_kind="model:timeout" if timeout else None,
+                    error=None, steps=(step,), duration_ms=12.0, harness_ms=0.5,
+                ))
                 metrics = ["validity", "exact_match", "grammar_rejection"]
                 if f == "qwen":
                     metrics.append("state_match")
                 for m in metrics:
                     fail = (timeout and m != "grammar_rejection") or (no_call and m in ("validity", "exact_match"))
                     kind = "model:timeout" if timeout else "parse:no_call"
-                    scores.append({
-                        "sample_id": sid, "case_id": f"c{c}", "family": f, "strategy": s, "epoch": 0,
-                        "metric": m, "value": 0.0 if fail or m == "grammar_rejection" else 1.0,
-                        "error_kind": kind if fail else None,
-                    })
-    if with_samples:
-        with (run_dir / "samples.jsonl").open("w") as fh:
-            fh.writelines(json.dumps(x) + "\n" for x in samples)
-        pl.DataFrame(scores).write_parquet(run_dir / "scores.parquet")
+                    scores.append(ScoreRow(
+                        sample_id=sid, case_id=f"c{c}", family=f, strategy=s, epoch=0, metric=m,  # type: ignore[arg-type]
+                        value=0.0 if fail or m == "grammar_rejection" else 1.0, error_kind=kind if fail else None,
+                    ))
     summary = []
     for f in FAMILIES:
         for s in STRATEGIES:
             for m in ("validity", "exact_match", "state_match", "grammar_rejection"):
-                vals = [r["value"] for r in scores if (r["family"], r["strategy"], r["metric"]) == (f, s, m)]
+                vals = [r.value or 0.0 for r in scores if (r.family, r.strategy, r.metric) == (f, s, m)]
                 if not vals:
                     continue
                 p = sum(vals) / len(vals)
                 lo, hi = _wilson_stub(p)
-                name = "grammar_rejections" if m == "grammar_rejection" else m
-                summary.append({"family": f, "strategy": s, "metric": name, "value": p, "n": len(vals),
-                                "ci_low": lo, "ci_high": hi})
-            summary.append({"family": f, "strategy": s, "metric": "latency_ms_p50", "value": 11.0 * slow,
-                            "n": CASES, "ci_low": None, "ci_high": None})
+                summary.append(SummaryRow(family=f, strategy=s, metric=m, value=p, n=len(vals), ci_low=lo, ci_high=hi))
+            summary.append(SummaryRow(family=f, strategy=s, metric="latency_ms_p50", value=11.0 * slow, n=CASES))
             if s != "none":
                 for m, v in (("compile_ms", 20.0), ("mask_us_p50", 8.0 * slow), ("mask_us_p99", 12.0 * slow)):
-                    summary.append({"family": f, "strategy": s, "metric": m, "value": v, "n": 120,
-                                    "ci_low": None, "ci_high": None})
-    (run_dir / "summary.json").write_text(json.dumps(summary))
-    return run_dir
+                    summary.append(SummaryRow(family=f, strategy=s, metric=m, value=v, n=120))
+    if not with_samples:
+        samples, scores = [], []
+    return write_run_dir(root / run_id, run, summary, samples=samples, scores=scores)
 
 
 def _table_rows(md: str, header_start: str) -> list[list[str]]:

@@ -5,15 +5,31 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.eval.results import SampleWriter, load_samples, make_sample_id, repair_samples
+from harness.eval.records import SampleRecord, ScoreRow, StepRecord, StepStats, ToolResultRecord
+from harness.eval.results import (
+    RunDirError,
+    SampleWriter,
+    load_samples,
+    make_sample_id,
+    repair_samples,
+    sample_line,
+)
 from harness.eval.summary import error_counts, summarize, wilson
 
 
-def _record(i: int) -> dict[str, object]:
-    return {"sample_id": make_sample_id(f"c{i}", "qwen", "ebnf", 1), "status": "ok", "turns": []}
+def sample(sample_id: str, *steps: StepRecord) -> SampleRecord:
+    return SampleRecord(
+        sample_id=sample_id, case_id=sample_id.split("/")[0], family="qwen", strategy="ebnf", epoch=1,
+        kind="next_call", status="ok", error_kind=None, error=None, steps=steps, duration_ms=1.0, harness_ms=0.1,
+    )
+
+
+def _record(i: int) -> SampleRecord:
+    return sample(make_sample_id(f"c{i}", "qwen", "ebnf", 1))
 
 
 async def test_writer_appends_every_record_as_one_line(tmp_path: Path) -> None:
@@ -26,12 +42,13 @@ async def test_writer_appends_every_record_as_one_line(tmp_path: Path) -> None:
     async with SampleWriter(path) as writer:  # a second writer appends, never truncates
         writer.put(_record(50))
     assert len(path.read_text().splitlines()) == 51
+    assert list(load_samples(path).samples.values()) == [_record(i) for i in range(51)]
 
 
 def test_torn_last_line_is_ignored_and_cut_off(tmp_path: Path) -> None:
     path = tmp_path / "samples.jsonl"
-    good = "".join(json.dumps(_record(i)) + "\n" for i in range(3))
-    path.write_text(good + json.dumps(_record(3))[:17])
+    good = "".join(sample_line(_record(i)) for i in range(3))
+    path.write_text(good + sample_line(_record(3))[:17])
     log = load_samples(path)
     assert list(log.samples) == [f"c{i}/qwen/ebnf/1" for i in range(3)]
     assert log.torn_tail_at == len(good.encode())
@@ -39,10 +56,18 @@ def test_torn_last_line_is_ignored_and_cut_off(tmp_path: Path) -> None:
     assert path.read_text() == good
 
 
-def test_bad_line_in_the_middle_is_an_error_naming_the_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [
+        ("{oops", "line 2: not JSON"),
+        ('{"sample_id": "x"}', "line 2: not a sample record: case_id: Field required"),
+        (sample_line(_record(9)).replace('"kind":"next_call"', '"kind":"nxt"'), "line 2: not a sample record: kind:"),
+    ],
+)
+def test_bad_line_in_the_middle_is_an_error_naming_line_and_field(tmp_path: Path, bad_line: str, message: str) -> None:
     path = tmp_path / "samples.jsonl"
-    path.write_text(json.dumps(_record(0)) + "\n{oops\n" + json.dumps(_record(1)) + "\n")
-    with pytest.raises(ValueError, match=r"samples.jsonl:2"):
+    path.write_text(sample_line(_record(0)) + bad_line.strip() + "\n" + sample_line(_record(1)))
+    with pytest.raises(RunDirError, match=f"samples.jsonl: {message}"):
         load_samples(path)
 
 
@@ -52,32 +77,40 @@ def test_wilson_interval_matches_the_formula() -> None:
     assert wilson(10, 10)[1] == 1.0 and wilson(0, 10)[0] == 0.0
 
 
-def _score(sample: str, metric: str, value: float | None, kind: str | None = None) -> dict[str, object]:
-    return {"sample_id": sample, "case_id": sample, "family": "qwen", "strategy": "ebnf", "epoch": 1,
-            "metric": metric, "value": value, "error_kind": kind}
+def _score(sample_id: str, metric: Any, value: float | None, kind: str | None = None) -> ScoreRow:
+    return ScoreRow(sample_id=sample_id, case_id=sample_id, family="qwen", strategy="ebnf", epoch=1,
+                    metric=metric, value=value, error_kind=kind)
+
+
+def _step(latency_ms: float, compile_ms: float, cached: bool, mask_us: tuple[float, ...],
+          tool_us: tuple[float, ...] = ()) -> StepRecord:
+    return StepRecord(
+        output="", tool_calls=(), parse_errors=(),
+        tool_results=tuple(ToolResultRecord(name="ls", output="", is_error=False, error_kind=None, duration_us=us)
+                           for us in tool_us),
+        latency_ms=latency_ms, ttft_ms=None, usage=None,
+        stats=StepStats(compile_ms=compile_ms, compile_cached=cached, mask_us=mask_us, accept_us=(),
+                        generated_tokens=1, grammar_error=None),
+    )
 
 
 def test_summary_leaves_out_what_was_not_measured() -> None:
     samples = [
-        {"sample_id": "a", "family": "qwen", "strategy": "ebnf",
-         "turns": [{"latency_ms": 2.0, "ttft_ms": None, "tool_results": [],
-                    "stats": {"compile_ms": 30.0, "compile_cached": False, "mask_us": [10.0, 20.0]}}]},
-        {"sample_id": "b", "family": "qwen", "strategy": "ebnf",
-         "turns": [{"latency_ms": 4.0, "ttft_ms": None, "tool_results": [{"duration_us": 300.0}],
-                    "stats": {"compile_ms": 0.01, "compile_cached": True, "mask_us": [30.0]}}]},
+        sample("a", _step(2.0, 30.0, False, (10.0, 20.0))),
+        sample("b", _step(4.0, 0.01, True, (30.0,), tool_us=(300.0,))),
     ]
     scores = [
         _score("a", "validity", 1.0), _score("b", "validity", 0.0, "parse:no_call"),
         _score("a", "state_match", None), _score("b", "state_match", None),
     ]
-    rows = {r["metric"]: r for r in summarize(samples, scores)}
-    assert rows["validity"]["value"] == 0.5 and rows["validity"]["n"] == 2
-    assert rows["validity"]["ci_low"] is not None
+    rows = {r.metric: r for r in summarize(samples, scores)}
+    assert rows["validity"].value == 0.5 and rows["validity"].n == 2
+    assert rows["validity"].ci_low is not None
     assert "state_match" not in rows  # not applicable anywhere: left out, not 0
     assert "ttft_ms_p50" not in rows  # nobody measured it
-    assert rows["compile_ms"]["value"] == 30.0  # the cold compile, not the cache hit
-    assert rows["mask_us_p50"]["value"] == 20.0 and rows["mask_us_p50"]["ci_low"] is None
-    assert rows["latency_ms_p50"]["value"] == 3.0 and rows["tool_us_p50"]["value"] == 300.0
+    assert rows["compile_ms"].value == 30.0  # the cold compile, not the cache hit
+    assert rows["mask_us_p50"].value == 20.0 and rows["mask_us_p50"].ci_low is None
+    assert rows["latency_ms_p50"].value == 3.0 and rows["tool_us_p50"].value == 300.0
 
 
 def test_error_counts_count_each_sample_once_per_kind() -> None:
@@ -85,5 +118,5 @@ def test_error_counts_count_each_sample_once_per_kind() -> None:
         _score("a", "validity", 0.0, "parse:no_call"), _score("a", "exact_match", 0.0, "parse:no_call"),
         _score("b", "exact_match", 0.0, "exact:wrong_name"), _score("c", "exact_match", 0.0, "parse:no_call"),
     ]
-    counts = {r["error_kind"]: r["count"] for r in error_counts(scores)}
+    counts = {r.error_kind: r.count for r in error_counts(scores)}
     assert counts == {"parse:no_call": 2, "exact:wrong_name": 1}

@@ -21,7 +21,8 @@ from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall
 from harness.cli.main import app
 from harness.engines.registry import EngineOptions, RunEngine, open_engine
-from harness.eval.results import load_samples, read_scores
+from harness.eval.records import SummaryRow
+from harness.eval.results import load_samples, read_run, read_scores, read_summary
 from harness.eval.runner import RunError, RunSpec, run_suite
 from harness.eval.suite import load_suite
 
@@ -31,12 +32,11 @@ HARNESS = [sys.executable, "-c", "from harness.cli.main import main; main()"]
 
 
 def scores_by_key(run_dir: Path) -> dict[tuple[str, str], tuple[Any, Any]]:
-    return {(r["sample_id"], r["metric"]): (r["value"], r["error_kind"]) for r in read_scores(run_dir / "scores.parquet")}
+    return {(r.sample_id, r.metric): (r.value, r.error_kind) for r in read_scores(run_dir) or ()}
 
 
-def summary(run_dir: Path) -> dict[tuple[str, str, str], Any]:
-    rows = json.loads((run_dir / "summary.json").read_text())
-    return {(r["family"], r["strategy"], r["metric"]): r for r in rows}
+def summary(run_dir: Path) -> dict[tuple[str, str, str], SummaryRow]:
+    return {(r.family, r.strategy, r.metric): r for r in read_summary(run_dir)}
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ def test_the_oracle_passes_every_gold_answer_of_the_smoke_suite(smoke_run: Path)
         for strategy in ("none", "ebnf", "structural_tag", "json_schema"):
             for metric in ("validity", "exact_match", "state_match"):
                 row = rows[(family, strategy, metric)]
-                assert (row["value"], row["n"]) == (1.0, cases), (family, strategy, metric)
-            assert rows[(family, strategy, "grammar_rejections")]["value"] == 0.0
+                assert (row.value, row.n) == (1.0, cases), (family, strategy, metric)
+            assert rows[(family, strategy, "grammar_rejection")].value == 0.0
             # the oracle measures masks (constrained strategies) but has no time to first token
             assert ((family, strategy, "mask_us_p50") in rows) == (strategy != "none")
             assert (family, strategy, "ttft_ms_p50") not in rows
@@ -67,12 +67,12 @@ def test_every_sample_is_saved_once_with_its_transcript(smoke_run: Path) -> None
     samples = load_samples(smoke_run / "samples.jsonl").samples
     assert len(samples) == len(load_suite(SMOKE).cases) * 2 * 4
     one = next(iter(samples.values()))
-    turn = one["turns"][0]
-    assert one["status"] == "ok" and turn["tool_calls"] and turn["tool_results"]
-    assert turn["tool_results"][0]["duration_us"] > 0
-    run = json.loads((smoke_run / "run.json").read_text())
-    assert run["engine"] == "oracle" and "measures grammars, not a model" in run["engine_note"]
-    assert run["versions"]["xgrammar"] and run["finished_at"]
+    step = one.steps[0]
+    assert one.status == "ok" and step.tool_calls and step.tool_results
+    assert (step.tool_results[0].duration_us or 0) > 0
+    run = read_run(smoke_run)
+    assert run.engine == "oracle" and "measures grammars, not a model" in run.engine_note
+    assert run.versions.xgrammar and run.finished_at and run.bundle == "bundles/shellper"
 
 
 def test_rescoring_gives_the_same_scores(smoke_run: Path, tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_rescoring_gives_the_same_scores(smoke_run: Path, tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["score", str(copy), "--suite", str(SMOKE)])
     assert result.exit_code == 0, result.output
     assert scores_by_key(copy) == scores_by_key(smoke_run)
-    assert json.loads((copy / "summary.json").read_text()) == json.loads((smoke_run / "summary.json").read_text())
+    assert read_summary(copy) == read_summary(smoke_run)
 
 
 def test_matrix_options_select_families_strategies_cases_and_epochs(tmp_path: Path) -> None:
@@ -98,8 +98,8 @@ def test_matrix_options_select_families_strategies_cases_and_epochs(tmp_path: Pa
     first_two = [c.id for c in load_suite(SMOKE).cases[:2]]
     expected = {f"{c}/qwen/{s}/{e}" for c in first_two for s in ("none", "json_schema") for e in (1, 2)}
     assert set(load_samples(out / "samples.jsonl").samples) == expected
-    run = json.loads((out / "run.json").read_text())
-    assert (run["families"], run["strategies"], run["epochs"], run["limit"]) == (["qwen"], ["none", "json_schema"], 2, 2)
+    run = read_run(out)
+    assert (run.families, run.strategies, run.epochs, run.limit) == (["qwen"], ["none", "json_schema"], 2, 2)
 
 
 def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ async def test_a_sample_over_its_time_bound_is_counted_as_sample_timeout(tmp_pat
                    limit=2, sample_timeout_s=1e-6)
     await run_suite(spec)
     samples = load_samples(tmp_path / "t" / "samples.jsonl").samples.values()
-    assert {(s["status"], s["error_kind"]) for s in samples} == {("error", "sample:timeout")}
+    assert {(s.status, s.error_kind) for s in samples} == {("error", "sample:timeout")}
     assert {v for (_, metric), v in scores_by_key(tmp_path / "t").items() if metric == "exact_match"} == {
         (0.0, "sample:timeout")
     }
@@ -162,7 +162,7 @@ async def test_a_model_timeout_is_retried_once(tmp_path: Path) -> None:
     spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "f", families=["qwen"], strategies=["ebnf"], limit=2)
     await run_suite(spec, open_engine=flaky_oracle)
     samples = list(load_samples(tmp_path / "f" / "samples.jsonl").samples.values())
-    assert [(s["status"], s["attempts"]) for s in samples] == [("ok", 2), ("ok", 2)]
+    assert [(s.status, s.attempts) for s in samples] == [("ok", 2), ("ok", 2)]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -247,14 +247,14 @@ async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, 
     assert outcome.errors == 0
     rows = summary(tmp_path / "http")
     for strategy in ("none", "ebnf"):
-        assert rows[("function_gemma", strategy, "exact_match")]["value"] == 1.0
+        assert rows[("function_gemma", strategy, "exact_match")].value == 1.0
         assert ("function_gemma", strategy, "latency_ms_p50") in rows
         # a client cannot see the server's masks or grammar rejections: left out, not zero
         assert ("function_gemma", strategy, "mask_us_p50") not in rows
-        assert ("function_gemma", strategy, "grammar_rejections") not in rows
-    run = json.loads((tmp_path / "http" / "run.json").read_text())
-    assert (run["engine"], run["model"], run["base_url"]) == ("openai", "oracle-function_gemma", oracle_server)
-    assert run["families"] == ["function_gemma"]  # read from the model id
+        assert ("function_gemma", strategy, "grammar_rejection") not in rows
+    run = read_run(tmp_path / "http")
+    assert (run.engine, run.model, run.base_url) == ("openai", "oracle-function_gemma", oracle_server)
+    assert run.families == ["function_gemma"]  # read from the model id
 
 
 @pytest.mark.parametrize("strategy", ["none", "ebnf", "structural_tag", "json_schema"])
@@ -267,16 +267,16 @@ async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path,
     for family in ("function_gemma", "qwen"):
         for metric in ("validity", "exact_match", "state_match"):
             got = rows[(family, strategy, metric)]
-            assert (got["value"], got["n"]) == (1.0, 3), (family, metric)
+            assert (got.value, got.n) == (1.0, 3), (family, metric)
     cases = {c.id: c for c in load_suite(episodes).cases}
     for sample in load_samples(tmp_path / "ep" / "samples.jsonl").samples.values():
-        case = cases[sample["case_id"]]
+        case = cases[sample.case_id]
         # one step per gold call, then a text answer, per user turn; every call really executed
-        assert [t["user_turn"] for t in sample["turns"]] == [
+        assert [step.turn for step in sample.steps] == [
             i for i, gold in enumerate(case.ground_truth) for _ in range(len(gold) + 1)  # type: ignore[union-attr]
         ]
-        assert all(len(t["tool_results"]) == len(t["tool_calls"]) for t in sample["turns"])
-        assert "max_steps_turns" not in sample
+        assert all(len(step.tool_results) == len(step.tool_calls) for step in sample.steps)
+        assert sample.max_steps_turns == ()
 
 
 async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
@@ -296,11 +296,11 @@ async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
     (tmp_path / "s" / "cases.jsonl").write_text((episodes / "cases.jsonl").read_text().splitlines()[0] + "\n")
     spec = RunSpec(suite_dir=tmp_path / "s", engine="oracle", families=["qwen"], strategies=["none"], out=tmp_path / "r")
     await run_suite(spec)
-    assert json.loads((tmp_path / "r" / "run.json").read_text())["max_steps_per_turn"] == 1
+    assert read_run(tmp_path / "r").max_steps_per_turn == 1
     (sample,) = load_samples(tmp_path / "r" / "samples.jsonl").samples.values()
-    per_turn = [t["user_turn"] for t in sample["turns"]]
+    per_turn = [step.turn for step in sample.steps]
     assert per_turn == sorted(set(per_turn))  # one model call per user turn, never more
-    assert sample["max_steps_turns"][0] == 0  # turn 0 has gold calls: the model was cut off after one
+    assert sample.max_steps_turns[0] == 0  # turn 0 has gold calls: the model was cut off after one
 
 
 STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]
@@ -322,6 +322,6 @@ async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp
         for family in ("function_gemma", "qwen"):
             for strategy in STRATEGIES:
                 for metric in metrics:
-                    assert rows[(family, strategy, metric)]["value"] == 1.0, (name, family, strategy, metric)
+                    assert rows[(family, strategy, metric)].value == 1.0, (name, family, strategy, metric)
         if name == "shellper":  # no file system in SHELLper's data: not applicable, so left out
             assert ("function_gemma", "none", "state_match") not in rows

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from harness.eval.fs_tools import builtin_fs_schemas
+from harness.eval.records import CallRecord, SampleRecord
 from harness.eval.scoring import Scorer, call_difference, same_value, unordered_subset
-from harness.eval.suite import EpisodeCase, NextCallCase
+from harness.eval.suite import CallSpec, EpisodeCase, NextCallCase
 
 TREE = {
     "root": {
@@ -30,22 +31,31 @@ def next_case(expected: dict[str, Any], *, state_check: bool = True, **extra: An
     })
 
 
+STATS = {"compile_ms": None, "compile_cached": None, "mask_us": [], "accept_us": [], "generated_tokens": 1,
+         "grammar_error": None}
+
+
 def sample(calls: list[dict[str, Any]] | None = None, *, parse_errors: list[dict[str, str]] | None = None,
            status: str = "ok", error_kind: str | None = None, stats: dict[str, Any] | None = None,
-           case_id: str = "p1", turns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    if turns is None:
-        turns = [{"output": "x", "tool_calls": calls or [], "parse_errors": parse_errors or [],
-                  "tool_results": [], "latency_ms": 1.0, "ttft_ms": None, "usage": None, "stats": stats}]
-    return {"sample_id": f"{case_id}/qwen/ebnf/1", "case_id": case_id, "family": "qwen", "strategy": "ebnf",
-            "epoch": 1, "kind": "next_call", "status": status, "error_kind": error_kind, "turns": turns}
+           case_id: str = "p1", steps: list[dict[str, Any]] | None = None) -> SampleRecord:
+    """A sample record; its one step (or ``steps``) given as the JSON samples.jsonl holds."""
+    if steps is None:
+        steps = [{"output": "x", "tool_calls": calls or [], "parse_errors": parse_errors or [],
+                  "tool_results": [], "latency_ms": 1.0, "ttft_ms": None, "usage": None,
+                  "stats": None if stats is None else {**STATS, **stats}}]
+    return SampleRecord.model_validate({
+        "sample_id": f"{case_id}/qwen/ebnf/1", "case_id": case_id, "family": "qwen", "strategy": "ebnf",
+        "epoch": 1, "kind": "next_call", "status": status, "error_kind": error_kind, "error": None,
+        "steps": steps, "duration_ms": 1.0, "harness_ms": 0.1,
+    })
 
 
 def scorer(*cases: Any, engine: str = "oracle") -> Scorer:
     return Scorer(cases, builtin_fs_schemas().values(), engine, backend=None)
 
 
-async def verdicts(s: Scorer, record: dict[str, Any]) -> dict[str, tuple[float | None, str | None]]:
-    return {r["metric"]: (r["value"], r["error_kind"]) for r in await s.score(record)}
+async def verdicts(s: Scorer, record: SampleRecord) -> dict[str, tuple[float | None, str | None]]:
+    return {r.metric: (r.value, r.error_kind) for r in await s.score(record)}
 
 
 def test_values_compare_as_json_not_as_python() -> None:
@@ -56,11 +66,11 @@ def test_values_compare_as_json_not_as_python() -> None:
 
 
 def test_call_difference_names_the_first_difference() -> None:
-    gold = [{"name": "cat", "arguments": {"file_name": "a"}}]
-    assert call_difference(gold, gold) is None
+    gold = [CallSpec(name="cat", arguments={"file_name": "a"})]
+    assert call_difference([CallRecord(name="cat", arguments={"file_name": "a"})], gold) is None
     assert call_difference([], gold) == "exact:call_count"
-    assert call_difference([{"name": "ls", "arguments": {}}], gold) == "exact:wrong_name"
-    assert call_difference([{"name": "cat", "arguments": {"file_name": "b"}}], gold) == "exact:wrong_arguments"
+    assert call_difference([CallRecord(name="ls", arguments={})], gold) == "exact:wrong_name"
+    assert call_difference([CallRecord(name="cat", arguments={"file_name": "b"})], gold) == "exact:wrong_arguments"
 
 
 def test_unordered_subset_uses_each_result_once() -> None:
@@ -144,7 +154,7 @@ def steps(*per_turn: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in [*([c] for c in calls), []]:
             # the closing text answer carries the parser's parse:no_call, as the real parsers report it
             errors = [] if call else [{"kind": "parse:no_call", "message": "the answer holds no tool call"}]
-            out.append({"user_turn": index, "output": "", "tool_calls": call, "parse_errors": errors,
+            out.append({"turn": index, "output": "", "tool_calls": call, "parse_errors": errors,
                         "tool_results": [], "latency_ms": 1.0, "ttft_ms": None, "usage": None, "stats": None})
     return out
 
@@ -153,16 +163,16 @@ async def test_episode_exact_match_goes_turn_by_turn() -> None:
     gt = [[{"name": "cd", "arguments": {"folder": "docs"}}], [{"name": "cat", "arguments": {"file_name": "a.md"}}]]
     case = episode(gt)
     s = scorer(case)
-    good = await verdicts(s, sample(turns=steps(*gt), case_id="e1"))
+    good = await verdicts(s, sample(steps=steps(*gt), case_id="e1"))
     assert good["validity"] == (1.0, None) and good["exact_match"] == (1.0, None)
-    swapped = await verdicts(s, sample(turns=steps(gt[0] + gt[1], []), case_id="e1"))
+    swapped = await verdicts(s, sample(steps=steps(gt[0] + gt[1], []), case_id="e1"))
     assert swapped["exact_match"] == (0.0, "exact:call_count")
 
 
 async def test_episode_calls_to_an_excluded_tool_are_unknown() -> None:
     gt = [[{"name": "ls", "arguments": {}}]]
     case = episode(gt, excluded_tools=["ls"])
-    v = await verdicts(scorer(case), sample(turns=steps(*gt), case_id="e1"))
+    v = await verdicts(scorer(case), sample(steps=steps(*gt), case_id="e1"))
     assert v["validity"] == (0.0, "validity:unknown_tool")
 
 
@@ -214,14 +224,14 @@ async def test_episode_state_uses_bfcl_response_check_over_the_results_so_far(
     cat = {"name": "cat", "arguments": {"file_name": "a.md"}}
     ls = {"name": "ls", "arguments": {}}
     s = state_scorer(sandbox_scorer_parts, episode([[cd], [cat]]))
-    exact = await verdicts(s, sample(turns=steps([cd], [cat]), case_id="e1"))
+    exact = await verdicts(s, sample(steps=steps([cd], [cat]), case_id="e1"))
     assert exact["state_match"] == (1.0, None)
     # same tree and directory, but the content `cat` returned never reached the user
-    missing = await verdicts(s, sample(turns=steps([cd], [ls]), case_id="e1"))
+    missing = await verdicts(s, sample(steps=steps([cd], [ls]), case_id="e1"))
     assert missing["state_match"] == (0.0, "state:response_missing")
     # cat done a turn early: not an exact match, but its result is among the results so far
-    early = await verdicts(s, sample(turns=steps([cd, cat], []), case_id="e1"))
+    early = await verdicts(s, sample(steps=steps([cd, cat], []), case_id="e1"))
     assert early["exact_match"] == (0.0, "exact:call_count") and early["state_match"] == (1.0, None)
-    wrong_tree = await verdicts(s, sample(turns=steps([{"name": "mkdir", "arguments": {"dir_name": "x"}}], [cat]),
+    wrong_tree = await verdicts(s, sample(steps=steps([{"name": "mkdir", "arguments": {"dir_name": "x"}}], [cat]),
                                           case_id="e1"))
     assert wrong_tree["state_match"] == (0.0, "state:tree_differs")

@@ -1,0 +1,129 @@
+"""The typed records on files written before them (tests/data/runs, see its README): every file
+loads, writes back equal in meaning, and re-scoring old samples gives the summary they came with."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.eval.records import RunRecord, SampleRecord, SummaryRow
+from harness.eval.results import (
+    RunDirError,
+    SampleWriter,
+    load_run_dir,
+    read_errors,
+    read_run,
+    read_scores,
+    read_summary,
+    write_errors,
+    write_run,
+    write_scores,
+    write_summary,
+)
+from harness.eval.score_run import score_run
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "tests" / "data" / "runs"
+OLD_RUNS = sorted(p.name for p in RUNS.iterdir() if p.is_dir())
+ORACLE_RUNS = [name for name in OLD_RUNS if name.endswith("-oracle")]
+
+# What changed since those files were written: a model call was a "turn" (now a "step", whose user
+# turn is "turn"), the rejection rate was "grammar_rejections"; fields added since read as defaults.
+RENAMED_SAMPLE_KEYS = {"turns": "steps"}
+RENAMED_STEP_KEYS = {"user_turn": "turn"}
+RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
+NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
+NEW_STEP_DEFAULTS = {"turn": None}
+NEW_RUN_DEFAULTS = {"bundle": None, "resumed_at": []}
+
+
+def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
+    return {**defaults, **{names.get(k, k): v for k, v in raw.items()}}
+
+
+def old_sample_as_today(raw: dict[str, Any]) -> dict[str, Any]:
+    out = renamed(raw, RENAMED_SAMPLE_KEYS, NEW_SAMPLE_DEFAULTS)
+    out["steps"] = [renamed(step, RENAMED_STEP_KEYS, NEW_STEP_DEFAULTS) for step in out["steps"]]
+    return out
+
+
+def old_summary_row_as_today(raw: dict[str, Any]) -> dict[str, Any]:
+    return {**raw, "metric": RENAMED_METRICS.get(raw["metric"], raw["metric"])}
+
+
+def written_back(run: str, tmp_path: Path) -> Path:
+    """The old run directory read through the records and written again through the store."""
+    old = load_run_dir(RUNS / run)
+    new = tmp_path / run
+    new.mkdir()
+    write_run(new, old.run)
+    write_summary(new, old.summary)
+    assert old.scores is not None and old.errors is not None and old.samples is not None
+    write_scores(new, old.scores)
+    write_errors(new, old.errors)
+
+    async def samples() -> None:
+        async with SampleWriter(new / "samples.jsonl") as writer:
+            for sample in old.samples.samples.values():  # type: ignore[union-attr]
+                writer.put(sample)
+
+    asyncio.run(samples())
+    return new
+
+
+@pytest.mark.parametrize("run", OLD_RUNS)
+def test_old_files_write_back_equal_in_meaning(run: str, tmp_path: Path) -> None:
+    old, new = RUNS / run, written_back(run, tmp_path)
+    assert json.loads((new / "run.json").read_text()) == {**NEW_RUN_DEFAULTS, **json.loads((old / "run.json").read_text())}
+    old_samples = [json.loads(line) for line in (old / "samples.jsonl").read_text().splitlines()]
+    new_samples = [json.loads(line) for line in (new / "samples.jsonl").read_text().splitlines()]
+    assert new_samples == [old_sample_as_today(s) for s in old_samples]
+    old_summary = json.loads((old / "summary.json").read_text())
+    assert json.loads((new / "summary.json").read_text()) == [old_summary_row_as_today(r) for r in old_summary]
+    assert json.loads((new / "errors.json").read_text()) == json.loads((old / "errors.json").read_text())
+    assert read_scores(new) == read_scores(old)
+    # and through the readers again: the same records
+    assert read_run(new) == read_run(old)
+    assert load_run_dir(new).samples.samples == load_run_dir(old).samples.samples  # type: ignore[union-attr]
+    assert read_errors(new) == read_errors(old)
+
+
+@pytest.mark.parametrize("run", ORACLE_RUNS)
+def test_rescoring_old_samples_gives_their_summary(run: str, tmp_path: Path) -> None:
+    # Oracle runs: gold calls against gold calls, so the figures do not depend on the tools' semantics.
+    copy = tmp_path / run
+    shutil.copytree(RUNS / run, copy)
+    suite = ROOT / read_run(copy).suite.path
+    summary = asyncio.run(score_run(copy, suite_dir=suite))
+    assert summary == read_summary(RUNS / run)
+    assert read_scores(copy) == read_scores(RUNS / run)
+    assert read_errors(copy) == read_errors(RUNS / run)
+
+
+def test_old_names_are_read() -> None:
+    sample = SampleRecord.model_validate_json((RUNS / "fs-episodes-oracle" / "samples.jsonl").read_text().splitlines()[0])
+    assert sample.steps and {step.turn for step in sample.steps} >= {0, 1}
+    assert SummaryRow.model_validate({"family": "q", "strategy": "e", "metric": "grammar_rejections", "value": 0.0}).metric == "grammar_rejection"
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda r: r.pop("engine"), "engine: Field required"),
+        (lambda r: r.update(epochs="two"), "epochs: Input should be a valid integer"),
+        (lambda r: r.update(enigne="oracle"), "enigne: Extra inputs are not permitted"),
+        (lambda r: r["suite"].pop("kind"), "suite.kind: Field required"),
+    ],
+)
+def test_a_bad_run_json_names_its_field(tmp_path: Path, edit: Any, problem: str) -> None:
+    raw = json.loads((RUNS / "smoke-oracle" / "run.json").read_text())
+    edit(raw)
+    (tmp_path / "run.json").write_text(json.dumps(raw))
+    with pytest.raises(RunDirError, match=f"run.json: .*{problem}"):
+        read_run(tmp_path)
+    RunRecord.model_validate_json((RUNS / "smoke-oracle" / "run.json").read_text())  # the original is fine
