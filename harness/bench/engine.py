@@ -19,7 +19,6 @@ every run produces the same number of tokens to time.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from harness.agents.client import CompletionRequest, CompletionResponse
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.types import Message, ToolSchema
+from harness.bench.inputs import load_tool_schemas
 from harness.stats import rounded_percentile
 
 SYSTEM = (
@@ -39,25 +39,6 @@ USER_PROMPTS = (
     "Rename draft.txt to final.txt.",
 )
 GOALS = {"constrained_tok_s": 50.0, "constrained_over_unconstrained": 0.9, "ttft_speedup": 5.0}
-
-
-def load_tools(path: str | Path | None = None) -> list[ToolSchema]:
-    """Tools from an OpenAI-style JSON list, or from a folder of ``.pym`` tools (default: the
-    SHELLper bundle's tools, else ``tests/data/shellper_tools.json``)."""
-    if path is None:
-        root = Path(__file__).resolve().parents[2]
-        for candidate in (root / "bundles" / "shellper" / "tools", root / "tests" / "data" / "shellper_tools.json"):
-            if candidate.exists():
-                path = candidate
-                break
-        else:
-            raise FileNotFoundError("no SHELLper tools found: pass --tools (a JSON list or a .pym folder)")
-    path = Path(path)
-    if path.is_dir():
-        from harness.sandbox.script import load_script
-
-        return [load_script(p, type_check=False).tool_schema() for p in sorted(path.glob("*.pym"))]
-    return [ToolSchema.from_openai(t) for t in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str, max_tokens: int) -> CompletionRequest:
@@ -103,7 +84,7 @@ def run_engine_bench(
     from harness.engines.local.engine import LOCAL_MODEL_ID, LocalEngine
     from harness.grammar.compile import clear_compile_cache
 
-    tools = load_tools(tools_path)
+    tools = load_tool_schemas(tools_path)
     engine = LocalEngine()
     runtime = engine.load()
     log(f"engine: {LOCAL_MODEL_ID}, {runtime.n_threads} threads, load {runtime.load_ms:.0f} ms, {len(tools)} tools")

@@ -43,7 +43,8 @@ def _slim(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def growth_tools(cfg: Any, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    from harness.bench.grammar import GoldCalls, measure_cell
+    from harness.bench.cells import measure_cell
+    from harness.bench.inputs import GoldCalls
     from harness.bench.synthetic import synthetic_calls, synthetic_tools
 
     counts = TOOL_COUNTS_QUICK if cfg.quick else TOOL_COUNTS
@@ -91,7 +92,8 @@ def growth_length(
     cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     """Walk time against output length, per family x strategy x engine."""
-    from harness.bench.grammar import GoldCalls, render_gold
+    from harness.bench.cells import render_gold
+    from harness.bench.inputs import GoldCalls
     from harness.bench.measure import GoldText
 
     points = _length_outputs(tools, gold, cfg.quick)

@@ -227,6 +227,69 @@ def apply_times(family: str, masks: Sequence[Any]) -> dict[str, Any]:
     }
 
 
+CACHED_REPEATS = 9
+"""Cached compiles whose median ``check_outputs`` reports (one cache hit is mostly timer noise)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputCheck:
+    """One output walked through the grammar (``harness grammar check``)."""
+
+    output: GoldText
+    accepted: bool
+    reason: str | None
+    """Why not, in words (None when accepted)."""
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarCheck:
+    """Every output of a ``harness grammar check`` walked through one compiled artifact."""
+
+    compile_ms_cold: float
+    """The first compile in this process (``compile_cold_was_cached`` says if it hit a cache)."""
+    compile_cold_was_cached: bool
+    compile_ms_cached: float
+    """Median of ``CACHED_REPEATS`` compiles of the same artifact (cache hits)."""
+    outputs: tuple[OutputCheck, ...]
+    mask_us: tuple[float, ...]
+    """Every mask fill of every walk (filled at every token)."""
+    accept_us: tuple[float, ...]
+
+    def figures(self) -> dict[str, Any]:
+        """Compile times, mask and accept percentiles (``harness.stats``), counts."""
+        return {
+            "compile_ms_cold": round(self.compile_ms_cold, 3),
+            "compile_ms_cached": round(self.compile_ms_cached, 4),
+            "compile_cold_was_cached": self.compile_cold_was_cached,
+            "mask_us_p50": rounded_percentile(self.mask_us, 50),
+            "mask_us_p99": rounded_percentile(self.mask_us, 99),
+            "mask_us_max": rounded_percentile(self.mask_us, 100),
+            "accept_us_p50": rounded_percentile(self.accept_us, 50),
+            "masks": len(self.mask_us),
+            "tokens": sum(o.tokens for o in self.outputs),
+        }
+
+
+def check_outputs(artifact: ConstraintArtifact, family: str, outputs: Sequence[GoldText]) -> GrammarCheck:
+    """Compile ``artifact`` for ``family`` (cold, then cached), and walk every output through it with
+    the mask filled at every token, the grammar required to end right after the text."""
+    from harness.grammar import compile_artifact, get_tokenizer, walk_text
+
+    tok = get_tokenizer(family)
+    cold = compile_artifact(artifact, family)
+    cached = exact_median([compile_artifact(artifact, family).compile_ms for _ in range(CACHED_REPEATS)])
+    checks: list[OutputCheck] = []
+    masks: list[float] = []
+    accepts: list[float] = []
+    for output in outputs:
+        walk = walk_text(cold.compiled, tok, output.text)
+        masks.extend(walk.mask_us)
+        accepts.extend(walk.accept_us)
+        checks.append(OutputCheck(output, walk.accepted, walk.reason, walk.tokens))
+    return GrammarCheck(cold.compile_ms, cold.cached, cached, tuple(checks), tuple(masks), tuple(accepts))
+
+
 def measure_xgrammar(
     family: str,
     artifact: ConstraintArtifact,

@@ -138,7 +138,7 @@ def markdown(bench: dict[str, Any]) -> str:
         "",
         *_md_table(*table_rows(bench)),
         "",
-        "## Goals (performance.md, worst cell, xgrammar)",
+        "## Goals (the project's, worst cell, xgrammar)",
         "",
     ]
     goal_rows = [

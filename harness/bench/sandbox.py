@@ -4,7 +4,8 @@ Each timed call is what the runner does per model call: ``PymTool.execute`` with
 workspace of 20 files in 4 folders (arguments checked, fresh sandbox session, the tree served as
 virtual files, the mutations applied to the host state). The calls cycle through all 18 tools in an
 order that leaves the state as it found it, so every cycle sees the same tree.
-Goal (performance.md): p50 <= 0.5 ms, p99 <= 2 ms.
+The project's goal: p50 <= 0.5 ms, p99 <= 2 ms. The tools are the SHELLper bundle's (``inputs.DEFAULT_TOOLS``,
+relative to the working directory) unless another folder is given.
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ from typing import Any
 
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall
+from harness.bench.inputs import DEFAULT_TOOLS
 from harness.sandbox.fs import FileSystemState
 from harness.sandbox.limits import Limits
 from harness.sandbox.tool import PymTool, discover_tools
 from harness.sandbox.workspace import Workspace
 from harness.stats import rounded_percentile
-
-TOOLS_DIR = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
 
 CYCLE: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ls", {}),
@@ -72,9 +72,9 @@ def _count_files(tree: dict[str, Any]) -> int:
     return sum(_count_files(n) if isinstance(n, dict) else 1 for n in tree.values())
 
 
-async def _run(n: int, preset: str, only: str | None) -> dict[str, Any]:
+async def _run(n: int, preset: str, only: str | None, tools_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
-    tools = {t.name: t for t in discover_tools(TOOLS_DIR, limits=preset)}
+    tools = {t.name: t for t in discover_tools(tools_dir, limits=preset)}
     load_ms = (time.perf_counter() - started) * 1e3
     cycle = [c for c in CYCLE if only is None or c[0] == only] or [(only or "ls", {})]
     if only is not None and only not in tools:
@@ -161,7 +161,12 @@ async def _thread_hop(tool: PymTool, n: int) -> dict[str, Any]:
     }
 
 
-def bench_sandbox(n: int = 1000, preset: str = "default", tool: str | None = None) -> dict[str, Any]:
+def bench_sandbox(
+    n: int = 1000, preset: str = "default", tool: str | None = None, tools_dir: str | Path | None = None
+) -> dict[str, Any]:
     """Time ``n`` tool calls (see the module docstring) and return the figures."""
     Limits.preset(preset)  # fail early on a bad name
-    return asyncio.run(_run(n, preset, tool))
+    folder = Path(tools_dir) if tools_dir is not None else DEFAULT_TOOLS
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no .pym tools there (run from the repository root, or pass --tools)")
+    return asyncio.run(_run(n, preset, tool, folder))

@@ -14,6 +14,9 @@ def sandbox(
     n: Annotated[int, typer.Option("--n", min=1, help="Timed tool calls (rounded up to whole cycles).")] = 1000,
     limits: Annotated[str, typer.Option("--limits", help="Limits preset: strict, default or permissive.")] = "default",
     tool: Annotated[str | None, typer.Option("--tool", help="Time only this tool (default: all 18 in turn).")] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="A .pym folder (default: bundles/shellper/tools).")
+    ] = None,
 ) -> None:
     """Time one file-system tool call (fresh session, 20 virtual files, mutations applied); JSON last."""
     import json
@@ -21,7 +24,7 @@ def sandbox(
     from harness.bench.sandbox import bench_sandbox
 
     try:
-        figures = bench_sandbox(n=n, preset=limits, tool=tool)
+        figures = bench_sandbox(n=n, preset=limits, tool=tool, tools_dir=tools)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
     typer.echo(
@@ -58,9 +61,12 @@ def engine(
     pols = [p.strip() for p in policies.split(",") if p.strip()]
     if "lazy" not in pols or any(p not in ("lazy", "always") for p in pols):
         raise typer.BadParameter("policies: lazy (required) and optionally always")
-    figures = run_engine_bench(
-        tools_path=tools, strategies=chosen, policies=pols, repeats=repeats, max_tokens=max_tokens, log=typer.echo
-    )
+    try:
+        figures = run_engine_bench(
+            tools_path=tools, strategies=chosen, policies=pols, repeats=repeats, max_tokens=max_tokens, log=typer.echo
+        )
+    except (FileNotFoundError, ValueError) as e:
+        raise typer.BadParameter(str(e)) from e
     typer.echo(
         f"constrained {figures['constrained_tok_s']} tok/s (worst strategy), unconstrained "
         f"{figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']}; ttft first "

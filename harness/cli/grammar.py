@@ -18,14 +18,12 @@ from typing import Annotated, Any
 
 import typer
 
-CACHED_REPEATS = 9
-
 app = typer.Typer(
     help="Show a strategy's grammar and payload; check calls against it token by token.", no_args_is_help=True
 )
 
 _FAMILY_HELP = "Model family: function_gemma or qwen."
-_TOOLS_HELP = 'OpenAI-style tools list (JSON): [{"type": "function", "function": {...}}, ...].'
+_TOOLS_HELP = 'OpenAI-style tools list (JSON: [{"type": "function", "function": {...}}, ...]) or a .pym folder.'
 _PARALLEL_HELP = "Build the grammar with allow_parallel_calls (several calls per answer)."
 
 FamilyOpt = Annotated[str, typer.Option("--family", help=_FAMILY_HELP)]
@@ -48,25 +46,12 @@ def _check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:
 
 
 def _load_tools(path: Path) -> list[Any]:
-    from harness.agents.types import ToolSchema
+    from harness.bench.inputs import load_tool_schemas
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read tools file: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise BadInput(f"{path}: not valid JSON: {exc}") from exc
-    if isinstance(data, dict) and isinstance(data.get("tools"), list):
-        data = data["tools"]
-    if not isinstance(data, list) or not data:
-        raise BadInput(f"{path}: expected a non-empty JSON list of OpenAI-style tools")
-    tools = []
-    for i, item in enumerate(data):
-        try:
-            tools.append(ToolSchema.from_openai(item))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise BadInput(f"{path}: tool {i}: {exc}") from exc
-    return tools
+        return load_tool_schemas(path)
+    except (FileNotFoundError, ValueError) as exc:
+        raise BadInput(str(exc)) from exc
 
 
 def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]]]]:
@@ -177,47 +162,32 @@ def check(
         raise _fail(str(exc)) from None
 
     from harness.agents.types import ToolCall
-    from harness.grammar.compile import compile_artifact
-    from harness.grammar.decode import walk_text
-    from harness.grammar.tokenizers import TokenizerUnavailable, get_tokenizer
-    from harness.stats import rounded_percentile
+    from harness.bench.measure import GoldText, check_outputs
+    from harness.grammar.tokenizers import TokenizerUnavailable
 
+    texts: list[GoldText] = []
+    for line, calls in items:
+        try:
+            rendered = adapter.render_output(
+                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
+            )
+        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
+            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
+            continue
+        texts.append(GoldText(str(line), rendered))
     try:
-        tok = get_tokenizer(family)
-        cold = compile_artifact(payload.artifact, family)
-        # a cache hit takes microseconds: one call is mostly noise, so report the median of several
-        cached = sorted(
-            (compile_artifact(payload.artifact, family) for _ in range(CACHED_REPEATS)), key=lambda c: c.compile_ms
-        )[CACHED_REPEATS // 2]
+        result = check_outputs(payload.artifact, family, texts)
     except TokenizerUnavailable as exc:
         raise _fail(str(exc)) from None
     except ConstraintError as exc:
         raise _fail(f"the {strategy} artifact does not compile: {exc}") from None
-
-    accepted = rejected = tokens = 0
-    mask_us: list[float] = []
-    accept_us: list[float] = []
-    for line, calls in items:
-        try:
-            text = adapter.render_output(
-                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
-            )
-        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
-            rejected += 1
-            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
-            continue
-        walk = walk_text(cold.compiled, tok, text)
-        tokens += walk.tokens
-        mask_us.extend(walk.mask_us)
-        accept_us.extend(walk.accept_us)
-        if walk.accepted:
-            accepted += 1
-            if verbose:
-                typer.echo(f"{calls_path}:{line}: accepted ({walk.tokens} tokens)", err=True)
-        else:
-            rejected += 1
-            typer.echo(f"{calls_path}:{line}: rejected: {walk.reason}", err=True)
-
+    for out in result.outputs:
+        if not out.accepted:
+            typer.echo(f"{calls_path}:{out.output.output_id}: rejected: {out.reason}", err=True)
+        elif verbose:
+            typer.echo(f"{calls_path}:{out.output.output_id}: accepted ({out.tokens} tokens)", err=True)
+    accepted = sum(o.accepted for o in result.outputs)
+    rejected = len(items) - accepted
     summary = {
         "family": family,
         "strategy": strategy,
@@ -225,16 +195,8 @@ def check(
         "parallel": parallel,
         "accepted": accepted,
         "rejected": rejected,
-        "total": accepted + rejected,
-        "compile_ms_cold": round(cold.compile_ms, 3),
-        "compile_ms_cached": round(cached.compile_ms, 4),
-        "compile_cold_was_cached": cold.cached,
-        "mask_us_p50": rounded_percentile(mask_us, 50),
-        "mask_us_p99": rounded_percentile(mask_us, 99),
-        "mask_us_max": round(max(mask_us), 3) if mask_us else None,
-        "accept_us_p50": rounded_percentile(accept_us, 50),
-        "masks": len(mask_us),
-        "tokens": tokens,
+        "total": len(items),
+        **result.figures(),
     }
     typer.echo(json.dumps(summary))
     raise typer.Exit(code=0 if rejected == 0 else 1)

@@ -1,7 +1,7 @@
 """pytest-benchmark: one sandboxed file-system tool call, end to end.
 
 What a runner pays per model call: ``PymTool.execute`` with a 20-file workspace (arguments checked,
-fresh sandbox session, the tree as virtual files, mutations applied). Goal (performance.md): p50 <= 0.5 ms.
+fresh sandbox session, the tree as virtual files, mutations applied). The project's goal: p50 <= 0.5 ms.
 Run with ``tox -e bench`` (or ``pytest tests/bench --benchmark-enable``); in the plain test run each
 benchmark executes once, as a smoke test.
 """
@@ -9,6 +9,7 @@ benchmark executes once, as a smoke test.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,13 +17,15 @@ import pytest
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall
 
+SHELLPER_TOOLS = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
+
 
 @pytest.fixture(scope="module")
 def setup() -> Any:
-    from harness.bench.sandbox import TOOLS_DIR, bench_state
+    from harness.bench.sandbox import bench_state
     from harness.sandbox import Workspace, discover_tools
 
-    tools = {t.name: t for t in discover_tools(TOOLS_DIR)}
+    tools = {t.name: t for t in discover_tools(SHELLPER_TOOLS)}
     state = bench_state()
     return tools, Workspace.filesystem(state), state
 

@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from harness.cli.main import app
 
+SHELLPER_TOOLS = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
+
 SUMMARY_KEYS = {
     "bench", "out", "tools", "gold_outputs", "families", "strategies", "engines", "mask_us_p50",
     "mask_us_p99", "mask_us_max", "compile_ms_cold", "compile_ms_cached", "accept_us_p50", "apply_us_p50",
@@ -32,7 +34,7 @@ def bench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]
     result = CliRunner().invoke(
         app,
         ["bench", "grammar", "--quick", "--family", "qwen", "--strategy", "json_schema,structural_tag",
-         "--calls", str(calls), "--out", str(out)],
+         "--calls", str(calls), "--tools", str(SHELLPER_TOOLS), "--out", str(out)],
     )
     assert result.exit_code == 0, result.output
     return out, result.output.strip().splitlines()

@@ -3,6 +3,8 @@ converted grammars accept and reject the same answers as xgrammar does with the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
@@ -27,6 +29,8 @@ INVALID = [
     ToolCall("i4", "cd", {"folder": 5}),
     ToolCall("i5", "wc", {"file_name": "a", "mode": "x"}),
 ]
+
+SHELLPER_TOOLS = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
 
 
 def test_specials_become_token_references_and_the_rest_terminals() -> None:
@@ -69,12 +73,12 @@ def test_what_cannot_be_converted_exactly_is_refused(ebnf: str) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
 def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy: str) -> None:
-    from harness.bench.grammar import load_tools
+    from harness.bench.inputs import load_tool_schemas
     from harness.bench.llguidance import measure_llguidance
     from harness.bench.measure import GoldText
     from harness.grammar import compile_artifact, walk_text
 
-    tools = load_tools(None)
+    tools = load_tool_schemas(SHELLPER_TOOLS)
     constraint = DecodingConstraint(strategy=strategy)  # type: ignore[arg-type]
     adapter = get_adapter(family)
     artifact = adapter.build_payload(tools, constraint).artifact
@@ -96,12 +100,12 @@ def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy
 def test_a_special_token_inside_a_string_is_text_for_xgrammar_and_refused_by_llguidance(
     family: str, marker: str
 ) -> None:
-    from harness.bench.grammar import load_tools
+    from harness.bench.inputs import load_tool_schemas
     from harness.bench.llguidance import SPECIAL_IN_TEXT, measure_llguidance
     from harness.bench.measure import GoldText
     from harness.grammar import compile_artifact, get_tokenizer, walk_text
 
-    tools = load_tools(None)
+    tools = load_tool_schemas(SHELLPER_TOOLS)
     constraint = DecodingConstraint(strategy="ebnf")
     adapter = get_adapter(family)
     artifact = adapter.build_payload(tools, constraint).artifact

@@ -1,0 +1,115 @@
+"""What the benchmarks measure with: tool schemas and gold calls, from explicit paths.
+
+The defaults are the SHELLper bundle's tools and suite, as paths relative to the working directory
+(``bundles/shellper/tools``, ``suites/shellper``): the benchmarks run from the repository root, or are
+given ``--tools``/``--calls``. Nothing is looked up relative to the installed package.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.agents.types import ToolCall, ToolSchema
+
+DEFAULT_TOOLS = Path("bundles") / "shellper" / "tools"
+"""The SHELLper bundle's 18 ``.pym`` tools (relative to the working directory)."""
+DEFAULT_SUITE = Path("suites") / "shellper"
+"""The SHELLper suite, whose gold calls the grammar bench replays (relative to the working directory)."""
+
+
+def load_tool_schemas(path: str | Path | None = None) -> list[ToolSchema]:
+    """Tools from an OpenAI-style JSON list (or ``{"tools": [...]}``) or from a folder of ``.pym``
+    tools; default ``DEFAULT_TOOLS``. Raises FileNotFoundError or ValueError naming the file."""
+    source = Path(path) if path is not None else DEFAULT_TOOLS
+    if not source.exists():
+        hint = " (run from the repository root, or pass --tools)" if path is None else ""
+        raise FileNotFoundError(f"{source}: no tools there{hint}: a JSON list of OpenAI tools or a .pym folder")
+    if source.is_dir():
+        from harness.sandbox.script import load_script
+
+        return [load_script(p, type_check=False).tool_schema() for p in sorted(source.glob("*.pym"))]
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"{source}: cannot read tools file: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise ValueError(f"{source}: not valid JSON: {exc}") from exc
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"{source}: expected a non-empty JSON list of OpenAI-style tools")
+    tools = []
+    for i, item in enumerate(data):
+        try:
+            tools.append(ToolSchema.from_openai(item))
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{source}: tool {i}: {exc}") from exc
+    return tools
+
+
+@dataclass(frozen=True, slots=True)
+class GoldCalls:
+    """One gold answer: the calls a model should make (usually one)."""
+
+    output_id: str
+    calls: tuple[ToolCall, ...]
+
+
+def _call(obj: Any, where: str) -> ToolCall:
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise ValueError(f"{where}: a call needs a name: {str(obj)[:120]}")
+    args = obj.get("arguments", {})
+    if isinstance(args, str):
+        args = json.loads(args)
+    if not isinstance(args, dict):
+        raise ValueError(f"{where}: arguments must be an object")
+    return ToolCall.create(obj["name"], args)
+
+
+def _calls_of_line(obj: Any, where: str) -> list[list[ToolCall]]:
+    """A CALLS.jsonl line: ``{"calls": [...]}``, one ``{"name", "arguments"}``, or a suite case."""
+    if isinstance(obj, dict) and "calls" in obj:
+        return [[_call(c, where) for c in obj["calls"]]]
+    if isinstance(obj, dict) and "expected" in obj:
+        return [[_call(c, where)] for c in [obj["expected"], *obj.get("expected_alternatives", [])]]
+    if isinstance(obj, dict) and "ground_truth" in obj:
+        return [[_call(c, where)] for turn in obj["ground_truth"] for c in turn]
+    return [[_call(obj, where)]]
+
+
+def load_gold(path: str | Path | None = None) -> tuple[list[GoldCalls], str]:
+    """Gold answers from a CALLS.jsonl file or a suite folder (default ``DEFAULT_SUITE``), without
+    duplicates; and where they came from."""
+    src = Path(path) if path is not None else DEFAULT_SUITE
+    if not src.exists():
+        hint = " (run from the repository root, or pass --calls)" if path is None else ""
+        raise FileNotFoundError(f"{src}: no gold calls there{hint}: a .jsonl of calls or a suite folder")
+    lines: list[tuple[str, Any]] = []
+    if src.is_dir():
+        from harness.eval.suite import load_suite
+
+        suite = load_suite(src)
+        for case in suite.cases:
+            lines.append((case.id, json.loads(case.model_dump_json())))
+    else:
+        for n, raw in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
+            if raw.strip():
+                obj = json.loads(raw)
+                lines.append((str(obj.get("id", f"line{n}")) if isinstance(obj, dict) else f"line{n}", obj))
+    seen: set[str] = set()
+    gold: list[GoldCalls] = []
+    for oid, obj in lines:
+        for k, calls in enumerate(_calls_of_line(obj, f"{src.name}:{oid}")):
+            key = json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True)
+            if calls and key not in seen:
+                seen.add(key)
+                gold.append(GoldCalls(oid if k == 0 else f"{oid}#{k}", tuple(calls)))
+    if not gold:
+        raise ValueError(f"{src}: no gold calls")
+    return gold, str(src)
+
+
+__all__ = ["DEFAULT_SUITE", "DEFAULT_TOOLS", "GoldCalls", "load_gold", "load_tool_schemas"]
