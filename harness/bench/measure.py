@@ -190,7 +190,7 @@ def apply_times(family: str, masks: Sequence[Any]) -> dict[str, Any]:
     import xgrammar as xgr
 
     from harness.grammar import get_tokenizer
-    from harness.grammar.decode import masked_scores
+    from harness.grammar.mask import masked_scores
 
     tok = get_tokenizer(family)
     vocab = tok.vocab_size

@@ -1,4 +1,5 @@
-"""Grammar core: real tokenizers, compiling constraints with xgrammar, the constrained decoding loop.
+"""Grammar core: real tokenizers, compiling constraints with xgrammar, token bitmasks, the constrained
+decoding loop, reading a constraint out of a request.
 
 Importing this package is cheap: names resolve on first use (``harness.grammar.get_tokenizer``
 imports the tokenizer module then; xgrammar loads only when something compiles or matches).
@@ -23,13 +24,12 @@ if TYPE_CHECKING:
         MaskPolicy,
         TokenSource,
         WalkResult,
-        allocate_bitmask,
-        allowed_ids,
         walk_text,
     )
     from harness.grammar.decode import (
         decode as constrained_decode,
     )
+    from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
     from harness.grammar.tokenizers import (
         TOKENIZER_FAMILIES,
@@ -50,8 +50,9 @@ _EXPORTS: dict[str, str] = {
     "MaskPolicy": "decode",
     "TokenSource": "decode",
     "WalkResult": "decode",
-    "allocate_bitmask": "decode",
-    "allowed_ids": "decode",
+    "allocate_bitmask": "mask",
+    "allowed_ids": "mask",
+    "masked_scores": "mask",
     "constrained_decode": "decode",
     "walk_text": "decode",
     "constraint_from_request": "request",
@@ -87,6 +88,7 @@ __all__ = [
     "gemma_gguf_path",
     "get_compiler",
     "get_tokenizer",
+    "masked_scores",
     "walk_text",
 ]
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from harness.agents.constraint import REJECTED_GOLD
+from harness.grammar.mask import allocate_bitmask, masked_scores, pick_token, token_allowed
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -110,6 +111,8 @@ class DecodeResult:
 
 @dataclass(slots=True)
 class _Run:
+    """What a decode has spent and emitted so far."""
+
     ids: list[int] = field(default_factory=list)
     mask_us: list[float] = field(default_factory=list)
     accept_us: list[float] = field(default_factory=list)
@@ -118,67 +121,210 @@ class _Run:
     fallbacks: int = 0
 
 
-def allocate_bitmask(vocab_size: int) -> NDArray[np.int32]:
-    """An xgrammar token bitmask for one sequence as a numpy array (no torch needed)."""
-    return np.full((1, (vocab_size + 31) // 32), -1, dtype=np.int32)
+class _Decoder:
+    """One decode, step by step: the matcher, the clock, and where the decode ended (see ``decode``)."""
 
+    def __init__(
+        self,
+        compiled: Any | None,
+        tokenizer: FamilyTokenizer,
+        mask_policy: MaskPolicy,
+        stops: tuple[int, ...],
+        temperature: float,
+        rng: np.random.Generator | None,
+    ) -> None:
+        self.tokenizer, self.policy, self.temperature, self.rng = tokenizer, mask_policy, temperature, rng
+        self.stops, self.stop_set = stops, frozenset(stops)
+        self.clock = time.perf_counter_ns
+        self.start = self.clock()
+        self.run = _Run()
+        self.matcher: Any = None
+        self.bitmask: NDArray[np.int32] = allocate_bitmask(tokenizer.vocab_size if compiled is not None else 0)
+        if compiled is not None:
+            import xgrammar as xgr
 
-def allowed_ids(bitmask: NDArray[np.int32], limit: int) -> NDArray[np.intp]:
-    """Ids whose bit is set in row 0 of ``bitmask``, below ``limit``."""
-    bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little", count=limit)
-    return np.flatnonzero(bits)
+            self.matcher = xgr.GrammarMatcher(compiled)
+        self.finish: FinishReason = "length"
+        self.error: str | None = None
+        self.rejected_at: int | None = None
+        self.rejected_token: int | None = None
+        self.stop_id: int | None = None
+        self.terminated = False
+        self.generated = 0
+        """Tokens fed so far (the index of the current step)."""
+        self.from_model = False
+        """The source gave logits: its end is the engine's stop, not a gold text's end."""
+        self.ttft_ns: int | None = None
 
+    # -- timed grammar work -----------------------------------------------------------------------
 
-_LANES = np.arange(32)
+    def _fill(self) -> None:
+        t0 = self.clock()
+        self.matcher.fill_next_token_bitmask(self.bitmask)
+        dt = self.clock() - t0
+        self.run.mask_us.append(dt / 1000.0)
+        self.run.grammar_ns += dt
 
+    def _accept(self, token: int) -> tuple[bool, int]:
+        """Whether the matcher takes ``token`` (and advances), and the nanoseconds it took."""
+        t0 = self.clock()
+        ok = bool(self.matcher.accept_token(token))
+        dt = self.clock() - t0
+        self.run.grammar_ns += dt
+        return ok, dt
 
-def masked_scores(
-    logits: NDArray[np.floating[Any]], bitmask: NDArray[np.int32], limit: int
-) -> tuple[NDArray[np.floating[Any]], NDArray[np.intp] | None]:
-    """The logits of the allowed ids: ``(scores, ids)`` when few are allowed (gathered), or
-    ``(scores, None)`` with forbidden ids at -inf when many are. Cheaper than xgrammar's CPU
-    ``apply_token_bitmask_inplace`` (~18 us sparse, ~100 us dense against ~1.2 ms for 262k ids)."""
-    nwords = (limit + 31) // 32
-    words = bitmask[0, :nwords]
-    nonzero = np.flatnonzero(words)
-    if nonzero.size * 32 <= limit // 16:
-        bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little").reshape(-1, 32).astype(bool)
-        ids = (nonzero[:, None] * 32 + _LANES)[bits]
-        ids = ids[ids < limit]
-        return logits[ids], ids
-    masked = np.full(nwords * 32, -np.inf, dtype=logits.dtype)
-    masked[:limit] = logits[:limit]
-    rows = masked.reshape(-1, 32)
-    rows[words == 0] = -np.inf
-    partial = np.flatnonzero((words != 0) & (words != -1))
-    if partial.size:
-        bits = np.unpackbits(words[partial].view(np.uint8), bitorder="little").reshape(-1, 32).astype(bool)
-        sub = rows[partial]
-        sub[~bits] = -np.inf
-        rows[partial] = sub
-    return masked[:limit], None
+    def _pick(self, scores: NDArray[np.floating[Any]], ids: NDArray[np.intp] | None) -> int:
+        t0 = self.clock()
+        token = pick_token(scores, ids, self.temperature, self.rng)
+        self.run.grammar_ns += self.clock() - t0
+        return token
 
+    def _reject(self, error: str, token: int | None = None) -> None:
+        self.finish, self.error, self.rejected_at, self.rejected_token = "rejected", error, self.generated, token
 
-def _bit(bitmask: NDArray[np.int32], token_id: int) -> bool:
-    return bool((int(bitmask[0, token_id >> 5]) >> (token_id & 31)) & 1)
+    # -- one step ---------------------------------------------------------------------------------
 
+    def propose(self, source: TokenSource) -> int | NDArray[np.floating[Any]] | None:
+        t0 = self.clock()
+        proposal = source.propose()
+        self.run.source_ns += self.clock() - t0
+        return proposal
 
-def _pick(
-    scores: NDArray[np.floating[Any]],
-    ids: NDArray[np.intp] | None,
-    temperature: float,
-    rng: np.random.Generator | None,
-) -> int:
-    """Greedy (temperature 0) or sampled choice; ``ids`` maps positions of ``scores`` to token ids."""
-    if temperature <= 0.0:
-        k = int(np.argmax(scores))
-    else:
-        z = scores.astype(np.float64) / temperature
-        z -= z.max()
-        p = np.exp(z)
-        p /= p.sum()
-        k = int((rng or np.random.default_rng()).choice(len(p), p=p))
-    return k if ids is None else int(ids[k])
+    def source_ended(self) -> None:
+        """The source has nothing more: the grammar must be able to stop here (a gold text that it
+        cannot end after is rejected at ``len(ids)``; a model that stopped early just did not end it)."""
+        if self.matcher is None:
+            self.terminated, self.finish = True, "stop"
+            return
+        chosen = self._stop_always() if self.policy == "always" else self._stop_lazy()
+        if chosen is None and self.from_model:
+            self.finish = "stop"  # an engine stop (e.g. a stop string) before the grammar could end
+        elif chosen is None:
+            self._reject(REJECTED_GOLD)
+        else:
+            self.stop_id, self.generated = chosen, self.generated + 1
+            self.terminated, self.finish = self.matcher.is_terminated(), "stop"
+
+    def _stop_always(self) -> int | None:
+        self._fill()
+        chosen = next((s for s in self.stops if token_allowed(self.bitmask, s)), None)
+        if chosen is not None:
+            _, dt = self._accept(chosen)
+            self.run.accept_us.append(dt / 1000.0)
+        return chosen
+
+    def _stop_lazy(self) -> int | None:
+        spent = 0
+        chosen = None
+        for stop in self.stops:
+            ok, dt = self._accept(stop)
+            spent += dt
+            if ok:
+                chosen = stop
+                break
+        self.run.accept_us.append(spent / 1000.0)
+        return chosen
+
+    def gold_token(self, token: int) -> bool:
+        """Check a gold id against the grammar; False (and the decode rejected) when it is forbidden."""
+        if self.matcher is None:
+            return True
+        if not 0 <= token < self.tokenizer.vocab_size:
+            self._reject(REJECTED_GOLD, token)
+            return False
+        if self.policy == "always":
+            self._fill()
+            allowed = token_allowed(self.bitmask, token)
+            ok, dt = self._accept(token) if allowed else (False, 0)
+            if allowed:
+                self.run.accept_us.append(dt / 1000.0)
+        else:
+            ok, dt = self._accept(token)
+            self.run.accept_us.append(dt / 1000.0)
+        if not ok:
+            self._reject(REJECTED_GOLD, token)
+        return ok
+
+    def model_token(self, logits: NDArray[np.floating[Any]]) -> int | None:
+        """The token chosen from a model's logits under the grammar; None at a dead end (rejected)."""
+        self.from_model = True
+        if self.matcher is None:
+            return self._pick(logits, None)
+        spent = 0
+        if self.policy == "lazy":  # the model's own choice first; the mask only when it is refused
+            token = self._pick(logits, None)
+            ok, spent = self._accept(token)
+            if ok:
+                self.run.accept_us.append(spent / 1000.0)
+                return token
+            self.run.fallbacks += 1
+        self._fill()
+        t0 = self.clock()
+        chosen = self._best_allowed(logits)
+        self.run.grammar_ns += self.clock() - t0
+        if chosen is None:
+            self._reject(DEAD_END)
+            return None
+        ok, dt = self._accept(chosen)
+        if not ok:  # the mask said yes and the matcher no: never expected
+            self._reject(DEAD_END, chosen)
+            return None
+        self.run.accept_us.append((spent + dt) / 1000.0)
+        return chosen
+
+    def _best_allowed(self, logits: NDArray[np.floating[Any]]) -> int | None:
+        """The allowed token to emit (greedy: the argmax when allowed, else the best allowed; or a
+        sample of the allowed ones); None when the mask allows nothing."""
+        limit = min(len(logits), self.tokenizer.vocab_size)
+        if self.policy == "always" and self.temperature <= 0.0:
+            best = int(np.argmax(logits[:limit]))
+            if token_allowed(self.bitmask, best):
+                return best
+        scores, ids = masked_scores(logits, self.bitmask, limit)
+        if scores.size == 0:
+            return None
+        token = pick_token(scores, ids, self.temperature, self.rng)
+        return None if ids is None and bool(scores[token] == -np.inf) else token
+
+    def feed(self, source: TokenSource, token: int) -> bool:
+        """Give the source the chosen token; True when the decode ends with it."""
+        t0 = self.clock()
+        source.feed(token)
+        self.run.source_ns += self.clock() - t0
+        self.generated += 1
+        if self.ttft_ns is None:
+            self.ttft_ns = self.clock() - self.start
+        if token in self.stop_set:
+            self.stop_id = token
+            self.terminated = self.matcher.is_terminated() if self.matcher is not None else True
+            self.finish = "stop"
+            return True
+        self.run.ids.append(token)
+        if self.matcher is not None and self.matcher.is_terminated():
+            self.terminated, self.finish = True, "stop"
+            return True
+        return False
+
+    def result(self) -> DecodeResult:
+        run = self.run
+        return DecodeResult(
+            token_ids=tuple(run.ids),
+            text=self.tokenizer.decode(run.ids),
+            mask_us=tuple(run.mask_us),
+            accept_us=tuple(run.accept_us),
+            terminated=self.terminated,
+            finish_reason=self.finish,
+            rejected_at=self.rejected_at,
+            error=self.error,
+            rejected_token=self.rejected_token,
+            stop_id=self.stop_id,
+            generated=self.generated,
+            ttft_ms=None if self.ttft_ns is None else self.ttft_ns / 1e6,
+            total_ms=(self.clock() - self.start) / 1e6,
+            source_ms=run.source_ns / 1e6,
+            grammar_us=run.grammar_ns / 1000.0,
+            fallbacks=run.fallbacks,
+        )
 
 
 def decode(
@@ -200,179 +346,19 @@ def decode(
     if mask_policy not in ("always", "lazy"):
         raise ValueError(f"unknown mask policy {mask_policy!r}: expected 'always' or 'lazy'")
     stops = tuple(tokenizer.eos_ids if stop_ids is None else stop_ids)
-    stop_set = frozenset(stops)
-    clock = time.perf_counter_ns
-    start = clock()
-    run = _Run()
-    ttft_ns: int | None = None
-    matcher = None
-    bitmask = None
-    if compiled is not None:
-        import xgrammar as xgr
-
-        matcher = xgr.GrammarMatcher(compiled)
-        bitmask = allocate_bitmask(tokenizer.vocab_size)
-
-    finish: FinishReason = "length"
-    error: str | None = None
-    rejected_at: int | None = None
-    rejected_token: int | None = None
-    stop_id: int | None = None
-    terminated = False
-    generated = 0
-    from_model = False  # the source gave logits: its end is the engine's stop, not a gold text's end
-
-    def fill() -> None:
-        assert matcher is not None and bitmask is not None
-        t0 = clock()
-        matcher.fill_next_token_bitmask(bitmask)
-        dt = clock() - t0
-        run.mask_us.append(dt / 1000.0)
-        run.grammar_ns += dt
-
-    def accept(token: int) -> tuple[bool, int]:
-        assert matcher is not None
-        t0 = clock()
-        ok = bool(matcher.accept_token(token))
-        dt = clock() - t0
-        run.grammar_ns += dt
-        return ok, dt
-
-    while generated < max_tokens:
-        t0 = clock()
-        proposal = source.propose()
-        run.source_ns += clock() - t0
-        step = generated
-
-        if proposal is None:  # the source ended: the grammar must be able to stop here
-            if matcher is None:
-                terminated, finish = True, "stop"
-                break
-            chosen = None
-            if mask_policy == "always":
-                fill()
-                assert bitmask is not None
-                chosen = next((s for s in stops if _bit(bitmask, s)), None)
-                if chosen is not None:
-                    _, dt = accept(chosen)
-                    run.accept_us.append(dt / 1000.0)
-            else:
-                spent = 0
-                for s in stops:
-                    ok, dt = accept(s)
-                    spent += dt
-                    if ok:
-                        chosen = s
-                        break
-                run.accept_us.append(spent / 1000.0)
-            if chosen is None and from_model:
-                finish = "stop"  # an engine stop (e.g. a stop string) before the grammar could end
-            elif chosen is None:
-                finish, error, rejected_at = "rejected", REJECTED_GOLD, step
-            else:
-                stop_id, generated = chosen, generated + 1
-                terminated, finish = matcher.is_terminated(), "stop"
+    d = _Decoder(compiled, tokenizer, mask_policy, stops, temperature, rng)
+    while d.generated < max_tokens:
+        proposal = d.propose(source)
+        if proposal is None:
+            d.source_ended()
             break
-
-        if isinstance(proposal, (int, np.integer)):  # a gold id
-            token = int(proposal)
-            if matcher is not None:
-                if not 0 <= token < tokenizer.vocab_size:
-                    finish, error, rejected_at, rejected_token = "rejected", REJECTED_GOLD, step, token
-                    break
-                if mask_policy == "always":
-                    fill()
-                    assert bitmask is not None
-                    allowed = _bit(bitmask, token)
-                    ok, dt = accept(token) if allowed else (False, 0)
-                    if allowed:
-                        run.accept_us.append(dt / 1000.0)
-                else:
-                    ok, dt = accept(token)
-                    run.accept_us.append(dt / 1000.0)
-                if not ok:
-                    finish, error, rejected_at, rejected_token = "rejected", REJECTED_GOLD, step, token
-                    break
-        else:  # next-token logits
-            logits = proposal
-            from_model = True
-            token = -1
-            if matcher is None:
-                t0 = clock()
-                token = _pick(logits, None, temperature, rng)
-                run.grammar_ns += clock() - t0
-            else:
-                spent = 0
-                if mask_policy == "lazy":
-                    t0 = clock()
-                    token = _pick(logits, None, temperature, rng)
-                    run.grammar_ns += clock() - t0
-                    ok, spent = accept(token)
-                    if not ok:
-                        run.fallbacks += 1
-                        token = -1
-                if token < 0:
-                    fill()
-                    assert bitmask is not None
-                    t0 = clock()
-                    limit = min(len(logits), tokenizer.vocab_size)
-                    dead = False
-                    if mask_policy == "always" and temperature <= 0.0:
-                        best = int(np.argmax(logits[:limit]))  # greedy: the argmax wins when allowed
-                        if _bit(bitmask, best):
-                            token = best
-                    if token < 0:
-                        scores, ids = masked_scores(logits, bitmask, limit)
-                        dead = scores.size == 0
-                        if not dead:
-                            token = _pick(scores, ids, temperature, rng)
-                            dead = ids is None and bool(scores[token] == -np.inf)
-                    run.grammar_ns += clock() - t0
-                    if dead:
-                        finish, error, rejected_at = "rejected", DEAD_END, step
-                        break
-                    ok, dt = accept(token)
-                    spent += dt
-                    if not ok:  # the mask said yes and the matcher no: never expected
-                        finish, error, rejected_at, rejected_token = "rejected", DEAD_END, step, token
-                        break
-                run.accept_us.append(spent / 1000.0)
-
-        t0 = clock()
-        source.feed(token)
-        run.source_ns += clock() - t0
-        generated += 1
-        if ttft_ns is None:
-            ttft_ns = clock() - start
-        if token in stop_set:
-            stop_id = token
-            terminated = matcher.is_terminated() if matcher is not None else True
-            finish = "stop"
+        if isinstance(proposal, (int, np.integer)):
+            token: int | None = int(proposal) if d.gold_token(int(proposal)) else None
+        else:
+            token = d.model_token(proposal)
+        if token is None or d.feed(source, token):
             break
-        run.ids.append(token)
-        if matcher is not None and matcher.is_terminated():
-            terminated, finish = True, "stop"
-            break
-
-    total_ns = clock() - start
-    return DecodeResult(
-        token_ids=tuple(run.ids),
-        text=tokenizer.decode(run.ids),
-        mask_us=tuple(run.mask_us),
-        accept_us=tuple(run.accept_us),
-        terminated=terminated,
-        finish_reason=finish,
-        rejected_at=rejected_at,
-        error=error,
-        rejected_token=rejected_token,
-        stop_id=stop_id,
-        generated=generated,
-        ttft_ms=None if ttft_ns is None else ttft_ns / 1e6,
-        total_ms=total_ns / 1e6,
-        source_ms=run.source_ns / 1e6,
-        grammar_us=run.grammar_ns / 1000.0,
-        fallbacks=run.fallbacks,
-    )
+    return d.result()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ def allowed_at_start(tokenizer, ebnf: str) -> set[int]:
     """Ids the grammar allows as the first token."""
     import xgrammar as xgr
 
-    from harness.grammar.decode import allocate_bitmask, allowed_ids
+    from harness.grammar.mask import allocate_bitmask, allowed_ids
 
     compiled = xgr.GrammarCompiler(tokenizer.info, max_threads=1).compile_grammar(ebnf)
     matcher = xgr.GrammarMatcher(compiled)
