@@ -8,8 +8,9 @@ Requests are read as vLLM reads them (``structured_outputs``, ``response_format`
 Stricter than vLLM where vLLM fails open: an unknown request field, an unknown or removed
 constraint field, two constraints at once, a constraint of the wrong type or one xgrammar cannot
 compile is HTTP 400 with a message, checked before any token is generated (so also before a stream
-starts). The server never answers unconstrained when a constraint was asked for. The constraint is
-passed on in one canonical form, ``structured_outputs: {grammar|json|structural_tag: text}``.
+starts; the body is a pydantic model, ``harness.engines.chat_request``). The server never answers
+unconstrained when a constraint was asked for. The constraint is passed on in one canonical form,
+``structured_outputs: {grammar|json|structural_tag: text}``.
 
 Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
 adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
@@ -34,12 +35,10 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
-from harness.agents.constraint import ConstraintError
-from harness.agents.types import Message, ToolCall, ToolSchema
+from harness.agents.client import CompletionResponse, ModelCallError
+from harness.engines.chat_request import BadRequest, Parsed, parse_body
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -47,131 +46,6 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from harness.engines.served import ServedEngine
-
-HONOURED = frozenset({
-    "model", "messages", "tools", "tool_choice", "stop", "max_tokens", "max_completion_tokens",
-    "temperature", "seed", "stream", "stream_options", "structured_outputs", "response_format",
-    "skip_special_tokens", "oracle",
-})
-IGNORED = frozenset({"user", "parallel_tool_calls", "metadata", "store", "chat_template_kwargs"})
-"""Accepted and without effect here: the grammar decides how many calls there are, and the family
-adapter renders the prompt (Qwen's ``enable_thinking: false`` is what it renders anyway)."""
-MUST_BE_DEFAULT: dict[str, tuple[Any, ...]] = {
-    "n": (1,), "top_p": (1, 1.0), "logprobs": (False,), "frequency_penalty": (0, 0.0),
-    "presence_penalty": (0, 0.0), "echo": (False,), "include_stop_str_in_output": (False,),
-}
-"""Accepted only at their default (or null): anything else would be silently ignored."""
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str, status: int = 400, kind: str = "BadRequestError") -> None:
-        super().__init__(message)
-        self.status, self.kind = status, kind
-
-
-@dataclass(frozen=True, slots=True)
-class Parsed:
-    request: CompletionRequest
-    family: str
-    parse_tools: bool
-    include_usage: bool
-
-
-def _message(raw: Any, i: int) -> Message:
-    if not isinstance(raw, dict) or raw.get("role") not in ("system", "developer", "user", "assistant", "tool"):
-        raise BadRequest(f"messages[{i}] needs a role of system, developer, user, assistant or tool")
-    content = raw.get("content")
-    if isinstance(content, list):  # content parts: only text is understood
-        if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-            raise BadRequest(f"messages[{i}].content: only text parts are supported")
-        content = "".join(str(p.get("text", "")) for p in content)
-    if content is not None and not isinstance(content, str):
-        raise BadRequest(f"messages[{i}].content must be a string, a list of text parts or null")
-    calls = []
-    for j, tc in enumerate(raw.get("tool_calls") or ()):
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        args = fn.get("arguments") if isinstance(fn, dict) else None
-        try:
-            decoded = json.loads(args) if isinstance(args, str) else args
-        except ValueError:
-            decoded = None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not isinstance(decoded, dict):
-            raise BadRequest(f"messages[{i}].tool_calls[{j}] needs function.name and JSON-object arguments")
-        calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}_{j}"), name=fn["name"], arguments=decoded))
-    return Message(
-        role=raw["role"], content=content, tool_calls=tuple(calls),
-        tool_call_id=raw.get("tool_call_id"), name=raw.get("name"),
-    )
-
-
-def parse_body(body: Any, engine: ServedEngine) -> Parsed:
-    """Validate a chat-completions body (raises BadRequest) and build the engine's request."""
-    from harness.grammar import compile_artifact, constraint_from_request
-
-    if not isinstance(body, dict):
-        raise BadRequest("the request body must be a JSON object")
-    unknown = sorted(k for k in body if k not in HONOURED and k not in IGNORED and k not in MUST_BE_DEFAULT)
-    guided = [k for k in unknown if k.startswith("guided_")]
-    if guided:
-        raise BadRequest(
-            f"{', '.join(guided)}: removed from vLLM in v0.12; use structured_outputs "
-            "(json, regex, choice, grammar, json_object, structural_tag)"
-        )
-    if unknown:
-        raise BadRequest(f"unknown request field(s) {', '.join(unknown)}: refused rather than ignored")
-    for key, allowed in MUST_BE_DEFAULT.items():
-        if body.get(key) is not None and body[key] not in allowed:
-            raise BadRequest(f"{key}={body[key]!r} is not supported (only {allowed[0]!r})")
-    model = body.get("model")
-    if not isinstance(model, str):
-        raise BadRequest("model must be a string")
-    try:
-        family = engine.family_of(model)
-    except ModelCallError as exc:
-        raise BadRequest(str(exc), 404, "NotFoundError") from exc
-    msgs = body.get("messages")
-    if not isinstance(msgs, list) or not msgs:
-        raise BadRequest("messages must be a non-empty list")
-    messages = tuple(_message(m, i) for i, m in enumerate(msgs))
-    try:
-        tools = tuple(ToolSchema.from_openai(t) for t in body.get("tools") or ())
-    except (ValueError, AttributeError, TypeError) as exc:
-        raise BadRequest(f"tools: {exc}") from exc
-    stop = body.get("stop")
-    stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
-    if not all(isinstance(s, str) for s in stops):
-        raise BadRequest("stop must be a string or a list of strings")
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-        raise BadRequest("max_tokens must be a positive integer")
-    temperature = body.get("temperature")
-    if temperature is None:
-        temperature = 1.0  # OpenAI's and vLLM's default
-    if not isinstance(temperature, (int, float)) or temperature < 0:
-        raise BadRequest("temperature must be a number >= 0")
-    seed = body.get("seed")
-    if seed is not None and not isinstance(seed, int):
-        raise BadRequest("seed must be an integer")
-    try:
-        artifact = constraint_from_request(body, body.get("response_format"))
-        if artifact is not None:
-            compile_artifact(artifact, family)  # a bad grammar is a 400 now, never an unconstrained answer
-    except ConstraintError as exc:
-        raise BadRequest(str(exc)) from exc
-    extra: dict[str, Any] = {}
-    if artifact is not None:
-        extra["structured_outputs"] = {artifact.kind: artifact.value}
-    if "oracle" in body:
-        extra["oracle"] = body["oracle"]
-    tool_choice = body.get("tool_choice")
-    options = body.get("stream_options") or {}
-    served = next((m for m in engine.model_ids if engine.family_of(m) == family), model)
-    request = CompletionRequest(
-        model=served, messages=messages, tools=tools, extra_body=extra, stop=stops,
-        max_tokens=max_tokens, temperature=float(temperature), seed=seed, stream=bool(body.get("stream")),
-    )
-    return Parsed(request, family, bool(tools) and tool_choice != "none", bool(options.get("include_usage")))
-
 
 def shape_message(parsed: Parsed, response: CompletionResponse) -> tuple[str | None, list[dict[str, Any]], str]:
     """(content, tool_calls, finish_reason) as vLLM answers; calls only when all of them parse."""

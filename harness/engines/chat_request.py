@@ -1,0 +1,247 @@
+"""The body of ``POST /v1/chat/completions`` as ``harness serve`` reads it: a pydantic model.
+
+Stricter than vLLM where vLLM fails open: an unknown field is refused rather than ignored (a removed
+``guided_*`` field says what replaced it), fields the server cannot honour are accepted only at their
+default, every value is checked for its type (strictly: ``"5"`` is not a number), and the constraint
+(``structured_outputs`` / ``response_format``) is read with vLLM's rules and compiled before anything
+is generated. Every problem is a ``BadRequest`` (HTTP 400, or 404 for a model the engine does not
+serve) whose message names the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.agents.client import CompletionRequest, ModelCallError
+from harness.agents.constraint import ConstraintError
+from harness.agents.types import Message, ToolCall, ToolSchema
+
+if TYPE_CHECKING:
+    from harness.engines.served import ServedEngine
+
+IGNORED = frozenset({"user", "parallel_tool_calls", "metadata", "store", "chat_template_kwargs"})
+"""Accepted and without effect here: the grammar decides how many calls there are, and the family
+adapter renders the prompt (Qwen's ``enable_thinking: false`` is what it renders anyway)."""
+MUST_BE_DEFAULT: dict[str, tuple[Any, ...]] = {
+    "n": (1,), "top_p": (1, 1.0), "logprobs": (False,), "frequency_penalty": (0, 0.0),
+    "presence_penalty": (0, 0.0), "echo": (False,), "include_stop_str_in_output": (False,),
+}
+"""Accepted only at their default (or null): anything else would be silently ignored."""
+DEFAULT_TEMPERATURE = 1.0
+"""OpenAI's and vLLM's default when a request gives none."""
+
+
+class BadRequest(Exception):
+    """A request the server refuses: ``status`` 400 (or 404) with an OpenAI-style error ``kind``."""
+
+    def __init__(self, message: str, status: int = 400, kind: str = "BadRequestError") -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TextPart(_Body):
+    """A content part; only text is understood."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    type: Literal["text"]
+    """Only ``text``."""
+    text: str = ""
+    """The text."""
+
+
+class FunctionCallBody(_Body):
+    """The function of an assistant message's tool call."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    name: str
+    """The tool."""
+    arguments: str | dict[str, Any]
+    """The arguments: their JSON text (as OpenAI sends them) or the object."""
+
+
+class ToolCallBody(_Body):
+    """A tool call on an assistant message of the history."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    id: str | None = None
+    """The call id (made up when missing)."""
+    function: FunctionCallBody
+    """What was called."""
+
+
+class MessageBody(_Body):
+    """One message of the history."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str | list[TextPart] | None = None
+    """The text (text parts are joined)."""
+    tool_calls: list[ToolCallBody] | None = None
+    """An assistant message's calls."""
+    tool_call_id: str | None = None
+    """The call a tool message answers."""
+    name: str | None = None
+    """The tool a tool message comes from."""
+
+
+class StreamOptions(_Body):
+    """Streaming options."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+    include_usage: bool = False
+    """Send a last chunk with the token usage."""
+
+
+class ChatCompletionBody(_Body):
+    """A chat-completions request body, with vLLM's field names."""
+
+    model: str
+    """A model id the engine serves."""
+    messages: list[MessageBody] = Field(min_length=1)
+    """The conversation (at least one message)."""
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI-style tools (read with ``ToolSchema.from_openai``)."""
+    tool_choice: Any = None
+    """``"none"`` returns the raw text; anything else lets the family adapter read calls."""
+    stop: str | list[str] | None = None
+    """Stop strings."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Bound of the answer in tokens."""
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    """The newer name of ``max_tokens`` (it wins when both are given)."""
+    temperature: float | None = Field(default=None, ge=0)
+    """0 is greedy; None is ``DEFAULT_TEMPERATURE``."""
+    seed: int | None = None
+    """Seed of the sampler."""
+    stream: bool = False
+    """Answer as server-sent events."""
+    stream_options: StreamOptions | None = None
+    """Streaming options."""
+    structured_outputs: Any = None
+    """vLLM's ``StructuredOutputsParams`` (checked by ``constraint_from_request``)."""
+    response_format: Any = None
+    """OpenAI's ``response_format`` (checked by ``constraint_from_request``)."""
+    skip_special_tokens: bool | None = None
+    """Accepted: control tokens always stay in the text here."""
+    oracle: Any = None
+    """The gold answer, for the served oracle (checked by it)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValueError("the request body must be a JSON object")
+        unknown = sorted(k for k in data if k not in cls.model_fields and k not in IGNORED and k not in MUST_BE_DEFAULT)
+        guided = [k for k in unknown if k.startswith("guided_")]
+        if guided:
+            raise ValueError(
+                f"{', '.join(guided)}: removed from vLLM in v0.12; use structured_outputs "
+                "(json, regex, choice, grammar, json_object, structural_tag)"
+            )
+        if unknown:
+            raise ValueError(f"unknown request field(s) {', '.join(unknown)}: refused rather than ignored")
+        for key, allowed in MUST_BE_DEFAULT.items():
+            if data.get(key) is not None and data[key] not in allowed:
+                raise ValueError(f"{key}={data[key]!r} is not supported (only {allowed[0]!r})")
+        return {k: v for k, v in data.items() if k in cls.model_fields}
+
+    def history(self) -> tuple[Message, ...]:
+        """The messages as kernel messages; BadRequest for a tool call whose arguments are not an object."""
+        return tuple(_message(m, i) for i, m in enumerate(self.messages))
+
+    def tool_schemas(self) -> tuple[ToolSchema, ...]:
+        try:
+            return tuple(ToolSchema.from_openai(t) for t in self.tools or ())
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise BadRequest(f"tools: {exc}") from exc
+
+    def stops(self) -> tuple[str, ...]:
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+
+
+def _message(raw: MessageBody, i: int) -> Message:
+    content = raw.content
+    if isinstance(content, list):
+        content = "".join(p.text for p in content)
+    calls = []
+    for j, tc in enumerate(raw.tool_calls or ()):
+        args = tc.function.arguments
+        try:
+            decoded = json.loads(args) if isinstance(args, str) else args
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            raise BadRequest(f"messages[{i}].tool_calls[{j}] needs function.name and JSON-object arguments")
+        calls.append(ToolCall(id=tc.id or f"call_{i}_{j}", name=tc.function.name, arguments=decoded))
+    return Message(role=raw.role, content=content, tool_calls=tuple(calls), tool_call_id=raw.tool_call_id,
+                   name=raw.name)
+
+
+def _problem(exc: ValidationError) -> str:
+    from harness.agents.bundle import field_path
+
+    return "; ".join(
+        f"{field_path(e['loc'])}: {e['msg']}" if e["loc"] else str(e["msg"]).removeprefix("Value error, ")
+        for e in exc.errors(include_url=False)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A checked request, ready for the engine."""
+
+    request: CompletionRequest
+    family: str
+    parse_tools: bool
+    """Read tool calls out of the answer (tools given and ``tool_choice`` not ``"none"``)."""
+    include_usage: bool
+    """Streaming: end with a usage chunk."""
+
+
+def parse_body(body: Any, engine: ServedEngine) -> Parsed:
+    """Validate a chat-completions body (raises BadRequest) and build the engine's request. The
+    constraint is compiled here: a bad grammar is a 400 now, never an unconstrained answer."""
+    from harness.grammar import compile_artifact, constraint_from_request
+
+    try:
+        checked = ChatCompletionBody.model_validate(body)
+    except ValidationError as exc:
+        raise BadRequest(_problem(exc)) from None
+    try:
+        family = engine.family_of(checked.model)
+    except ModelCallError as exc:
+        raise BadRequest(str(exc), 404, "NotFoundError") from exc
+    messages = checked.history()
+    tools = checked.tool_schemas()
+    try:
+        artifact = constraint_from_request({"structured_outputs": checked.structured_outputs}, checked.response_format)
+        if artifact is not None:
+            compile_artifact(artifact, family)
+    except ConstraintError as exc:
+        raise BadRequest(str(exc)) from exc
+    extra: dict[str, Any] = {}
+    if artifact is not None:
+        extra["structured_outputs"] = {artifact.kind: artifact.value}
+    if checked.oracle is not None:
+        extra["oracle"] = checked.oracle
+    served = next((m for m in engine.model_ids if engine.family_of(m) == family), checked.model)
+    temperature = DEFAULT_TEMPERATURE if checked.temperature is None else checked.temperature
+    request = CompletionRequest(
+        model=served, messages=messages, tools=tools, extra_body=extra, stop=checked.stops(),
+        max_tokens=checked.max_completion_tokens or checked.max_tokens, temperature=temperature,
+        seed=checked.seed, stream=checked.stream,
+    )
+    include_usage = checked.stream_options is not None and checked.stream_options.include_usage
+    return Parsed(request, family, bool(tools) and checked.tool_choice != "none", include_usage)
+
+
+__all__ = ["IGNORED", "MUST_BE_DEFAULT", "BadRequest", "ChatCompletionBody", "Parsed", "parse_body"]

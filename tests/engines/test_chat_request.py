@@ -1,0 +1,80 @@
+"""``harness serve``'s request body (``harness.engines.chat_request``): every refusal names its field,
+checked in process against the served oracle (the HTTP path is tests/engines/test_server.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.engines.chat_request import BadRequest, parse_body
+from harness.engines.oracle import ServedOracle
+
+ENGINE = ServedOracle()
+TOOL = {"type": "function", "function": {"name": "ls", "description": "list", "parameters": {"type": "object", "properties": {}}}}
+
+
+def body(**fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"model": "oracle-qwen", "messages": [{"role": "user", "content": "hi"}]}
+    out.update(fields)
+    return {k: v for k, v in out.items() if v is not DROP}
+
+
+DROP = object()
+CALL = {"id": "c1", "function": {"name": "ls", "arguments": "[1]"}}
+
+REFUSED = [
+    (body(structured_outputs={"grammer": 'root ::= "a"'}), "unknown structured_outputs field"),
+    (body(structured_outputs={"grammar": 'root ::= "a"', "json": {"type": "object"}}), "only one"),
+    (body(structured_outputs={"grammar": 'root ::= "a"'}, response_format={"type": "json_object"}), "only one"),
+    (body(structured_outputs={"grammar": 5}), "must be an EBNF string"),
+    (body(structured_outputs={"structural_tag": {"type": "structural_tag"}}), "must be a string"),
+    (body(structured_outputs={"grammar": 'root ::= "a" |'}), "cannot compile"),
+    (body(response_format={"type": "grammar"}), "response_format.type"),
+    (body(guided_json={"type": "object"}), "guided_json: removed from vLLM in v0.12"),
+    (body(structured_output={"grammar": 'root ::= "a"'}), "unknown request field(s) structured_output"),
+    (body(n=2), "n=2 is not supported (only 1)"),
+    (body(model=5), "model: Input should be a valid string"),
+    (body(messages=[]), "messages: List should have at least 1 item"),
+    (body(messages=DROP), "messages: Field required"),
+    (body(messages=[{"role": "robot", "content": "x"}]), "messages[0].role: Input should be"),
+    (body(messages=[{"role": "user", "content": [{"type": "image_url"}]}]), "messages[0].content"),
+    (body(messages=[{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [CALL]}]),
+     "messages[1].tool_calls[0] needs function.name and JSON-object arguments"),
+    (body(stop=[1]), "stop"),
+    (body(max_tokens=0), "max_tokens: Input should be greater than or equal to 1"),
+    (body(max_tokens="5"), "max_tokens: Input should be a valid integer"),
+    (body(temperature=-1), "temperature: Input should be greater than or equal to 0"),
+    (body(seed=1.5), "seed: Input should be a valid integer"),
+    (body(tools=[{"type": "function"}]), "tools: not an OpenAI tool"),
+    ([1, 2], "the request body must be a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("raw", "needle"), REFUSED)
+def test_refusals_are_400_and_name_the_field(raw: Any, needle: str) -> None:
+    with pytest.raises(BadRequest) as info:
+        parse_body(raw, ENGINE)
+    assert info.value.status == 400
+    assert needle in str(info.value)
+
+
+def test_a_model_not_served_is_404() -> None:
+    with pytest.raises(BadRequest) as info:
+        parse_body(body(model="Qwen/Qwen3-0.6B"), ENGINE)
+    assert (info.value.status, info.value.kind) == (404, "NotFoundError")
+
+
+def test_a_good_body_becomes_the_engines_request() -> None:
+    parsed = parse_body(body(
+        tools=[TOOL], tool_choice="none", stop="END", max_tokens=9, max_completion_tokens=7, stream=True,
+        stream_options={"include_usage": True}, structured_outputs={"choice": ["a", "b"]}, user="u", n=1,
+        messages=[{"role": "user", "content": [{"type": "text", "text": "h"}, {"type": "text", "text": "i"}]},
+                  {"role": "assistant", "tool_calls": [{"function": {"name": "ls", "arguments": "{}"}}]}],
+    ), ENGINE)
+    request = parsed.request
+    assert (parsed.family, parsed.parse_tools, parsed.include_usage) == ("qwen", False, True)
+    assert (request.model, request.stop, request.max_tokens, request.temperature) == ("oracle-qwen", ("END",), 7, 1.0)
+    assert request.messages[0].content == "hi" and request.messages[1].tool_calls[0].name == "ls"
+    assert list(request.extra_body["structured_outputs"]) == ["grammar"]  # choice, as the canonical grammar
+    assert [t.name for t in request.tools] == ["ls"]
