@@ -5,10 +5,11 @@ empty list is a closing plain message), renders it as the family emits it under 
 (``adapter.render_output``), encodes it with the family's real tokenizer, and walks the ids through the
 grammar the request carries (``constraint_from_request`` -> ``compile_artifact`` -> the decode loop
 with the gold source, the mask filled at every step). Compile time and per-token mask time go to
-EngineStats. Where the grammar forbids a gold token the response carries
-``stats.grammar_error = "grammar:rejected_gold"`` and the text up to that token; any later request of
-the same engine raises ModelCallError of that kind, so the sample ends there. With strategy ``none``
-the request carries no constraint and the gold text passes unconstrained.
+EngineStats. The answer is the walked ids decoded, as an engine's would be. Where the grammar forbids a
+gold token the response carries ``stats.grammar_error = "grammar:rejected_gold"`` and the text up to
+that token; any later request of the same engine raises ModelCallError of that kind, so the sample
+ends there. With strategy ``none`` the request carries no constraint and the gold text passes
+unconstrained.
 
 It measures grammars, not a model: a grammar that rejects a valid answer shows up with no model at all.
 ``ServedOracle`` puts it behind ``harness serve`` (the gold answer then rides in each request).
@@ -128,7 +129,7 @@ class OracleEngine:
         error = result.error
         if error is not None:
             self.rejected = error
-        content = result.text if error is not None else text
+        content = result.text  # what went through the grammar, decoded: all of the gold text unless rejected
         stats = EngineStats(
             compile_ms=compile_ms,
             compile_cached=cached,

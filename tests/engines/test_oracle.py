@@ -11,6 +11,7 @@ from harness.agents.constraint import STRATEGIES, DecodingConstraint
 from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import Message, ToolCall, ToolSchema
 from harness.engines.oracle import OracleEngine
+from harness.grammar.tokenizers import get_tokenizer
 
 BUNDLE = Path(__file__).resolve().parents[2] / "bundles" / "shellper"
 
@@ -40,7 +41,11 @@ async def test_gold_passes_the_grammar_and_parses_back(family: str, strategy: st
     engine = OracleEngine(family, answers=[[CALL]], constraint=constraint)
     response = await engine.chat_completion(request_for(family, strategy, schemas))
     assert response.stats is not None and response.stats.grammar_error is None
-    assert response.content == get_adapter(family).render_output([CALL], constraint)
+    # The answer is the walked token ids decoded (not the rendered text handed back): all of the
+    # rendered gold went through the grammar and the tokenizer, and nothing else.
+    rendered = get_adapter(family).render_output([CALL], constraint)
+    assert response.content == rendered
+    assert response.stats.generated_tokens == len(get_tokenizer(family).encode(rendered))
     parsed = get_adapter(family).parse_response(response.content, (), schemas)
     assert parsed.errors == () and [(c.name, c.arguments) for c in parsed.tool_calls] == [(CALL.name, CALL.arguments)]
     if strategy == "none":  # no constraint: nothing compiled, no masks
