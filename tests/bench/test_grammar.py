@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from harness.cli.main import app
 
+pytestmark = pytest.mark.slow  # the bench itself, quick mode: ~15 s
+
 SHELLPER_TOOLS = Path(__file__).resolve().parents[2] / "bundles" / "shellper" / "tools"
 
 SUMMARY_KEYS = {

@@ -70,6 +70,7 @@ def test_what_cannot_be_converted_exactly_is_refused(ebnf: str) -> None:
         ebnf_to_lark(ebnf, {})
 
 
+@pytest.mark.slow  # builds llguidance's tokenizers (~8 s)
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
 def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy: str) -> None:
@@ -93,6 +94,7 @@ def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy
             assert (fig["gold_accepted"] == 1) is expected, (call, text, fig["rejections"])
 
 
+@pytest.mark.slow  # builds llguidance's tokenizers (~8 s)
 @pytest.mark.parametrize(
     ("family", "marker"),
     [("function_gemma", "<end_function_call>"), ("function_gemma", "</b>"), ("qwen", "<tool_call>")],

@@ -151,6 +151,7 @@ def test_report_error_breakdown_groups_by_kind(run_a: Path) -> None:
     assert "`model` 1" in md and "`parse` 1" in md
 
 
+@pytest.mark.slow  # draws and reads back every plot
 def test_report_writes_readable_pngs(run_a: Path) -> None:
     md = write_report([run_a], run_a).read_text()
     for name in ("accuracy", "latency", "mask", "overhead"):
@@ -173,6 +174,7 @@ def test_report_overhead_against_none(run_a: Path) -> None:
     assert got[("qwen", "ebnf")][3].startswith("2.00 [")
 
 
+@pytest.mark.slow  # two runs, every plot
 def test_two_runs_side_by_side(tmp_path: Path, run_a: Path) -> None:
     run_b = make_synthetic_run(tmp_path, "synthetic-b", slow=2.0)
     out = tmp_path / "both"

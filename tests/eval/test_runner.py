@@ -238,6 +238,7 @@ def oracle_server() -> Any:
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # starts harness serve (~7 s)
 async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, tmp_path: Path) -> None:
     # The served model is an oracle: each request carries its gold answer, so every point must pass
     # through HTTP, the server's tool-call parsing and the client's, with nothing measured twice.

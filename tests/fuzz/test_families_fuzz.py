@@ -24,7 +24,7 @@ from harness.agents import DecodingConstraint, ToolCall, ToolSchema
 from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.families._calls import strict_schema
 
-pytestmark = pytest.mark.fuzz
+pytestmark = [pytest.mark.fuzz, pytest.mark.slow]  # ~20 s; the long profile: tox -e fuzz
 
 CONSTRAINED = ("ebnf", "structural_tag", "json_schema")
 CHEAP = settings(max_examples=10 * settings().max_examples)

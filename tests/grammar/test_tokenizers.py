@@ -208,6 +208,7 @@ def test_memoised_per_process(qwen_tokenizer):
     assert tk.get_tokenizer("qwen") is qwen_tokenizer
 
 
+@pytest.mark.slow  # rebuilds a tokenizer (~4 s)
 def test_build_replaces_stale_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(tk, "cache_root", lambda: tmp_path)
     stale = tmp_path / "tokenizers" / "qwen-000000000000"
