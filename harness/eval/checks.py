@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -30,15 +30,8 @@ from harness.eval.suite import (
     read_cases,
 )
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 
 @dataclass(frozen=True)
@@ -81,39 +74,40 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
     return ToolSet(dict(builtin_fs_schemas()), "built-in Gorilla file-system tools")
 
 
-def _type_ok(value: Any, prop: dict[str, Any]) -> bool:
-    types = prop.get("type")
-    if types is None:
-        return True
-    wanted = [types] if isinstance(types, str) else list(types)
-    for t in wanted:
-        py = _JSON_TYPES.get(t)
-        if py is None:
-            return True
-        if isinstance(value, bool) and t in ("integer", "number"):
-            continue
-        if isinstance(value, py):
-            return True
-    return False
+_ORDER = {"additionalProperties": 0, "required": 2}
+"""Unknown arguments first, then wrong values (in argument order), then missing ones."""
+
+
+def argument_validator(schema: ToolSchema) -> Draft202012Validator:
+    """The one check of a call's arguments, for suites (``check_arguments``) and scores (validity):
+    jsonschema on the tool's parameters, closed to arguments it does not declare (the sandbox refuses
+    those as well)."""
+    from jsonschema import Draft202012Validator
+
+    params = dict(schema.parameters)
+    if params.get("type", "object") == "object":
+        params.setdefault("additionalProperties", False)
+    return Draft202012Validator(params)
 
 
 def check_arguments(call: CallSpec, schema: ToolSchema) -> list[tuple[str, str]]:
-    """(field suffix, message) for each argument problem: unknown, missing, wrong type, not in enum."""
-    out: list[tuple[str, str]] = []
+    """(field suffix, message) for each argument problem: unknown, wrong type or value, missing."""
     props: dict[str, Any] = schema.parameters.get("properties", {}) or {}
-    for key, value in call.arguments.items():
-        prop = props.get(key)
-        if prop is None:
+    errors = sorted(
+        argument_validator(schema).iter_errors(call.arguments),
+        key=lambda e: (_ORDER.get(str(e.validator), 1), [str(p) for p in e.path]),
+    )
+    out: list[tuple[str, str]] = []
+    for error in errors:
+        if error.validator == "additionalProperties" and not error.path:
             known = ", ".join(props) or "none"
-            out.append((f"arguments.{key}", f"not a parameter of {call.name!r} (parameters: {known})"))
-            continue
-        if not _type_ok(value, prop):
-            out.append((f"arguments.{key}", f"{value!r} is not of type {prop.get('type')!r}"))
-        elif "enum" in prop and value not in prop["enum"]:
-            out.append((f"arguments.{key}", f"{value!r} is not one of {prop['enum']!r}"))
-    for req in schema.required:
-        if req not in call.arguments:
-            out.append(("arguments", f"missing required {req!r} of {call.name!r}"))
+            out += [(f"arguments.{key}", f"not a parameter of {call.name!r} (parameters: {known})")
+                    for key in call.arguments if key not in props]
+        elif error.validator == "required" and not error.path:
+            missing = error.message.split("'")[1] if "'" in error.message else error.message
+            out.append(("arguments", f"missing required {missing!r} of {call.name!r}"))
+        else:
+            out.append((".".join(["arguments", *(str(p) for p in error.path)]), error.message))
     return out
 
 

@@ -4,7 +4,8 @@ Per sample, four metrics (scores.parquet rows), each 1/0 with a ``checker:reason
 null where it does not apply:
 
 - ``validity``: the answer parsed, every call names a tool that was offered, and its arguments are
-  valid for that tool's JSON schema (jsonschema).
+  valid for that tool's JSON schema (``checks.argument_validator``: jsonschema, no undeclared
+  arguments; the same check ``harness validate`` makes of a suite).
 - ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
   A next-call case's ``expected_alternatives`` are accepted too. Episodes: every user turn's calls
   equal that turn's ground truth.
@@ -135,11 +136,11 @@ class Scorer:
         backend: StateBackend | None,
         concurrency: int = 8,
     ) -> None:
-        from jsonschema import Draft202012Validator
+        from harness.eval.checks import argument_validator
 
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
-        self.validators = {n: Draft202012Validator(s.parameters) for n, s in self.schemas.items()}
+        self.validators = {n: argument_validator(s) for n, s in self.schemas.items()}
         self.engine = engine
         self.backend = backend
         self._limit = asyncio.Semaphore(concurrency)

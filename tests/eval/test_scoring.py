@@ -96,6 +96,8 @@ async def test_a_correct_call_passes_validity_and_exact_match() -> None:
         ([{"name": "tail", "arguments": {"file_name": "notes.txt", "lines": "2"}}], None, "validity:schema",
          "exact:wrong_name"),
         ([{"name": "cat", "arguments": {"file_name": "x.txt"}}], None, None, "exact:wrong_arguments"),
+        ([{"name": "cat", "arguments": {"file_name": "notes.txt", "force": True}}], None, "validity:schema",
+         "exact:wrong_arguments"),  # an argument the tool does not declare (the sandbox refuses it too)
         ([{"name": "ls", "arguments": {}}], None, None, "exact:wrong_name"),
         ([{"name": "cat", "arguments": {"file_name": "notes.txt"}}] * 2, None, None, "exact:call_count"),
     ],
@@ -107,6 +109,19 @@ async def test_each_failure_has_its_error_kind(
     v = await verdicts(s, sample(calls, parse_errors=parse_errors))
     assert v["validity"] == ((0.0, validity) if validity else (1.0, None))
     assert v["exact_match"] == (0.0, exact)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"file_name": "a", "lines": 2}, {"file_name": "a", "lines": 2.0}, {"file_name": "a", "lines": 2.5},
+     {"file_name": "a", "lines": True}, {"file_name": "a", "n": 1}, {"lines": 3}, {}],
+)
+def test_suite_checks_and_scores_agree_on_arguments(arguments: dict[str, Any]) -> None:
+    from harness.eval.checks import check_arguments
+
+    tail = builtin_fs_schemas()["tail"]
+    flagged = bool(check_arguments(CallSpec(name="tail", arguments=arguments), tail))
+    assert flagged == (scorer().call_problem(CallRecord(name="tail", arguments=arguments)) is not None)
 
 
 async def test_expected_alternatives_are_accepted() -> None:
