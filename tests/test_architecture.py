@@ -142,3 +142,23 @@ def test_the_kernel_imports_neither_sandbox_nor_engines() -> None:
 def test_no_module_over_600_lines(name: str) -> None:
     lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{MODULES[name]}: {lines} lines"
+
+
+def design_table() -> dict[str, str]:
+    """The README's Design table: package path -> what it holds."""
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Design", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| `harness")]
+    return {row[1].strip().strip("`"): row[2] for row in rows}
+
+
+def test_the_readme_design_table_is_the_tree() -> None:
+    listed = design_table()
+    tree = {
+        f"harness/{p.name}" for p in PACKAGE.iterdir()
+        if (p.is_dir() and p.name != "__pycache__") or (p.suffix == ".py" and p.name != "__init__.py")
+    }
+    assert set(listed) == tree
+    for package, held in listed.items():  # every module the table names is there
+        for name in (n for n in held.split("`")[1::2] if n.endswith(".py")):
+            assert (PACKAGE.parent / package / name).exists() or list((PACKAGE.parent / package).rglob(name)), (package, name)

@@ -10,10 +10,13 @@ from typing import Any
 from jsoncheck import same
 
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
+from harness.agents.constraint import CONSTRAINED_STRATEGIES
+from harness.agents.families import FAMILIES as REGISTERED_FAMILIES
 from harness.agents.families import get_adapter
 
-FAMILIES = ("function_gemma", "qwen")
-CONSTRAINED = ("ebnf", "structural_tag", "json_schema")
+FAMILIES = REGISTERED_FAMILIES
+CONSTRAINED = CONSTRAINED_STRATEGIES
+
 TOOLS_FILE = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
 
 

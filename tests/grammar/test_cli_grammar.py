@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from harness.agents.constraint import CONSTRAINED_STRATEGIES
+from harness.agents.families import FAMILIES
 from harness.cli.main import app
 
 TOOLS = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
-COMBOS = [(f, s) for f in ("function_gemma", "qwen") for s in ("ebnf", "structural_tag", "json_schema")]
+COMBOS = [(f, s) for f in FAMILIES for s in CONSTRAINED_STRATEGIES]
 
 VALID = [
     {"calls": [{"name": "pwd", "arguments": {}}]},
