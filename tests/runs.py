@@ -8,8 +8,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.eval.records import RunRecord, SampleRecord, ScoreRow, SuiteRef, SummaryRow, Versions
+from harness.eval.records import Machine, RunRecord, SampleRecord, ScoreRow, SuiteRef, SummaryRow, Versions
 from harness.eval.results import SampleWriter, write_run, write_scores, write_summary
+
+TEST_MACHINE = Machine(cpu="Test CPU", cores=2, system="Linux 6.1", machine_id="0123456789ab")
+"""The one machine made-up runs were measured on (so compare gates their timings)."""
 
 
 def run_record(run_id: str, **fields: Any) -> RunRecord:
@@ -27,6 +30,7 @@ def run_record(run_id: str, **fields: Any) -> RunRecord:
         "sample_timeout_s": 300.0,
         "max_steps_per_turn": 8,
         "versions": Versions(harness="0.1.0", xgrammar="0.2.8", pydantic_monty="1.4.0", python="3.11"),
+        "machine": TEST_MACHINE,
         "started_at": "2026-11-21T00:00:00Z",
         "finished_at": "2026-11-21T00:01:00Z",
         **fields,

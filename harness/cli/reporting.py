@@ -5,6 +5,7 @@ polars, matplotlib and rich's table load inside the commands, never at ``harness
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,14 @@ import typer
 DEFAULT_MAX_DROP = 0.02
 DEFAULT_MAX_SLOWDOWN = 3.0
 DEFAULT_MIN_TIMING_N = 20
+
+
+class TimingGateChoice(StrEnum):
+    """harness.eval.compare.TIMING_GATES as choices (a test checks they agree)."""
+
+    auto = "auto"
+    gate = "gate"
+    info = "info"
 
 
 def report(
@@ -69,6 +78,14 @@ def compare(
             "(a percentile of a handful of values is noise).",
         ),
     ] = DEFAULT_MIN_TIMING_N,
+    timings: Annotated[
+        TimingGateChoice,
+        typer.Option(
+            "--timings",
+            help="auto: gate timings only when both runs were measured on the same machine (run.json's "
+            "machine); gate: always; info: never (a baseline kept in git, measured elsewhere).",
+        ),
+    ] = TimingGateChoice.auto,
 ) -> None:
     """Print the differences per family, strategy and metric; exit 1 on a regression, 2 on unreadable input.
 
@@ -83,7 +100,8 @@ def compare(
 
     try:
         result = compare_runs(
-            baseline, candidate, max_drop=max_drop, max_slowdown=max_slowdown, min_timing_n=min_timing_n
+            baseline, candidate, max_drop=max_drop, max_slowdown=max_slowdown, min_timing_n=min_timing_n,
+            timings=timings.value,
         )
     except RunDirError as exc:
         typer.echo(f"harness compare: {exc}", err=True)

@@ -10,6 +10,10 @@ Rules, per (family, strategy, metric):
   2x between runs for no reason, and a percentile of a handful of values moves by more (two smoke runs
   of the same code gave tool_us_p50 from 6 values 3.2x apart), so a timing from fewer values is shown,
   not gated, and the default ratio only catches gross slowdowns; benchmarks, not this gate, track speed.
+  Timings are gated only between runs measured on the same machine (run.json's ``machine``: CPU,
+  cores, hashed machine id; ``timings="auto"``); across machines they are shown, not gated (``"gate"``
+  forces the gate, ``"info"`` never gates). The kept smoke baseline was measured on a developer's
+  machine; the same oracle run on a CI runner measured mask_us_p50 4x slower with nothing changed.
 - a metric in the baseline but missing in the candidate is a regression (a metric that silently
   disappears must fail the build); a metric new in the candidate is reported, not a failure.
 Only ``run.json`` and ``summary.json`` are read from either directory.
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.eval.records import RunRecord, SummaryRow
+from harness.eval.records import Machine, RunRecord, SummaryRow
 from harness.eval.results import SUMMARY_FILE, RunDirError, read_run, read_summary
 
 DEFAULT_MAX_DROP = 0.02
@@ -36,6 +40,8 @@ TAIL_VALUES = 10
 _PERCENTILE = re.compile(r"_p(\d{1,2})$")
 
 Kind = Literal["accuracy", "rejections", "timing", "other"]
+TimingGate = Literal["auto", "gate", "info"]
+TIMING_GATES: tuple[TimingGate, ...] = ("auto", "gate", "info")
 Status = Literal["ok", "improved", "regression", "missing", "new", "info"]
 
 
@@ -87,6 +93,9 @@ class Comparison:
     max_drop: float
     max_slowdown: float
     min_timing_n: int
+    timings: TimingGate = "auto"
+    timing_note: str = ""
+    """Why timings are shown and not gated ("" when they are gated)."""
     diffs: list[Diff] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -106,8 +115,26 @@ def values_needed(metric: str, min_timing_n: int) -> int:
     return max(min_timing_n, math.ceil(TAIL_VALUES / beyond - _EPS))
 
 
+def timing_gate_note(baseline: RunRecord, candidate: RunRecord, timings: TimingGate) -> str:
+    """Why timings are not gated between these runs, or "" when they are."""
+    if timings == "gate":
+        return ""
+    if timings == "info":
+        return "timings not gated (--timings info)"
+    b, c = baseline.machine, candidate.machine
+    if b is None or c is None:
+        return "timings not gated: a run does not record its machine"
+    if b != c:
+        return f"timings not gated: measured on other machines ({_machine_words(b)} vs {_machine_words(c)})"
+    return ""
+
+
+def _machine_words(m: Machine) -> str:
+    return f"{m.cpu or 'cpu?'} x{m.cores or '?'}, id {m.machine_id or '?'}"
+
+
 def _judge(
-    kind: Kind, base: float, cand: float, max_drop: float, max_slowdown: float, enough: bool
+    kind: Kind, base: float, cand: float, max_drop: float, max_slowdown: float, enough: bool, timing_note: str
 ) -> tuple[Status, str]:
     if kind == "accuracy":
         drop = base - cand
@@ -123,6 +150,8 @@ def _judge(
         if base <= 0:
             return "info", "baseline is 0: no ratio"
         ratio = cand / base
+        if timing_note:
+            return "info", "not gated (see the note below)"
         if not enough:
             return "info", "too few values to gate"
         if ratio > max_slowdown:
@@ -148,6 +177,7 @@ def compare_runs(
     max_drop: float = DEFAULT_MAX_DROP,
     max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
     min_timing_n: int = DEFAULT_MIN_TIMING_N,
+    timings: TimingGate = "auto",
 ) -> Comparison:
     """Diff two results directories. Raises RunDirError (naming the file) on unreadable input."""
     if max_drop < 0:
@@ -159,8 +189,9 @@ def compare_runs(
         if not d.is_dir():
             raise RunDirError(d, "not a directory")
     cmp = Comparison(
-        baseline, candidate, read_run(baseline), read_run(candidate), max_drop, max_slowdown, min_timing_n
+        baseline, candidate, read_run(baseline), read_run(candidate), max_drop, max_slowdown, min_timing_n, timings
     )
+    cmp.timing_note = timing_gate_note(cmp.baseline_run, cmp.candidate_run, timings)
     base = _index(read_summary(baseline), baseline / SUMMARY_FILE)
     cand = _index(read_summary(candidate), candidate / SUMMARY_FILE)
     sides = {"engine": (cmp.baseline_run.engine, cmp.candidate_run.engine),
@@ -184,7 +215,9 @@ def compare_runs(
             status, reason = "missing", "in the baseline, missing in the candidate"
         else:
             enough = min(b_n or 0, c_n or 0) >= values_needed(key[2], min_timing_n)
-            status, reason = _judge(kind, float(b_val), float(c_val), max_drop, max_slowdown, enough)
+            status, reason = _judge(
+                kind, float(b_val), float(c_val), max_drop, max_slowdown, enough, cmp.timing_note
+            )
         cmp.diffs.append(Diff(*key, kind, b_val, c_val, b_n, c_n, status, reason))
         if b_n is not None and c_n is not None and c_n < b_n and kind != "timing":
             cmp.warnings.append(f"{'/'.join(key)}: n fell from {b_n} to {c_n}")
@@ -223,6 +256,8 @@ def print_comparison(cmp: Comparison, console: Any) -> None:
     console.print(table)
     for w in cmp.warnings:
         console.print(f"[yellow]warning:[/] {w}")
+    if cmp.timing_note:
+        console.print(f"[yellow]note:[/] {cmp.timing_note}")
     limits = (f"max drop {cmp.max_drop:g}, max slowdown {cmp.max_slowdown:g}x "
               f"for timings of at least {cmp.min_timing_n} values")
     regs = cmp.regressions
@@ -238,9 +273,12 @@ __all__ = [
     "DEFAULT_MAX_DROP",
     "DEFAULT_MAX_SLOWDOWN",
     "DEFAULT_MIN_TIMING_N",
+    "TIMING_GATES",
     "Comparison",
     "Diff",
+    "TimingGate",
     "compare_runs",
     "metric_kind",
     "print_comparison",
+    "timing_gate_note",
 ]

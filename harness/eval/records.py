@@ -277,6 +277,19 @@ class Versions(Record):
     """The interpreter."""
 
 
+class Machine(Record):
+    """The machine a run was measured on: timings compare only between runs on the same one."""
+
+    cpu: str | None
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere)."""
+    cores: int | None
+    """Logical cores the process could use."""
+    system: str
+    """``platform.system()`` and release."""
+    machine_id: str | None
+    """A short hash of ``/etc/machine-id`` (two VMs of one type share cpu and cores, not this)."""
+
+
 class RunTiming(Record):
     """Where a run's time went."""
 
@@ -327,6 +340,8 @@ class RunRecord(Record):
     """Bound per model response (None: the engine's own)."""
     versions: Versions
     """Versions of what the figures depend on."""
+    machine: Machine | None = None
+    """Where the timings were measured (runs written before November 2026 do not say)."""
     git_commit: str | None = None
     """The harness's commit, when run from a git checkout."""
     started_at: str
@@ -343,6 +358,7 @@ __all__ = [
     "METRICS",
     "CallRecord",
     "ErrorCount",
+    "Machine",
     "Metric",
     "ParseErrorRecord",
     "Record",

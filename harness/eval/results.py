@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -29,6 +30,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from harness.eval.records import (
     ErrorCount,
+    Machine,
     Record,
     RunRecord,
     SampleRecord,
@@ -92,6 +94,27 @@ def versions() -> Versions:
         pydantic_monty=_version("pydantic-monty"),
         python=platform.python_version(),
     )
+
+
+def machine() -> Machine:
+    """This machine, as recorded in run.json (no personal data: the machine id is hashed)."""
+    cpu: str | None = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu = line.partition(":")[2].strip()
+                break
+    except OSError:
+        pass
+    machine_id: str | None = None
+    try:
+        raw = Path("/etc/machine-id").read_text(encoding="ascii", errors="replace").strip()
+        machine_id = hashlib.sha256(raw.encode()).hexdigest()[:12] if raw else None
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return Machine(cpu=cpu or platform.processor() or None, cores=cores,
+                   system=f"{platform.system()} {platform.release()}", machine_id=machine_id)
 
 
 def git_commit(cwd: Path | None = None) -> str | None:
@@ -406,6 +429,7 @@ __all__ = [
     "git_commit",
     "load_run_dir",
     "load_samples",
+    "machine",
     "make_sample_id",
     "read_errors",
     "read_run",

@@ -28,6 +28,7 @@ from harness.eval.results import (
     SampleWriter,
     default_run_id,
     git_commit,
+    machine,
     make_sample_id,
     read_run,
     repair_samples,
@@ -314,7 +315,7 @@ async def run_suite(
             model=engine.model_id, families=families, strategies=strategies, epochs=spec.epochs, limit=spec.limit,
             concurrency=spec.concurrency, sample_timeout_s=spec.sample_timeout_s,
             max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, versions=versions(),
-            git_commit=git_commit(), started_at=utc_now(),
+            machine=machine(), git_commit=git_commit(), started_at=utc_now(),
         )
         if resuming:
             previous = read_run(run_dir)

@@ -165,3 +165,45 @@ def test_cli_defaults_match_library() -> None:
     assert reporting.DEFAULT_MAX_DROP == compare_mod.DEFAULT_MAX_DROP
     assert reporting.DEFAULT_MAX_SLOWDOWN == compare_mod.DEFAULT_MAX_SLOWDOWN
     assert reporting.DEFAULT_MIN_TIMING_N == compare_mod.DEFAULT_MIN_TIMING_N
+
+
+OTHER_MACHINE = {"cpu": "Other CPU", "cores": 2, "system": "Linux 6.1", "machine_id": "ba9876543210"}
+SLOWER = changed("mask_us_p50", 100.0)  # 10x the baseline over 900 values: gated when gated at all
+
+
+@pytest.mark.parametrize(
+    ("candidate_machine", "args", "expected"),
+    [
+        (None, [], 1),  # the same machine (tests/runs.py): auto gates
+        (OTHER_MACHINE, [], 0),  # another machine: auto shows, does not gate
+        ("unrecorded", [], 0),  # a run from before run.json recorded its machine
+        (OTHER_MACHINE, ["--timings", "gate"], 1),
+        (None, ["--timings", "info"], 0),
+    ],
+)
+def test_timings_gate_only_on_the_same_machine(
+    tmp_path: Path, candidate_machine: dict[str, Any] | str | None, args: list[str], expected: int
+) -> None:
+    base = write_run(tmp_path, "base", BASE_ROWS)
+    fields: dict[str, Any] = {}
+    if candidate_machine == "unrecorded":
+        fields["machine"] = None
+    elif candidate_machine is not None:
+        fields["machine"] = candidate_machine
+    cand = write_run_dir(tmp_path / "cand", run_record("cand", **fields), SLOWER)
+    result = CliRunner().invoke(app, ["compare", str(base), str(cand), *args])
+    assert result.exit_code == expected, result.output
+    if expected == 0:
+        assert "timings not gated" in result.output
+
+
+def test_cli_timing_choices_match_library() -> None:
+    assert tuple(c.value for c in reporting.TimingGateChoice) == compare_mod.TIMING_GATES
+
+
+def test_run_json_records_this_machine() -> None:
+    from harness.eval.results import machine
+
+    here = machine()
+    assert here.cores is not None and here.cores >= 1
+    assert here == machine()  # stable: two runs on one machine compare equal

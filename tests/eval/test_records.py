@@ -39,7 +39,7 @@ RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
 NEW_STEP_DEFAULTS = {"turn": None}
-NEW_RUN_DEFAULTS = {"bundle": None, "resumed_at": []}
+NEW_RUN_DEFAULTS = {"bundle": None, "resumed_at": [], "machine": None}
 
 
 def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
