@@ -34,6 +34,7 @@ class FileSystemState:
         self.root_name = root_name
         self.tree: Tree = tree if tree is not None else {}
         self.cwd: tuple[str, ...] = tuple(cwd)
+        _check_names(self.tree, root_name)
         if not isinstance(self._node(self.cwd), dict):
             raise ValueError(f"current directory {'/'.join(self.cwd)!r} is not a directory of the tree")
 
@@ -204,7 +205,9 @@ class FileSystemState:
 
     # ------------------------------------------------------------ comparison
     def copy(self) -> FileSystemState:
-        return FileSystemState(self.root_name, copy.deepcopy(self.tree), self.cwd)
+        twin = object.__new__(FileSystemState)  # a checked state's copy needs no second check
+        twin.root_name, twin.tree, twin.cwd = self.root_name, copy.deepcopy(self.tree), self.cwd
+        return twin
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FileSystemState):
@@ -234,6 +237,18 @@ _OPS = {
     "copy": lambda s, m: FileSystemState._transfer(s, m, keep_source=True),
     "chdir": FileSystemState._chdir,
 }
+
+
+def _check_names(tree: Tree, where: str) -> None:
+    """Every name must be addressable as one path part: not empty, not ``.`` or ``..``, no ``/``
+    (the tools' virtual paths could not reach such an entry, and a path walk would leave the tree)."""
+    for name, node in tree.items():
+        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name:
+            raise ValueError(f"{where}: invalid file or directory name {name!r} (not '', '.', '..', no '/')")
+        if isinstance(node, dict):
+            _check_names(node, f"{where}/{name}")
+        elif not isinstance(node, str):
+            raise ValueError(f"{where}/{name}: a file's content must be a string, got {type(node).__name__}")
 
 
 def _tree_from_bfcl(contents: Mapping[str, Any], where: str) -> Tree:

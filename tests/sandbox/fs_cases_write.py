@@ -33,7 +33,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         (),
         "cd",
         {"folder": ".."},
-        {"error": "Cuurent directory is already the root. Cannot go back."},
+        {"error": "Current directory is already the root. Cannot go back."},
         SAME,
         None,
     ),
@@ -44,7 +44,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         (),
         "cd",
         {"folder": "notes.txt"},
-        {"error": "cd: notes.txt: No such directory. You cannot use path to change directory."},
+        {"error": "cd: 'notes.txt': No such file or directory"},
         SAME,
         None,
     ),
@@ -53,7 +53,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         (),
         "cd",
         {"folder": "nope"},
-        {"error": "cd: nope: No such directory. You cannot use path to change directory."},
+        {"error": "cd: 'nope': No such file or directory"},
         SAME,
         None,
     ),
@@ -165,7 +165,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         (),
         "echo",
         {"content": "x", "file_name": "a/b"},
-        {"error": "echo: cannot touch 'a/b': Invalid character"},
+        {"error": "echo: cannot write to 'a/b': Invalid character"},
         SAME,
         None,
     ),
@@ -211,7 +211,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         (),
         "rmdir",
         {"dir_name": "docs"},
-        {"error": "rmdir: failed to remove 'docs': Directory not empty"},
+        {"error": "rmdir: cannot remove 'docs': Directory not empty"},
         SAME,
         None,
     ),
@@ -284,7 +284,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         "cp",
         {"source": "notes.txt", "destination": "docs/y"},
         {
-            "error": "cp: don't allow path in destination. Only file name and folder name is supported for this operation."
+            "error": "cp: path not allowed in destination. Provide only a file or directory name."
         },
         SAME,
         None,
@@ -349,7 +349,7 @@ WRITE_CASES: list[tuple[str, tuple[str, ...], str, dict[str, Any], Any, Any, tup
         "mv",
         {"source": "notes.txt", "destination": "../x"},
         {
-            "error": "mv: no path allowed in destination. Only file name and folder name is supported for this operation."
+            "error": "mv: path not allowed in destination. Provide only a file or directory name."
         },
         SAME,
         None,

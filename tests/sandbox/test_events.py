@@ -81,7 +81,7 @@ async def test_events_reach_kernel_observers(fs_tools, state, fail: bool) -> Non
     assert kinds[start + 2] == "ToolResultEvent"
     tool_result = next(e for e in observer.events if isinstance(e, ToolResultEvent)).result
     assert tool_result.output == (
-        {"error": "cat: nope.txt: No such file or directory"}
+        {"error": "cat: 'nope.txt': No such file or directory"}
         if fail
         else {"file_content": "b line\na line\nc line"}
     )

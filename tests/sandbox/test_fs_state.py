@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,23 @@ def test_from_directory(tmp_path: Path) -> None:
     s = FileSystemState.from_directory(root)
     assert s.root_name == "proj"
     assert s.tree == {"README": "hi", "empty": {}, "src": {"a.py": "x = 1\n"}}
+
+
+BAD_NAME_TREES = [
+    ({"..": {}}, "'..'"),
+    ({"d": {".": "x"}}, "alex/d: invalid file or directory name '.'"),
+    ({"": "x"}, "''"),
+    ({"a/b": "x"}, "'a/b'"),
+    ({"d": {"f": 3}}, "alex/d/f: a file's content must be a string"),
+]
+
+
+@pytest.mark.parametrize(("tree", "needle"), BAD_NAME_TREES)
+def test_names_a_path_cannot_reach_are_rejected(tree: dict, needle: str) -> None:
+    """A name such as '..' could not be addressed by the tools' paths (and made a directory walk leave
+    the tree): the state refuses it with the place and the name."""
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        FileSystemState("alex", tree)
 
 
 def test_bad_current_directory() -> None:
