@@ -87,6 +87,41 @@ class Message:
         return cls(role="tool", content=result.content(), tool_call_id=result.call_id, name=result.name)
 
 
+GORILLA_TYPES: dict[str, str] = {
+    "dict": "object", "float": "number", "double": "number", "tuple": "array", "list": "array",
+    "bool": "boolean", "any": "string", "Any": "string", "String": "string", "char": "string",
+    "byte": "integer", "short": "integer", "long": "integer", "Bigint": "integer",
+    "ArrayList": "array", "Array": "array", "Queue": "array", "Stack": "array",
+    "HashMap": "object", "Hashtable": "object",
+}
+"""Type names of BFCL's function docs that JSON Schema lacks -> the JSON-schema type BFCL sends for them."""
+
+_NESTED_ONE = ("items", "additionalProperties", "not")
+_NESTED_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def json_schema_types(schema: Any) -> Any:
+    """``schema`` with BFCL's type names (``GORILLA_TYPES``) replaced everywhere they can occur; a new
+    object when anything changed, JSON-schema type names and unknown names left as they are."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    kind = out.get("type")
+    if isinstance(kind, str):
+        out["type"] = GORILLA_TYPES.get(kind, kind)
+    elif isinstance(kind, list):
+        out["type"] = [GORILLA_TYPES.get(k, k) if isinstance(k, str) else k for k in kind]
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {k: json_schema_types(v) for k, v in out["properties"].items()}
+    for key in _NESTED_ONE:
+        if isinstance(out.get(key), dict):
+            out[key] = json_schema_types(out[key])
+    for key in (*_NESTED_MANY, "items"):
+        if isinstance(out.get(key), list):
+            out[key] = [json_schema_types(v) for v in out[key]]
+    return out if out != schema else schema
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSchema:
     """A tool as the model sees it: name, description and a JSON-schema object of parameters."""
@@ -104,12 +139,16 @@ class ToolSchema:
 
     @classmethod
     def from_openai(cls, tool: dict[str, Any]) -> ToolSchema:
-        """Read an OpenAI-style tool (``{"type": "function", "function": {...}}`` or the bare function)."""
+        """Read an OpenAI-style tool (``{"type": "function", "function": {...}}`` or the bare function).
+
+        BFCL's own function docs (``{"name", "description", "parameters": {"type": "dict", ...}}``)
+        are read too: their type names become JSON-schema ones (``GORILLA_TYPES``), as BFCL converts
+        them before it sends tools to a model."""
         fn = tool.get("function", tool)
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise ValueError(f"not an OpenAI tool: missing function.name in {str(tool)[:120]}")
         params = fn.get("parameters") or {"type": "object", "properties": {}}
-        return cls(name=fn["name"], description=str(fn.get("description") or ""), parameters=params)
+        return cls(name=fn["name"], description=str(fn.get("description") or ""), parameters=json_schema_types(params))
 
     @property
     def required(self) -> tuple[str, ...]:

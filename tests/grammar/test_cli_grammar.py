@@ -84,6 +84,29 @@ def test_check_rejects_each_invalid_call(tmp_path, family, strategy):
         assert f"calls.jsonl:{line}: rejected" in result.stderr
 
 
+def bfcl_style(tool: dict) -> dict:
+    """An OpenAI tool written the way BFCL's function docs are: the bare function, ``"type": "dict"``
+    parameters, a ``response`` schema."""
+    fn = json.loads(json.dumps(tool["function"]))
+    fn["parameters"]["type"] = "dict"
+    fn["response"] = {"type": "dict", "properties": {"result": {"type": "string"}}}
+    return fn
+
+
+@pytest.mark.parametrize(("family", "strategy"), COMBOS)
+def test_check_reads_bfcl_function_docs(tmp_path, family, strategy):
+    """A tools file in BFCL's own schema compiles under every strategy and constrains as the
+    OpenAI-style file does (xgrammar knows no type "dict")."""
+    tools = tmp_path / "bfcl_tools.json"
+    tools.write_text(json.dumps([bfcl_style(t) for t in json.loads(TOOLS.read_text())]))
+    calls = write_jsonl(tmp_path / "calls.jsonl", [*VALID, *INVALID])
+    result = run(
+        "check", "--family", family, "--strategy", strategy, "--tools", str(tools), "--calls", str(calls)
+    )
+    s = summary(result)
+    assert (result.exit_code, s["accepted"], s["rejected"]) == (1, len(VALID), len(INVALID)), result.stderr
+
+
 def test_two_calls_need_parallel(tmp_path):
     two = {"calls": [{"name": "pwd", "arguments": {}}, {"name": "ls", "arguments": {}}]}
     calls = write_jsonl(tmp_path / "calls.jsonl", [two])
