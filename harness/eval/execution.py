@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import ToolCall
-from harness.eval.suite import Case, NextCallCase
+from harness.eval.suite import Case, EchoMode, NextCallCase
 
 _ids = itertools.count(1)
 
@@ -25,8 +25,10 @@ class SandboxStates:
     Implements scoring's ``StateBackend`` (``initial``, ``apply``, ``difference``) and gives the runner
     its workspaces (``workspace``, ``workspace_after_history``)."""
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
+    def __init__(self, tools: Sequence[Tool], echo_mode: EchoMode = "overwrite") -> None:
         self.tools = {t.schema.name: t for t in tools}
+        self.echo_mode: EchoMode = echo_mode
+        """The suite's ``echo`` semantics, for every workspace built here (runs and scoring alike)."""
         self._after_history: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -41,13 +43,12 @@ class SandboxStates:
     async def run_call(self, state: Any, name: str, arguments: Mapping[str, Any]) -> Any:
         """Run one call on ``state`` in place; returns the ToolResult (an unknown tool is an error)."""
         from harness.agents.types import ToolResult
-        from harness.sandbox import Workspace
 
         call = ToolCall(id=f"score_{next(_ids)}", name=name, arguments=dict(arguments))
         tool = self.tools.get(name)
         if tool is None:
             return ToolResult(call.id, name, f"unknown tool {name!r}", is_error=True, error_kind="tool:unknown")
-        return await tool.execute(call, ToolContext(call_id=call.id, workspace=Workspace.filesystem(state)))
+        return await tool.execute(call, ToolContext(call_id=call.id, workspace=self._workspace(state)))
 
     async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
         """Run one call on a copy of ``state``; the new state and the call's output."""
@@ -73,17 +74,18 @@ class SandboxStates:
                     self._after_history[case.id] = state
         return self._after_history[case.id]
 
-    def workspace(self, case: Case) -> Any:
-        """A fresh workspace on the case's initial state (episodes)."""
+    def _workspace(self, state: Any) -> Any:
         from harness.sandbox import Workspace
 
-        return Workspace.filesystem(self.initial(case))
+        return Workspace.filesystem(state, echo_mode=self.echo_mode)
+
+    def workspace(self, case: Case) -> Any:
+        """A fresh workspace on the case's initial state (episodes)."""
+        return self._workspace(self.initial(case))
 
     async def workspace_after_history(self, case: NextCallCase) -> Any:
         """A fresh workspace on a copy of the state after the point's history (next-call samples)."""
-        from harness.sandbox import Workspace
-
-        return Workspace.filesystem((await self.state_after_history(case)).copy())
+        return self._workspace((await self.state_after_history(case)).copy())
 
 
 __all__ = ["SandboxStates"]

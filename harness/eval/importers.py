@@ -232,6 +232,7 @@ def import_shellper(
         description=(f"Imported from {src.name}: {conversations} conversations expanded to {len(cases)} "
                      "next-call points. No file system in the source: state_check is off."),
         source=f"distil-SHELLper format file {src.name}", licence="as the source file's",
+        echo_mode="append",  # SHELLper runs its calls as bash: `echo "..." >> file`
     )
     write_suite(out, spec, cases)
     return report

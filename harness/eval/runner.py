@@ -113,7 +113,7 @@ class Runner:
 
         self.spec, self.suite, self.engine = spec, suite, engine
         self.tools = agent.tools
-        self.states = SandboxStates(self.tools)
+        self.states = SandboxStates(self.tools, echo_mode=suite.spec.echo_mode)
         options: AgentOptions = {"model_id": engine.model_id}
         if suite.kind == "episode":  # the model ends each user turn with a plain answer: the grammar must allow it
             options["allow_text_answer"] = True

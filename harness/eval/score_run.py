@@ -45,7 +45,7 @@ async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path |
     file = bundle_file(suite.bundle_dir)
     tools = load_bundle_tools(file, load_bundle(file))
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
-    scorer = Scorer(suite.cases, [t.schema for t in tools], run.engine, SandboxStates(tools))
+    scorer = Scorer(suite.cases, [t.schema for t in tools], run.engine, SandboxStates(tools, echo_mode=suite.spec.echo_mode))
     rows = await scorer.score_all(samples)
     write_scores(run_dir, rows)
     summary = summarize(samples, rows)

@@ -12,6 +12,7 @@ suite.yaml::
     description: ...
     source: ...                    # where the cases come from
     licence: ...
+    echo_mode: overwrite           # overwrite (BFCL, default) | append (SHELLper's bash `>>`)
 
 cases.jsonl holds one case per line (see ``NextCallCase`` and ``EpisodeCase``). Every model forbids
 unknown fields; problems are reported as ``<file>:<line>: <field path>: <message>``.
@@ -41,6 +42,7 @@ from harness.agents.families import FAMILIES
 from harness.agents.types import Message, ToolCall
 
 SuiteKind = Literal["next_call", "episode"]
+EchoMode = Literal["overwrite", "append"]
 
 
 class _Strict(BaseModel):
@@ -214,6 +216,11 @@ class SuiteSpec(_Strict):
     description: str = ""
     source: str = ""
     licence: str = ""
+    echo_mode: EchoMode = "overwrite"
+    """What the file-system tool ``echo`` does with a file name, in runs and in scoring: ``overwrite``
+    (BFCL's GorillaFileSystem: replace an existing file's content; a missing file is an error) or
+    ``append`` (SHELLper's bash mapping ``echo "..." >> file``: create the file if needed, append the
+    text and a newline)."""
 
     @field_validator("version", mode="before")
     @classmethod

@@ -55,7 +55,9 @@ def test_shellper_expands_every_prefix_and_merges_duplicates(tmp_path: Path) -> 
 
 def test_shellper_points_have_no_file_system_and_no_state_check(tmp_path: Path) -> None:
     import_shellper(SHELLPER, tmp_path / "sp")
-    for case in load_suite(tmp_path / "sp").next_call_cases():
+    suite = load_suite(tmp_path / "sp")
+    assert suite.spec.echo_mode == "append"  # SHELLper runs `echo "..." >> file` in bash
+    for case in suite.next_call_cases():
         assert case.state_check is False
         assert case.initial_fs.to_bfcl() == EMPTY_WORKSPACE
         assert case.conversation is not None

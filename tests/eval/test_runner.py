@@ -21,8 +21,8 @@ from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall
 from harness.cli.main import app
 from harness.engines.registry import EngineOptions, RunEngine, open_engine
-from harness.eval.records import SummaryRow
-from harness.eval.results import load_samples, read_run, read_scores, read_summary
+from harness.eval.records import CallRecord, SummaryRow
+from harness.eval.results import load_samples, read_run, read_scores, read_summary, sample_line
 from harness.eval.runner import RunError, RunSpec, run_suite
 from harness.eval.suite import load_suite
 
@@ -326,3 +326,35 @@ async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp
                     assert rows[(family, strategy, metric)].value == 1.0, (name, family, strategy, metric)
         if name == "shellper":  # no file system in SHELLper's data: not applicable, so left out
             assert ("function_gemma", "none", "state_match") not in rows
+
+
+# echo_mode -> (the gold echo's tool output in the run, state_match of a sample that only runs pwd)
+ECHO_MODES = {
+    "overwrite": ({"error": "echo: cannot write to 'log.txt': No such file"}, 1.0),  # gold fails: tree unchanged
+    "append": (None, 0.0),  # gold creates log.txt; pwd does not
+}
+
+
+@pytest.mark.parametrize("mode", sorted(ECHO_MODES))
+async def test_the_suites_echo_mode_reaches_the_run_and_the_scoring(tmp_path: Path, mode: str) -> None:
+    from harness.eval.score_run import score_run
+    from harness.eval.suite import NextCallCase, SuiteSpec, write_suite
+
+    case = NextCallCase.model_validate({
+        "id": "p1", "messages": [{"role": "user", "content": "log 'b'"}],
+        "expected": {"name": "echo", "arguments": {"content": "b", "file_name": "log.txt"}},
+        "initial_fs": {"root": {"home": {"type": "directory", "contents": {}}}},
+    })
+    spec = SuiteSpec(name="echo", version="1", kind="next_call", bundle=str(ROOT / "bundles" / "shellper"),
+                     families=["qwen"], strategies=["none"], echo_mode=mode)  # type: ignore[arg-type]
+    write_suite(tmp_path / "suite", spec, [case])
+    out = tmp_path / "run"
+    await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", out=out))
+    tool_output, pwd_state = ECHO_MODES[mode]
+    (sample,) = load_samples(out / "samples.jsonl").samples.values()
+    (step,) = sample.steps
+    assert step.tool_results[0].output == tool_output
+    pwd_only = step.model_copy(update={"tool_calls": (CallRecord(name="pwd", arguments={}),)})
+    (out / "samples.jsonl").write_text(sample_line(sample.model_copy(update={"steps": (pwd_only,)})))
+    await score_run(out)
+    assert summary(out)[("qwen", "none", "state_match")].value == pwd_state
