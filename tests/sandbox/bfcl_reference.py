@@ -1,32 +1,25 @@
 """BFCL's own GorillaFileSystem next to the 18 ``.pym`` tools (helpers of test_bfcl_reference.py, no tests).
 
-Both sides start from the same ``FileSystemState``: BFCL's class is loaded from the state's BFCL
-config with its own ``_load_scenario``, then pointed at the state's current directory. An outcome is
+Both sides start from the same ``FileSystemState`` (``bfcl_side.bfcl_from_state`` builds BFCL's
+instance with its own loader, pointed at the state's current directory). An outcome is
 what a call returned plus the tree (insertion order kept) and the current directory it left.
 Importing this module needs ``bfcl_eval`` (the test module skips first when it is missing).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system import (
-    Directory,
-    GorillaFileSystem,
-)
+from bfcl_side import cwd_of, tree_of
 from sandbox_helpers import TOOLS_DIR, call_tool
 
 from harness.sandbox import FileSystemState, Workspace
 
 README = TOOLS_DIR / "README.md"
-CATEGORIES = ("base", "miss_param", "long_context", "miss_func")
-"""BFCL's multi-turn categories with GorillaFileSystem-only entries."""
 
 
 @dataclass(frozen=True)
@@ -46,38 +39,8 @@ def documented_ids() -> list[str]:
     return re.findall(r"^\| `([a-z0-9-]+)` \|", section, flags=re.MULTILINE)
 
 
-# -- BFCL's side ----------------------------------------------------------------------------------------
-
-
-def bfcl_from_state(state: FileSystemState) -> GorillaFileSystem:
-    fs = GorillaFileSystem()
-    fs._load_scenario(copy.deepcopy(state.to_bfcl()))
-    for name in state.cwd:
-        fs._current_dir = fs._current_dir.contents[name]
-    return fs
-
-
-def tree_of(directory: Directory, seen: frozenset[int] = frozenset()) -> dict[str, Any]:
-    """BFCL's tree as nested dicts; a directory that holds itself is shown as ``"<cycle>"``."""
-    out: dict[str, Any] = {}
-    for name, item in directory.contents.items():
-        if isinstance(item, Directory):
-            out[name] = "<cycle>" if id(item) in seen else tree_of(item, seen | {id(directory)})
-        else:
-            out[name] = item.content
-    return out
-
-
-def cwd_of(fs: GorillaFileSystem) -> tuple[str, ...]:
-    names: list[str] = []
-    folder = fs._current_dir
-    while folder is not None and folder is not fs.root:
-        names.append(folder.name)
-        folder = folder.parent
-    return tuple(reversed(names))
-
-
-def bfcl_outcome(fs: GorillaFileSystem, name: str, args: dict[str, Any]) -> Outcome:
+def bfcl_outcome(fs: Any, name: str, args: dict[str, Any]) -> Outcome:
+    """Run one call on BFCL's instance (in place)."""
     try:
         output = getattr(fs, name)(**args)
     except Exception as exc:  # BFCL's crashes are outcomes too (some are documented differences)
@@ -93,32 +56,6 @@ async def our_outcome(tools: dict[str, Any], state: FileSystemState, name: str, 
     result = await call_tool(tools[name], args, Workspace.filesystem(state))
     output = ("tool_error", result.error_kind) if result.is_error else result.output
     return Outcome(output, json.dumps(state.tree), state.cwd)
-
-
-# -- BFCL's data ----------------------------------------------------------------------------------------
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def fs_only_entries() -> list[tuple[str, FileSystemState, list[list[str]]]]:
-    """(id, initial state as BFCL loads it, ground truth per turn) of every GorillaFileSystem-only
-    entry of ``CATEGORIES``; long-context entries are expanded by BFCL's own loader."""
-    import bfcl_eval
-
-    data = Path(bfcl_eval.__file__).parent / "data"
-    out = []
-    for category in CATEGORIES:
-        truth = {a["id"]: a["ground_truth"] for a in _lines(data / "possible_answer" / f"BFCL_v4_multi_turn_{category}.json")}
-        for entry in _lines(data / f"BFCL_v4_multi_turn_{category}.json"):
-            if entry["involved_classes"] != ["GorillaFileSystem"]:
-                continue
-            fs = GorillaFileSystem()
-            fs._load_scenario(copy.deepcopy(entry["initial_config"]["GorillaFileSystem"]),
-                              long_context=category == "long_context")
-            out.append((entry["id"], FileSystemState(fs.root.name, tree_of(fs.root)), truth[entry["id"]]))
-    return out
 
 
 # -- random trees and calls -----------------------------------------------------------------------------

@@ -24,15 +24,14 @@ pytest.importorskip(
 
 from bfcl_reference import (
     Outcome,
-    bfcl_from_state,
     bfcl_outcome,
     directories,
     documented_ids,
-    fs_only_entries,
     our_outcome,
     random_call,
     random_tree,
 )
+from bfcl_side import bfcl_from_state, fs_only_entries
 
 from harness.eval.importers import parse_python_call
 from harness.sandbox import FileSystemState
@@ -140,12 +139,13 @@ async def test_every_ground_truth_call_matches_bfcl(fs_tools) -> None:
     """342 calls of 52 entries (base, miss_param, long_context expanded by BFCL's loader, miss_func)."""
     entries = fs_only_entries()
     calls = 0
-    for entry_id, state, turns in entries:
-        for t, turn in enumerate(turns):
+    for entry in entries:
+        state = entry.state.copy()
+        for t, turn in enumerate(entry.ground_truth):
             for text in turn:
                 call = parse_python_call(text)
                 ours, theirs = await compare(fs_tools, state, call.name, call.arguments)
-                check_same(f"{entry_id} turn {t} {text}", ours, theirs)
+                check_same(f"{entry.id} turn {t} {text}", ours, theirs)
                 calls += 1
     assert len(entries) == 52
     assert calls == 342
