@@ -136,9 +136,10 @@ def check_calls(case: Case, tools: dict[str, ToolSchema | None]) -> list[tuple[s
         if schema is not None:
             out.extend((f"{field}.{suffix}", msg) for suffix, msg in check_arguments(call, schema))
     if isinstance(case, EpisodeCase):
-        for k, name in enumerate(case.excluded_tools):
-            if name not in tools:
-                out.append((f"excluded_tools[{k}]", f"unknown tool {name!r}"))
+        named = [(f"excluded_tools[{k}]", name) for k, name in enumerate(case.excluded_tools)]
+        named += [(f"held_out_tools.{t}[{k}]", name) for t, held in case.held_out_tools.items()
+                  for k, name in enumerate(held)]
+        out.extend((where, f"unknown tool {name!r}") for where, name in named if name not in tools)
     return out
 
 

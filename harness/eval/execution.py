@@ -56,10 +56,10 @@ class SandboxStates:
         result = await self.run_call(new, name, arguments)
         return new, result.output
 
-    def difference(self, a: Any, b: Any) -> str | None:
+    def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
         if a != b:  # FileSystemState equality compares the trees (BFCL's)
             return "state:tree_differs"
-        if tuple(a.cwd) != tuple(b.cwd):
+        if cwd and tuple(a.cwd) != tuple(b.cwd):
             return "state:cwd_differs"
         return None
 

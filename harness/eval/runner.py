@@ -68,7 +68,10 @@ class RunSpec:
     resume: bool = False
     sample_timeout_s: float = 300.0
     max_steps_per_turn: int | None = None
-    """Model calls per user turn of an episode; None = the bundle's ``kernel.max_steps``."""
+    """Model calls per user turn of an episode; None = the bundle's ``kernel.max_steps``. When the
+    last one still calls tools, the episode ends there and its state_match fails with
+    ``state:force_terminated`` (BFCL's force quit; BFCL's 20 responses with calls plus one to answer
+    are 21, as ``bundles/bfcl`` sets)."""
     max_tokens: int | None = None
     """Bound per model response; None = the engine's default (its ``EngineInfo.max_tokens``; else the
     engine's own bound)."""
@@ -148,7 +151,8 @@ class Runner:
         ]
 
     async def _attempt(self, job: _Job) -> SampleOutcome:
-        client = self.engine.client_for(job.agent.family, job.agent.constraint, gold_answers(job.case))
+        gold = gold_answers(job.case, job.agent.constraint.allow_parallel_calls)
+        client = self.engine.client_for(job.agent.family, job.agent.constraint, gold)
         started = time.perf_counter()
         if isinstance(job.case, NextCallCase):
             workspace = await self.states.workspace_after_history(job.case)

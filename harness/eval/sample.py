@@ -5,8 +5,10 @@ each sample gets its own kernel (``Agent.make_kernel``) on the client the engine
 Generation only: nothing here scores. A next-call sample is one ``kernel.step`` on the case's history,
 its calls executed in the sandbox on the state the history leaves (so the transcript holds real tool
 results and timings). An episode is one ``kernel.run`` per user turn, tools executed in the sandbox on a
-workspace built from the case's initial file system, at most ``max_steps`` steps a turn. Scoring later
-re-executes calls from the saved record on its own copies, so it never needs the engine.
+workspace built from the case's initial file system, at most ``max_steps`` model calls a turn (an
+episode whose model still calls tools at the bound ends there, as BFCL's force quit; see
+``run_episode``). Scoring later re-executes calls from the saved record on its own copies, so it never
+needs the engine.
 """
 
 from __future__ import annotations
@@ -49,14 +51,20 @@ class RecordingClient:
         """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
 
 
-def gold_answers(case: NextCallCase | EpisodeCase) -> list[list[ToolCall]]:
+def gold_answers(case: NextCallCase | EpisodeCase, parallel_calls: bool = False) -> list[list[ToolCall]]:
     """What the oracle answers, request by request: a next-call case's expected call; an episode's
-    ground-truth calls one request each (no parallel calls needed), then a closing message per turn."""
+    ground-truth calls, then a closing message per turn. With ``parallel_calls`` (the agent's grammar
+    allows several calls per answer) a turn's calls come in one answer, as BFCL lists them; else one
+    answer each."""
     if isinstance(case, NextCallCase):
         return [[case.expected.to_tool_call(f"{case.id}-gold")]]
     answers: list[list[ToolCall]] = []
     for t, turn in enumerate(case.ground_truth):
-        answers.extend([c.to_tool_call(f"{case.id}-t{t}-{i}")] for i, c in enumerate(turn))
+        calls = [c.to_tool_call(f"{case.id}-t{t}-{i}") for i, c in enumerate(turn)]
+        if parallel_calls and calls:
+            answers.append(calls)
+        else:
+            answers.extend([c] for c in calls)
         answers.append([])
     return answers
 
@@ -112,7 +120,8 @@ class SampleOutcome:
     """Time spent building the sample's workspace (a next-call point replays its history in the
     sandbox, once per case): sandbox time, not harness time."""
     max_steps_turns: list[int] = field(default_factory=list)
-    """Episode user turns that ended because they reached the step bound, not by a text answer."""
+    """The episode's user turn whose model kept calling tools past the step bound (BFCL's force quit:
+    the episode ended there)."""
 
 
 async def run_next_call(
@@ -136,16 +145,21 @@ async def run_next_call(
 async def run_episode(
     agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None
 ) -> SampleOutcome:
-    """``kernel.run`` per user turn on one workspace, at most ``max_steps`` steps a turn (default: the
-    bundle's ``kernel.max_steps``); every step of every turn is recorded."""
+    """``kernel.run`` per user turn on one workspace; every step of every turn is recorded.
+
+    Each turn offers the tools the case offers in it (``EpisodeCase.offered``). A turn allows at most
+    ``max_steps`` model calls (default: the bundle's ``kernel.max_steps``), the last of which should
+    end the turn with a plain answer. When that last one calls tools too, the episode ends there
+    (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
+    one more to answer, which is ``max_steps`` 21 (``bundles/bfcl``)."""
     recorder = RecordingClient(client)
     kernel = agent.make_kernel(recorder)
-    excluded = set(case.excluded_tools)
-    tools = [t for t in agent.tools if t.schema.name not in excluded]
     history: list[Message] = agent.opening()
     bound = max_steps or agent.config.kernel.max_steps
     outcome = SampleOutcome()
     for index, user_messages in enumerate(case.turns):
+        offered = set(case.offered([t.schema.name for t in agent.tools], index))
+        tools = [t for t in agent.tools if t.schema.name in offered]
         history.extend(Message(role=m.role, content=m.content) for m in user_messages)
         seen = len(recorder.responses)
         try:
@@ -162,6 +176,7 @@ async def run_episode(
             return outcome
         if result.termination_reason == "max_steps":
             outcome.max_steps_turns.append(index)
+            return outcome
         history = list(result.history)
     return outcome
 

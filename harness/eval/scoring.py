@@ -11,9 +11,13 @@ null where it does not apply:
   equal that turn's ground truth.
 - ``state_match``: the predicted calls and the gold calls, executed in the sandbox from the case's
   state, leave the same tree and working directory. Next-call points replay the history's calls first.
-  Episodes go turn by turn on two copies and also apply BFCL's response check: the gold results of a
-  turn must be an unordered subset of the model's results so far. Null when the case has no known file
-  system (``state_check: false``).
+  Episodes give BFCL's multi-turn verdict: an episode the step bound cut short fails
+  (``state:force_terminated``); then turn by turn on two copies, every turn's calls are executed, and
+  each turn with ground truth is checked: the model made calls in it (``state:empty_turn``), the trees
+  are equal (``state:tree_differs``; BFCL compares the file system's public attributes, so the current
+  directory is not compared), and the turn's gold results are an unordered subset of the model's
+  results so far (``state:response_missing``). Null when the case has no known file system
+  (``state_check: false``).
 - ``grammar_rejection``: 1 when the oracle engine found a gold token the grammar forbids. Only the
   oracle can measure it; null for other engines.
 
@@ -70,8 +74,8 @@ class StateBackend(Protocol):
         """Run one call on ``state`` (left untouched); returns the new state and the call's output."""
         ...
 
-    def difference(self, a: Any, b: Any) -> str | None:
-        """None when both states are equal, else ``state:tree_differs`` or ``state:cwd_differs``."""
+    def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
+        """None when both states are equal, else ``state:tree_differs`` or (when ``cwd``) ``state:cwd_differs``."""
         ...
 
 
@@ -294,10 +298,21 @@ class Scorer:
         reasons = [backend.difference(predicted, g) for g in gold_states]
         return PASS if None in reasons else fail(str(reasons[0]))
 
+    def _episode_validity(self, case: EpisodeCase, steps: Sequence[StepRecord]) -> Verdict:
+        """``validity`` of every step, each against the tools its user turn offered."""
+        by_turn: dict[int, list[StepRecord]] = {}
+        for step in steps:
+            by_turn.setdefault(step.turn or 0, []).append(step)
+        for index, turn_steps in by_turn.items():
+            verdict = self.validity(turn_steps, case.offered(self.schemas, index), need_call=False, text_ends_turn=True)
+            if verdict.error_kind:
+                return verdict
+        if any(case.ground_truth) and not any(step.tool_calls for step in steps):
+            return fail("parse:no_call")
+        return PASS
+
     async def _episode(self, case: EpisodeCase, sample: SampleRecord) -> dict[Metric, Verdict]:
-        offered = [n for n in self.schemas if n not in set(case.excluded_tools)]
-        need_call = any(case.ground_truth)
-        validity = self.validity(sample.steps, offered, need_call=need_call, text_ends_turn=True)
+        validity = self._episode_validity(case, sample.steps)
         per_turn: list[list[CallRecord]] = [[] for _ in case.ground_truth]
         for step in sample.steps:
             index = step.turn or 0
@@ -310,13 +325,16 @@ class Scorer:
             if reason:
                 exact = fail(parse_failure or reason)
                 break
-        if self._state_applies(case):
-            state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
-        else:
+        if not self._state_applies(case):
             state = NOT_APPLICABLE
+        elif sample.max_steps_turns:  # BFCL fails a force-quit episode before any check
+            state = fail("state:force_terminated")
+        else:
+            state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
         return {"validity": validity, "exact_match": exact, "state_match": state}
 
     async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Verdict:
+        """BFCL's multi-turn checker on the model's calls, turn by turn (see the module docstring)."""
         assert self.backend is not None
         model_state = gold_state = self.backend.initial(case)
         model_outputs: list[Any] = []
@@ -324,7 +342,11 @@ class Scorer:
             model_state, outs = await self._apply_all(model_state, model_calls)
             model_outputs.extend(outs)
             gold_state, gold_outs = await self._apply_all(gold_state, gold)
-            reason = self.backend.difference(model_state, gold_state)
+            if not gold:  # nothing to achieve in this turn: its calls ran, nothing is checked
+                continue
+            if not model_calls:
+                return fail("state:empty_turn")
+            reason = self.backend.difference(model_state, gold_state, cwd=False)
             if reason:
                 return fail(reason)
             if not unordered_subset(gold_outs, model_outputs):

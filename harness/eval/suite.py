@@ -190,7 +190,11 @@ class EpisodeCase(_CaseBase):
     turns: list[list[ChatMessage]] = Field(min_length=1)
     ground_truth: list[list[CallSpec]]
     excluded_tools: list[str] = Field(default_factory=list)
-    """Tools not offered in this episode (BFCL ``excluded_function``)."""
+    """Tools not offered in this episode at all."""
+    held_out_tools: dict[int, list[str]] = Field(default_factory=dict)
+    """Tools offered only from a user turn on: turn index -> tool names (BFCL miss_func's
+    ``missed_function``: the turn before asks for what the missing tool does, and nothing should be
+    done there; the turn that adds it tells the model so)."""
     tags: list[str] = Field(default_factory=list)
     cwd: str = ""
     """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
@@ -198,6 +202,13 @@ class EpisodeCase(_CaseBase):
 
     def gold_calls(self) -> list[CallSpec]:
         return [c for turn in self.ground_truth for c in turn]
+
+    def offered(self, names: Iterable[str], turn: int) -> list[str]:
+        """Of ``names`` (in their order), the tools offered in user turn ``turn``: neither excluded
+        nor held out until a later turn."""
+        hidden = set(self.excluded_tools)
+        hidden.update(n for start, held in self.held_out_tools.items() if start > turn for n in held)
+        return [n for n in names if n not in hidden]
 
 
 Case = NextCallCase | EpisodeCase
@@ -340,6 +351,12 @@ def _semantic_problems(case: Case) -> list[tuple[str, str]]:
             for i, m in enumerate(turn):
                 if m.role not in ("user", "system"):
                     out.append((f"turns[{t}][{i}].role", f"a turn holds user or system messages, not {m.role!r}"))
+        for start, held in case.held_out_tools.items():
+            if not 0 <= start < len(case.turns):
+                out.append((f"held_out_tools.{start}", f"no turn {start} (the episode has {len(case.turns)})"))
+            for t, calls in enumerate(case.ground_truth[:start]):
+                out.extend((f"ground_truth[{t}]", f"calls {c.name!r}, held out until turn {start}")
+                           for c in calls if c.name in held)
     return out
 
 

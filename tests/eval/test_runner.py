@@ -281,7 +281,8 @@ async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path,
 
 
 async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
-    # The bundle's kernel.max_steps bounds each user turn of an episode (the run used to use 20).
+    # The bundle's kernel.max_steps bounds each user turn of an episode (the run used to use 20), and a
+    # turn whose last allowed step still calls a tool ends the episode (BFCL's force quit).
     import yaml
 
     bundle = yaml.safe_load((ROOT / "bundles" / "shellper" / "bundle.yaml").read_text())
@@ -299,9 +300,8 @@ async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
     await run_suite(spec)
     assert read_run(tmp_path / "r").max_steps_per_turn == 1
     (sample,) = load_samples(tmp_path / "r" / "samples.jsonl").samples.values()
-    per_turn = [step.turn for step in sample.steps]
-    assert per_turn == sorted(set(per_turn))  # one model call per user turn, never more
-    assert sample.max_steps_turns[0] == 0  # turn 0 has gold calls: the model was cut off after one
+    assert [step.turn for step in sample.steps] == [0]  # one model call, and no later turn
+    assert sample.max_steps_turns == (0,)  # turn 0 has gold calls: the model was cut off after one
 
 
 STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]
@@ -358,3 +358,41 @@ async def test_the_suites_echo_mode_reaches_the_run_and_the_scoring(tmp_path: Pa
     (out / "samples.jsonl").write_text(sample_line(sample.model_copy(update={"steps": (pwd_only,)})))
     await score_run(out)
     assert summary(out)[("qwen", "none", "state_match")].value == pwd_state
+
+
+# (bundle, max_steps_per_turn, force-quit user turns recorded, state_match) for an episode whose first
+# turn has 3 gold calls: the oracle answers one call a response under shellper, all three in one
+# response under bfcl (several calls a response), then a plain answer. A step is one model call, the
+# closing answer included; None takes the bundle's kernel.max_steps (bfcl: BFCL's 20 + 1).
+STEP_LIMITS = [
+    ("shellper", 4, (), (1.0, None)),  # 3 calling responses and the answer: at the bound, the turn ends
+    ("shellper", 3, (0,), (0.0, "state:force_terminated")),  # the last allowed response calls: BFCL's force quit
+    ("bfcl", 2, (), (1.0, None)),  # BFCL counts responses, not calls
+    ("bfcl", None, (), (1.0, None)),
+]
+
+
+@pytest.mark.parametrize(("bundle", "max_steps", "forced", "state"), STEP_LIMITS)
+async def test_the_step_bound_counts_responses_and_ends_the_episode_like_bfcl(
+    tmp_path: Path, bundle: str, max_steps: int | None, forced: tuple[int, ...], state: tuple[float, str | None]
+) -> None:
+    from harness.eval.suite import EpisodeCase, SuiteSpec, write_suite
+
+    mk = [{"name": "mkdir", "arguments": {"dir_name": n}} for n in ("a", "b", "c")]
+    case = EpisodeCase.model_validate({
+        "id": "e1", "turns": [[{"role": "user", "content": "make a, b, c"}], [{"role": "user", "content": "list"}]],
+        "ground_truth": [mk, [{"name": "ls", "arguments": {}}]],
+        "initial_fs": {"root": {"home": {"type": "directory", "contents": {}}}},
+    })
+    spec = SuiteSpec(name="steps", version="1", kind="episode", bundle=str(ROOT / "bundles" / bundle),
+                     families=["qwen"], strategies=["ebnf"])
+    write_suite(tmp_path / "suite", spec, [case])
+    out = tmp_path / "run"
+    await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", out=out, max_steps_per_turn=max_steps))
+    assert read_run(out).max_steps_per_turn == (max_steps or 21)
+    (sample,) = load_samples(out / "samples.jsonl").samples.values()
+    assert sample.max_steps_turns == forced
+    if forced:  # the episode ended in the turn that ran over: turn 1 never started
+        assert {step.turn for step in sample.steps} == {0}
+    (scores,) = [v for (sid, metric), v in scores_by_key(out).items() if metric == "state_match"]
+    assert scores == state

@@ -232,21 +232,55 @@ async def test_next_call_state_replays_the_history_then_compares(
     assert v["state_match"] == expected
 
 
-async def test_episode_state_uses_bfcl_response_check_over_the_results_so_far(
+CD = {"name": "cd", "arguments": {"folder": "docs"}}
+CAT = {"name": "cat", "arguments": {"file_name": "a.md"}}
+LS = {"name": "ls", "arguments": {}}
+UP = {"name": "cd", "arguments": {"folder": ".."}}
+MKDIR = {"name": "mkdir", "arguments": {"dir_name": "x"}}
+
+# BFCL's multi-turn verdict on the episode [[cd docs], [cat a.md]]: (id, the model's calls per turn,
+# sample fields, state_match)
+EPISODE_STATE_CASES = [
+    ("exact", [[CD], [CAT]], {}, (1.0, None)),
+    ("response-missing", [[CD], [LS]], {}, (0.0, "state:response_missing")),  # cat's content never shown
+    # cat a turn early: its result is among the results so far, but turn 2 holds no call at all
+    ("early-then-nothing", [[CD, CAT], []], {}, (0.0, "state:empty_turn")),
+    ("early-then-more", [[CD, CAT], [LS]], {}, (1.0, None)),
+    ("tree-differs", [[MKDIR], [CAT]], {}, (0.0, "state:tree_differs")),
+    # BFCL compares the file system's public attributes: the current directory is not one of them
+    ("extra-cd-up", [[CD], [CAT, UP]], {}, (1.0, None)),
+    ("force-terminated", [[CD], [CAT]], {"max_steps_turns": (1,)}, (0.0, "state:force_terminated")),
+]
+
+
+@pytest.mark.parametrize(("calls", "fields", "expected"), [c[1:] for c in EPISODE_STATE_CASES],
+                         ids=[c[0] for c in EPISODE_STATE_CASES])
+async def test_episode_state_is_bfcls_multi_turn_verdict(
+    sandbox_scorer_parts: tuple[Any, list[Any]], calls: list[list[dict[str, Any]]], fields: dict[str, Any],
+    expected: tuple[float, str | None],
+) -> None:
+    s = state_scorer(sandbox_scorer_parts, episode([[CD], [CAT]]))
+    v = await verdicts(s, sample(steps=steps(*calls), case_id="e1").model_copy(update=fields))
+    assert v["state_match"] == expected
+
+
+async def test_a_turn_without_ground_truth_runs_its_calls_but_is_not_checked(
     sandbox_scorer_parts: tuple[Any, list[Any]],
 ) -> None:
-    cd = {"name": "cd", "arguments": {"folder": "docs"}}
-    cat = {"name": "cat", "arguments": {"file_name": "a.md"}}
-    ls = {"name": "ls", "arguments": {}}
-    s = state_scorer(sandbox_scorer_parts, episode([[cd], [cat]]))
-    exact = await verdicts(s, sample(steps=steps([cd], [cat]), case_id="e1"))
-    assert exact["state_match"] == (1.0, None)
-    # same tree and directory, but the content `cat` returned never reached the user
-    missing = await verdicts(s, sample(steps=steps([cd], [ls]), case_id="e1"))
-    assert missing["state_match"] == (0.0, "state:response_missing")
-    # cat done a turn early: not an exact match, but its result is among the results so far
-    early = await verdicts(s, sample(steps=steps([cd, cat], []), case_id="e1"))
-    assert early["exact_match"] == (0.0, "exact:call_count") and early["state_match"] == (1.0, None)
-    wrong_tree = await verdicts(s, sample(steps=steps([{"name": "mkdir", "arguments": {"dir_name": "x"}}], [cat]),
-                                          case_id="e1"))
-    assert wrong_tree["state_match"] == (0.0, "state:tree_differs")
+    """BFCL's miss_func/miss_param turns: nothing to do there; what the model did still counts later."""
+    s = state_scorer(sandbox_scorer_parts, episode([[CD], [], [CAT]]))
+    idle = await verdicts(s, sample(steps=steps([CD], [LS], [CAT]), case_id="e1"))
+    assert idle["state_match"] == (1.0, None)
+    moved = await verdicts(s, sample(steps=steps([CD], [LS, UP], [CAT]), case_id="e1"))
+    assert moved["state_match"] == (0.0, "state:response_missing")  # out of docs: cat finds no a.md
+    harmful = await verdicts(s, sample(steps=steps([CD], [MKDIR], [CAT]), case_id="e1"))
+    assert harmful["state_match"] == (0.0, "state:tree_differs")
+
+
+async def test_held_out_tools_are_offered_from_their_turn_on() -> None:
+    gt = [[], [LS]]
+    case = episode(gt, held_out_tools={1: ["ls"]})
+    on_time = await verdicts(scorer(case), sample(steps=steps(*gt), case_id="e1"))
+    assert on_time["validity"] == (1.0, None)
+    early = await verdicts(scorer(case), sample(steps=steps([LS], [LS]), case_id="e1"))
+    assert early["validity"] == (0.0, "validity:unknown_tool")
