@@ -13,8 +13,14 @@ import_app = typer.Typer(help="Import upstream datasets as suite directories.", 
 
 _SUITE_DIR = typer.Argument(..., help="A suite directory (suite.yaml + cases).")
 _SHELLPER_FILE = typer.Argument(..., help="A distil-SHELLper JSONL file (question/answer lines).")
-_BFCL_FILE = typer.Argument(..., help="BFCL multi-turn entries (one JSON object per line).")
-_ANSWERS = typer.Option(..., "--answers", help="The matching possible_answer file.")
+_BFCL_SOURCE = typer.Argument(
+    ...,
+    help="A BFCL multi-turn category of the installed bfcl-eval package (base, miss_param, miss_func, "
+    "long_context), or a file of entries (one JSON object per line).",
+)
+_ANSWERS = typer.Option(
+    None, "--answers", help="The matching possible_answer file (default: the package's, or possible_answer/ beside FILE)."
+)
 
 
 def validate(suite_dir: Path = _SUITE_DIR) -> None:
@@ -82,16 +88,22 @@ def import_shellper_cmd(
     _run_import(lambda: import_shellper(file, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
 
 
+_BFCL_BUNDLE = typer.Option(
+    "bfcl", "--bundle", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
+)
+
+
 @import_app.command("bfcl")
 def import_bfcl_cmd(
-    file: Path = _BFCL_FILE,
-    answers: Path = _ANSWERS,
+    source: str = _BFCL_SOURCE,
+    answers: Path | None = _ANSWERS,
     out: Path = _OUT,
     name: str | None = _NAME,
-    bundle: str = _BUNDLE,
+    bundle: str = _BFCL_BUNDLE,
     skip_invalid: bool = _SKIP,
 ) -> None:
-    """Import GorillaFileSystem-only multi-turn entries as episodes (others are skipped and counted)."""
+    """Import GorillaFileSystem-only multi-turn entries as episodes, as BFCL runs them (long-context
+    file systems expanded, miss_func tools added at their turn); others are skipped and counted."""
     from harness.eval.importers import import_bfcl
 
-    _run_import(lambda: import_bfcl(file, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
+    _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)

@@ -13,8 +13,10 @@ from harness.eval.checks import (
 from harness.eval.compare import Comparison, compare_runs
 from harness.eval.fs_tools import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
 from harness.eval.importers import (
+    BFCL_ADDED_TOOLS_PROMPT,
     ImportFailure,
     ImportReport,
+    bfcl_sources,
     import_bfcl,
     import_shellper,
     parse_python_call,
@@ -68,6 +70,7 @@ from harness.eval.suite import (
 from harness.eval.summary import summarize, wilson
 
 __all__ = [
+    "BFCL_ADDED_TOOLS_PROMPT",
     "EMPTY_WORKSPACE",
     "FS_TOOL_NAMES",
     "METRICS",
@@ -104,6 +107,7 @@ __all__ = [
     "SummaryRow",
     "ToolResultRecord",
     "ToolSet",
+    "bfcl_sources",
     "builtin_fs_schemas",
     "bundle_tools",
     "check_arguments",

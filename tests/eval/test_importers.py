@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from harness.cli.main import app
 from harness.eval import (
+    BFCL_ADDED_TOOLS_PROMPT,
     EMPTY_WORKSPACE,
     ImportFailure,
     import_bfcl,
@@ -97,15 +99,12 @@ def test_shellper_assistant_turn_with_two_calls_is_rejected(tmp_path: Path) -> N
 
 def test_bfcl_imports_file_system_only_entries(tmp_path: Path) -> None:
     report = import_bfcl(BFCL_Q, BFCL_A, tmp_path / "bf")
-    assert report.records == 4 and report.cases == 2
-    assert report.skipped == {
-        "involve classes other than GorillaFileSystem": 1,
-        "missed_function (tools added mid-episode)": 1,
-    }
+    assert report.records == 4 and report.cases == 3
+    assert report.skipped == {"involve classes other than GorillaFileSystem": 1}
     suite = load_suite(tmp_path / "bf")
-    assert suite.kind == "episode"
+    assert suite.kind == "episode" and suite.spec.bundle == "bfcl" and suite.spec.echo_mode == "overwrite"
     cases = {c.id: c for c in suite.episode_cases()}
-    assert set(cases) == {"multi_turn_base_900", "multi_turn_miss_param_903"}
+    assert set(cases) == {"multi_turn_base_900", "multi_turn_miss_func_902", "multi_turn_miss_param_903"}
     base = cases["multi_turn_base_900"]
     assert [[c.model_dump() for c in turn] for turn in base.ground_truth] == [
         [{"name": "cd", "arguments": {"folder": "docs"}}, {"name": "sort", "arguments": {"file_name": "b.txt"}}],
@@ -116,7 +115,74 @@ def test_bfcl_imports_file_system_only_entries(tmp_path: Path) -> None:
     param = cases["multi_turn_miss_param_903"]
     assert [len(t) for t in param.ground_truth] == [1, 0, 2]  # a turn with no call is kept
     assert param.ground_truth[2][0].arguments == {"file_name": "log.txt", "lines": 2}
-    assert param.excluded_tools == ["rmdir"]
+    assert param.excluded_tools == []  # BFCL offers every tool whatever excluded_function says
+    missing = cases["multi_turn_miss_func_902"]
+    assert missing.held_out_tools == {1: ["cp"]}  # offered from turn 1 on, whose message is BFCL's
+    assert [m.content for m in missing.turns[1]] == [BFCL_ADDED_TOOLS_PROMPT]
+
+
+def bfcl_entries(**changes: Any) -> list[dict[str, Any]]:
+    """The sample entries with fields of the miss_func entry replaced."""
+    rows = [json.loads(line) for line in BFCL_Q.read_text().splitlines()]
+    rows[2].update(changes)
+    return rows
+
+
+# (entries, reason the import gives)
+BFCL_REFUSALS = [
+    (bfcl_entries(question=[[{"role": "user", "content": "copy it"}], [{"role": "user", "content": "now?"}]]),
+     "multi_turn_miss_func_902: turn 1 adds ['cp'] but holds a user message (BFCL requires none)"),
+    (bfcl_entries(missed_function={"5": ["cp"]}), "multi_turn_miss_func_902: missed_function: no turn '5'"),
+    (bfcl_entries(missed_function={"1": ["teleport"]}), "held_out_tools.1[0]: unknown tool 'teleport'"),
+]
+
+
+@pytest.mark.parametrize(("rows", "reason"), BFCL_REFUSALS)
+def test_bfcl_refuses_with_the_true_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list, reason: str) -> None:
+    monkeypatch.chdir(REPO)
+    entries = tmp_path / "entries.json"
+    entries.write_text("\n".join(json.dumps(r) for r in rows))
+    try:
+        import_bfcl(entries, BFCL_A, tmp_path / "out")
+    except ImportFailure as exc:
+        problems = exc.problems
+    else:
+        problems = validate_suite(tmp_path / "out")
+    assert any(reason in p for p in problems), problems
+
+
+def test_bfcl_long_context_needs_bfcls_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.eval import importers
+    from harness.eval.bfcl_data import BfclDataError
+
+    def missing() -> None:
+        raise BfclDataError("long-context entries need BFCL's expansion data from its package: pip install ...")
+
+    monkeypatch.setattr(importers, "long_context_data", missing)
+    rows = bfcl_entries(id="multi_turn_long_context_902")
+    entries, answers = tmp_path / "entries.json", tmp_path / "answers.json"
+    entries.write_text("\n".join(json.dumps(r) for r in rows))
+    answers.write_text(BFCL_A.read_text().replace("multi_turn_miss_func_902", "multi_turn_long_context_902"))
+    with pytest.raises(ImportFailure) as info:
+        import_bfcl(entries, answers, tmp_path / "out")
+    assert info.value.problems == [
+        f"{entries}:3: multi_turn_long_context_902: long-context entries need BFCL's expansion data from its "
+        "package: pip install ..."
+    ]
+
+
+# (source, answers, what the error says)
+BFCL_SOURCE_ERRORS = [
+    ("no_such_category", None, "no_such_category: no such file, and not a BFCL category (base, miss_func"),
+    (str(BFCL_Q), None, "no --answers given, and no " + str(BFCL_Q.parent / "possible_answer" / BFCL_Q.name)),
+]
+
+
+@pytest.mark.parametrize(("source", "answers", "message"), BFCL_SOURCE_ERRORS)
+def test_bfcl_source_errors_say_what_is_missing(tmp_path: Path, source: str, answers: Any, message: str) -> None:
+    with pytest.raises(ImportFailure) as info:
+        import_bfcl(source, answers, tmp_path / "out")
+    assert message in info.value.problems[0]
 
 
 def test_bfcl_output_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,7 +201,7 @@ def test_bfcl_non_literal_argument_names_id_and_turn(tmp_path: Path) -> None:
     (problem,) = info.value.problems
     assert "multi_turn_base_900: turn 1: call 1" in problem and "not a literal" in problem
     report = import_bfcl(BFCL_Q, answers, tmp_path / "out", skip_invalid=True)
-    assert report.cases == 1 and len(report.errors) == 1
+    assert report.cases == 2 and len(report.errors) == 1
 
 
 def test_bfcl_missing_answer_is_an_error(tmp_path: Path) -> None:
@@ -195,7 +261,7 @@ def test_cli_import_then_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert res.exit_code == 0, res.output
     assert "skipped 1: involve classes other than GorillaFileSystem" in res.output
     res = runner.invoke(app, ["validate", str(tmp_path / "bf")])
-    assert res.exit_code == 0 and "2 episodes" in res.output
+    assert res.exit_code == 0 and "3 episodes" in res.output
 
 
 def test_cli_import_failure_exits_1(tmp_path: Path) -> None:
