@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,21 @@ def cases(suites: dict[str, Path]) -> dict[str, EpisodeCase]:
 @pytest.fixture(scope="module")
 def entries() -> list[FsEntry]:
     return fs_only_entries()
+
+
+def test_bfcls_modules_load_without_its_declared_dependencies() -> None:
+    """Installed with ``--no-deps``: the modules the harness and these tests use import the stdlib
+    only, not the numpy, SDKs and pins bfcl-eval declares."""
+    code = (
+        "import sys; before = set(sys.modules); "
+        "import bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker, "
+        "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system, "
+        "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context, "
+        "bfcl_eval.constants.type_mappings, bfcl_eval.constants.default_prompts; "
+        "print(sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names) - {'bfcl_eval'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_every_file_system_entry_is_imported(entries: list[FsEntry], cases: dict[str, EpisodeCase]) -> None:
