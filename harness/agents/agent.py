@@ -49,6 +49,8 @@ class AgentOptions(TypedDict, total=False):
     """Whether the grammar allows a plain-text answer (episodes need one to end a turn)."""
     max_tokens: int
     """Bound per model response (default: the engine's own)."""
+    stream: bool
+    """Stream responses (time to first token is then measured as a client sees it)."""
     observers: Sequence[Observer]
     """Observers of every kernel the agent makes."""
 
@@ -86,6 +88,7 @@ class Agent:
         connect: ClientFactory | None = None,
         observers: Sequence[Observer] = (),
         max_tokens: int | None = None,
+        stream: bool = False,
     ) -> None:
         self.config = config
         self.path = path
@@ -100,6 +103,8 @@ class Agent:
         self.observers: tuple[Observer, ...] = tuple(observers)
         self.max_tokens = max_tokens
         """Bound per model response (None: the engine's own)."""
+        self.stream = stream
+        """Stream responses (a server engine: time to first token is then measured)."""
         self._client = client
         self._connect = connect
 
@@ -142,7 +147,7 @@ class Agent:
             self.config, self.path, _adapter(file, family) if family else self._base_adapter, constraint,
             self.tools, model_id=options.get("model_id") or self.model_id, client=self._client,
             connect=self._connect, observers=options.get("observers", self.observers),
-            max_tokens=options.get("max_tokens", self.max_tokens),
+            max_tokens=options.get("max_tokens", self.max_tokens), stream=options.get("stream", self.stream),
         )
 
     @property
@@ -171,6 +176,7 @@ class Agent:
             max_history_messages=kernel.max_history_messages,
             agent_id=self.config.name,
             max_tokens=self.max_tokens,
+            stream=self.stream,
         )
 
     def opening(self, messages: Sequence[Message] = ()) -> list[Message]:

@@ -31,6 +31,8 @@ class CompletionRequest:
     """The tools of this step; in-process engines render them into the prompt themselves."""
     send_tools: bool = True
     """Whether ``tools`` go in the request's ``tools`` field."""
+    tool_choice: str | None = None
+    """The request's ``tool_choice`` when tools are sent; None leaves the server's default."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     stop: tuple[str, ...] = ()
     max_tokens: int | None = None
@@ -60,6 +62,13 @@ class EngineStats:
     """Time to put the prompt into the model's KV cache (in-process engines)."""
     reused_prompt_tokens: int | None = None
     """Prompt tokens whose KV entries came from the engine's prefix cache."""
+    target_steps: int | None = None
+    """Oracle with a target (``--target vllm``): steps where the target's grammar and the harness's
+    were compared (None: no target)."""
+    target_mask_diff_steps: int | None = None
+    """Of those, steps where the target allows other tokens than the harness's grammar."""
+    target_only_tokens: tuple[str, ...] = ()
+    """A few tokens only the target allows there (e.g. ``<unused0>`` as text inside a string)."""
 
 
 @dataclass(frozen=True, slots=True)

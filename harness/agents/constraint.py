@@ -74,3 +74,5 @@ class RequestPayload:
     """Passed through untouched as the request's ``extra_body`` (e.g. ``structured_outputs``)."""
     stop: tuple[str, ...] = ()
     artifact: ConstraintArtifact | None = None
+    tool_choice: str | None = None
+    """The request's ``tool_choice``; None leaves the server's default (``auto`` when tools are sent)."""

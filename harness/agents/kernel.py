@@ -35,6 +35,7 @@ from harness.agents.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from harness.agents.families._calls import canonical_schema
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import (
     Message,
@@ -197,8 +198,9 @@ class AgentKernel:
         request = CompletionRequest(
             model=self.model,
             messages=tuple(sent),
-            tools=tuple(schemas),
+            tools=tuple(canonical_schema(s) for s in schemas),
             send_tools=self.constraint.send_tools_to_api,
+            tool_choice=payload.tool_choice,
             extra_body=payload.extra_body,
             stop=payload.stop,
             max_tokens=self.max_tokens,

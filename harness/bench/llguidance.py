@@ -2,9 +2,9 @@
 
 Strategies, as far as they can be expressed exactly (else ``NotExpressible`` with the reason):
 
-- ``json_schema``: the schema itself, with ``x-guidance`` separators ``", "`` / ``": "`` and no free
-  whitespace: the language xgrammar compiles (``any_whitespace=False``). (vLLM's guidance backend with
-  ``disable_any_whitespace`` would use compact ``","``/``":"`` separators instead.)
+- ``json_schema``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend
+  compiles it on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles
+  with ``separators=(",", ":")``.
 - ``ebnf``: the family's EBNF converted to Lark (``harness.bench.lark``).
 - ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
   ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
@@ -169,10 +169,9 @@ def to_llguidance(artifact: ConstraintArtifact, family: str) -> tuple[str, list[
     specials = special_texts(family, get_llg_tokenizer(family))
     notes = []
     if artifact.kind == "json":
-        grammar = LLMatcher.grammar_from_json_schema(
-            json.dumps(_with_options(json.loads(artifact.value), None), ensure_ascii=False)
-        )
-        notes.append("x-guidance separators ', ' and ': ' (xgrammar's any_whitespace=False)")
+        # As vLLM's guidance backend compiles a JSON schema on a server with disable_any_whitespace.
+        grammar = LLMatcher.grammar_from_json_schema(artifact.value, defaults={"whitespace_flexible": False})
+        notes.append("whitespace_flexible=False, as vLLM's guidance backend with disable_any_whitespace")
         return grammar, notes
     if artifact.kind == "grammar":
         lark = ebnf_to_lark(artifact.value, specials)

@@ -6,6 +6,8 @@ torch, llama.cpp, pydantic-monty, polars) when it runs, so ``harness --help`` st
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from harness import __version__
@@ -47,7 +49,13 @@ def _root(
     """Evaluate and benchmark grammar-constrained tool calling."""
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM ends the command like Ctrl-C does: cleanup runs (servers the run started are stopped)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     app()
 
 

@@ -60,11 +60,39 @@ class _RichProgress:
 def run(
     suite_dir: Annotated[Path, typer.Argument(help="Suite directory (suite.yaml + cases.jsonl).")],
     engine: Annotated[
-        str, typer.Option("--engine", help="oracle | openai | local (the embedded CPU engine); see harness.engines.registry.")
-    ] = "local",
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible server (openai engine).")] = None,
+        str | None,
+        typer.Option(
+            "--engine",
+            help="vllm (a real vLLM server the harness starts and stops) | local (the embedded llama.cpp "
+            "engine) | openai (a running OpenAI-compatible server) | oracle (gold replay: measures grammars, "
+            "no model). Default: vllm when it is installed, else local, else oracle.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible server (openai engine). Give it several times to spread the run over "
+            "replicas serving the same model.",
+        ),
+    ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="Served model id (openai engine; default: what the server lists).")
+        str | None,
+        typer.Option(
+            "--model",
+            help="openai: the served model id (default: what the server lists). vllm: an HF model folder or "
+            "id to serve (default: the Gemma 3 270M base weights for function_gemma, a random-weight Qwen3 "
+            "format fixture for qwen).",
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            help="oracle only: vllm = compile each grammar through vLLM's own backend (its tokenizer view, "
+            "whitespace setting and stop tokens) and count the steps where it allows other tokens than "
+            "the harness's grammar. Needs vLLM installed; no server is started.",
+        ),
     ] = None,
     family: Annotated[str | None, typer.Option("--family", help="Families, comma-separated (default: the suite's).")] = None,
     strategy: Annotated[
@@ -98,6 +126,8 @@ def run(
     from harness.eval.suite import SuiteError
 
     families = _split(family)
+    if engine is None:
+        engine = _default_engine()
     if engine == "local":
         why = unavailable("local")
         if why is not None:
@@ -109,7 +139,7 @@ def run(
             weights = ", ".join(LocalEngine.families)
             typer.echo(f"--engine local has weights for {weights} only: running {weights}", err=True)
     spec = RunSpec(
-        suite_dir=suite_dir, engine=engine, base_url=base_url, model=model, families=families,
+        suite_dir=suite_dir, engine=engine, base_urls=list(base_url or []), model=model, target=target, families=families,
         strategies=_split(strategy), limit=limit, concurrency=concurrency, epochs=epochs, out=out,
         resume=resume, sample_timeout_s=sample_timeout, max_tokens=max_tokens,
     )
@@ -138,6 +168,17 @@ def run(
     _print_outcome(outcome)
     if report:
         _report([outcome.run_dir], outcome.run_dir)
+
+
+def _default_engine() -> str:
+    """vllm when a vLLM server can start here, else the embedded engine, else the oracle (said on stderr)."""
+    from harness.engines.registry import unavailable
+
+    why = unavailable("vllm")
+    if why is None:
+        return "vllm"
+    typer.echo(f"--engine vllm is not available ({why}); using the embedded engine", err=True)
+    return "local"
 
 
 def _print_outcome(outcome: Any) -> None:

@@ -114,6 +114,8 @@ class OpenAICompatibleClient:
         }
         if request.send_tools and request.tools:
             params["tools"] = [t.to_openai() for t in request.tools]
+            if request.tool_choice is not None:
+                params["tool_choice"] = request.tool_choice
         if request.stop:
             params["stop"] = list(request.stop)
         if request.max_tokens is not None:

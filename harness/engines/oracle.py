@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
 from harness.agents.constraint import STRATEGY_OF_ARTIFACT, ConstraintError, DecodingConstraint
@@ -30,6 +30,9 @@ from harness.grammar.compile import compile_artifact
 from harness.grammar.decode import GoldSource, decode
 from harness.grammar.request import constraint_from_request
 from harness.grammar.tokenizers import get_tokenizer
+
+if TYPE_CHECKING:
+    from harness.engines.vllm.backend import MaskDifference
 
 NOTE = "oracle: replays gold answers through the grammar with the real tokenizer; it measures grammars, not a model"
 SERVED_PREFIX = "oracle-"
@@ -58,8 +61,13 @@ class OracleEngine:
         answers: Iterable[Sequence[ToolCall]] = (),
         constraint: DecodingConstraint | None = None,
         grammar_cache: dict[Any, Any] | None = None,
+        target: Any = None,
     ) -> None:
         self.family = family
+        self.target = target
+        """None: the harness's own grammars. Else a grammar target such as
+        :class:`~harness.engines.vllm.backend.VllmGrammarTarget`: gold is replayed through the target's
+        compile path and the steps where its masks differ from the harness's are counted."""
         self.adapter = get_adapter(family)
         self.answers: list[list[ToolCall]] = [list(a) for a in answers]
         self.constraint = constraint
@@ -96,6 +104,13 @@ class OracleEngine:
             cached = _STOP_IDS[key] = tuple(dict.fromkeys([*tokenizer.eos_ids, *extra]))
         return cached
 
+    def _target_compiled(self, artifact: Any) -> tuple[Any, float, bool]:
+        """The target's compiled grammar (cached by the target); a grammar it refuses ends the sample."""
+        try:
+            return self.target.compile(artifact)  # type: ignore[no-any-return]
+        except ConstraintError as exc:
+            raise ModelCallError("model:bad_request", f"the target refuses the constraint: {exc}") from exc
+
     async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
         return self.complete(request)
 
@@ -120,12 +135,27 @@ class OracleEngine:
             else self.adapter.render_text(CLOSING_TEXT, constraint)
         )
         tokenizer = get_tokenizer(self.family)
-        compiled, compile_ms, cached = (None, None, None) if artifact is None else self._compiled(artifact)
         ids = tokenizer.encode(text)
-        result = decode(
-            compiled, GoldSource(ids), tokenizer, max_tokens=len(ids) + 1, mask_policy="always",
-            stop_ids=self._stop_ids(tokenizer, request.stop),
-        )
+        diff: MaskDifference | None = None
+        compile_ms: float | None = None
+        cached: bool | None = None
+        compiled: Any = None
+        if artifact is not None and self.target is not None:
+            from harness.engines.vllm.backend import mask_difference
+
+            compiled, compile_ms, cached = self._target_compiled(artifact)
+            diff = mask_difference(self.target, compiled, self._compiled(artifact)[0], ids)
+            result = decode(
+                compiled, GoldSource(ids), tokenizer, max_tokens=len(ids) + 1, mask_policy="always",
+                stop_ids=self.target.stop_ids, matcher_stop_ids=self.target.stop_ids,
+            )
+        else:
+            if artifact is not None:
+                compiled, compile_ms, cached = self._compiled(artifact)
+            result = decode(
+                compiled, GoldSource(ids), tokenizer, max_tokens=len(ids) + 1, mask_policy="always",
+                stop_ids=self._stop_ids(tokenizer, request.stop),
+            )
         error = result.error
         if error is not None:
             self.rejected = error
@@ -138,6 +168,9 @@ class OracleEngine:
             generated_tokens=len(result.token_ids),
             grammar_error=error,
             engine=self.name,
+            target_steps=None if diff is None else diff.steps,
+            target_mask_diff_steps=None if diff is None else diff.differing_steps,
+            target_only_tokens=() if diff is None else tuple(tokenizer.token_text(i) for i in diff.target_only),
         )
         return CompletionResponse(
             content=content,

@@ -7,7 +7,8 @@ per run; ``harness serve`` needs a ``server(**options) -> ServedEngine`` as well
 are named by import path and load on first use, so this table imports nothing heavy.
 
 Today: ``oracle`` (gold replay through the grammar, no model), ``local`` (the embedded llama.cpp
-engine), ``openai`` (any OpenAI-compatible server).
+engine), ``openai`` (any OpenAI-compatible server, or replicas), ``vllm`` (a real vLLM server the run
+starts and stops).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.agents.client import LLMClient
@@ -34,10 +36,18 @@ class EngineError(ValueError):
 class EngineOptions:
     """What a run asks of its engine."""
 
-    base_url: str | None = None
-    """``--base-url``: an OpenAI-compatible server (None: the bundle's ``model.base_url``, then the default)."""
+    base_urls: tuple[str, ...] = ()
+    """``--base-url``, given once per server: an OpenAI-compatible server, or several replicas serving the
+    same model (empty: the bundle's ``model.base_url``, then the default)."""
     model: str | None = None
-    """``--model``: the served model id (None: what the server lists, or the bundle's ``model.id``)."""
+    """``--model``: the served model id (None: what the server lists, or the bundle's ``model.id``); for
+    ``vllm``, the HF folder or id to serve."""
+    target: str | None = None
+    """``--target`` (oracle only): whose grammar compiler the gold is replayed through (``vllm``)."""
+    run_dir: Path | None = None
+    """The run's directory, for files an engine keeps (a vLLM server's log)."""
+    log: Callable[[str], None] = field(default=lambda _m: None, compare=False)
+    """Where an engine reports what it is doing before samples start (a server starting)."""
     families: list[str] | None = None
     """``--family`` (None: the suite's, or what the engine or model implies)."""
     timeout_s: float = 120.0
@@ -56,10 +66,20 @@ class RunEngine(Protocol):
     """What the engine is, in words, for run.json and reports."""
     base_url: str | None
     model_id: str
-    """The served model id every request carries."""
+    """The served model id, for run.json (the requests carry ``model_for(family)``)."""
+    stream: bool
+    """Requests stream (a server: time to first token is then measured as a client sees it)."""
+
+    def model_for(self, family: str) -> str:
+        """The served model id the requests of ``family`` carry (one server per family: its own)."""
+        ...
 
     def prepare(self, families: list[str]) -> None:
-        """Load what every sample needs (tokenizers, weights) before samples are timed."""
+        """Load what every sample needs (tokenizers, weights, a started server) before samples are timed."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json records beyond the note once the engine ran (servers, replicas); may be empty."""
         ...
 
     def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
@@ -112,8 +132,14 @@ REGISTRY: dict[str, EngineInfo] = {
         # A server gains from requests in flight; its own default bound is the rest of the context window,
         # and small models loop: bounded here.
         EngineInfo(
-            "openai", "any OpenAI-compatible server (vLLM first)",
+            "openai", "any OpenAI-compatible server (vLLM first); several --base-url = replicas",
             opener="harness.engines.setup:open_openai", concurrency=4, max_tokens=512,
+        ),
+        # A real vLLM server per family, started and stopped by the run; it batches requests in flight.
+        EngineInfo(
+            "vllm", "a real vLLM server the harness starts and stops (Gemma 3 270M base weights)",
+            opener="harness.engines.vllm.setup:open_vllm",
+            availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=4, max_tokens=128,
         ),
     )
 }

@@ -39,10 +39,17 @@ class PerSampleClients:
     """Loads what samples need (tokenizers, compilers) before they are timed."""
     base_url: str | None = None
     model_id: str = ""
+    stream: bool = False
+
+    def model_for(self, family: str) -> str:
+        return self.model_id
 
     def prepare(self, families: list[str]) -> None:
         if self.warm is not None:
             self.warm(families)
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
     def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
         return self.factory(family, constraint, gold)
@@ -80,12 +87,22 @@ class SharedClient:
     model_id: str
     client: Any
     relay_gold: bool = False
+    stream: bool = False
+    """Stream responses (a server: time to first token is then measured as a client sees it)."""
+
+    def model_for(self, family: str) -> str:
+        return self.model_id
 
     def prepare(self, families: list[str]) -> None:
         """Load an in-process engine's weights before samples are timed (a server needs nothing)."""
         load = getattr(self.client, "load", None)
         if callable(load):
             load()
+
+    def describe(self) -> dict[str, Any]:
+        """Per-replica request counts when the client spreads requests over several servers."""
+        replicas = getattr(self.client, "describe", None)
+        return {"replicas": replicas()} if callable(replicas) else {}
 
     def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
         if self.relay_gold:
@@ -108,19 +125,35 @@ def served_models(base_url: str, timeout_s: float = 10.0) -> list[str]:
 
 
 def _no_server_options(name: str, options: EngineOptions) -> None:
-    if options.base_url or options.model:
-        raise EngineError(f"--base-url and --model are for a server engine (openai), not {name}")
+    if options.base_urls or options.model:
+        raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
+    if options.target is not None and name != "oracle":
+        raise EngineError("--target is for --engine oracle (whose grammar compiler the gold is replayed through)")
 
 
 def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | None]:
-    """A fresh OracleEngine per sample; compiled grammars shared by the whole run."""
+    """A fresh OracleEngine per sample; compiled grammars shared by the whole run. With ``target`` vllm,
+    each grammar is compiled by vLLM's own backend and the steps where it differs are counted."""
     from harness.engines.oracle import NOTE, OracleEngine
 
     _no_server_options("oracle", options)
+    if options.target not in (None, "vllm"):
+        raise EngineError(f"unknown --target {options.target!r}: expected vllm")
+    note = NOTE
+    if options.target == "vllm":
+        from harness.engines.vllm.backend import TARGET_NOTE
+        from harness.engines.vllm.launch import vllm_unavailable
+
+        why = vllm_unavailable()
+        if why:
+            raise EngineError(f"--target vllm: {why}")
+        note = f"{NOTE}; {TARGET_NOTE}"
     grammar_cache: dict[Any, Any] = {}
+    targets: dict[str, Any] = {}
 
     def client(family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        return OracleEngine(family, answers=gold, constraint=constraint, grammar_cache=grammar_cache)
+        return OracleEngine(family, answers=gold, constraint=constraint, grammar_cache=grammar_cache,
+                            target=targets.get(family))
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
@@ -130,8 +163,14 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
         for family in families:
             get_tokenizer(family)
             get_compiler(family)
+            if options.target == "vllm":
+                from harness.engines.vllm.backend import VllmGrammarTarget
+                from harness.engines.vllm.models import default_model
 
-    return PerSampleClients("oracle", NOTE, client, warm, model_id="oracle"), options.families
+                targets[family] = VllmGrammarTarget(default_model(family))
+                targets[family].load()
+
+    return PerSampleClients("oracle", note, client, warm, model_id="oracle"), options.families
 
 
 def _served_model(base_url: str, options: EngineOptions) -> str:
@@ -169,18 +208,28 @@ def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]
     when it lists several); the family: ``--family``, else what the model id says (or the bundle's)."""
     from harness.engines.openai_client import OpenAICompatibleClient
     from harness.engines.oracle import SERVED_PREFIX
+    from harness.engines.replicas import ReplicaClient
 
+    if options.target is not None:
+        _no_server_options("openai", options)
     bundle = options.bundle_model
-    base_url = options.base_url or (bundle.base_url if bundle else None) or DEFAULT_BASE_URL
-    model = _served_model(base_url, options)
+    base_urls = list(options.base_urls) or [(bundle.base_url if bundle else None) or DEFAULT_BASE_URL]
+    model = _served_model(base_urls[0], options)
+    for url in base_urls[1:]:
+        if model not in served_models(url):
+            raise EngineError(f"replica {url} does not serve {model!r}: every --base-url must serve the same model")
     families = _family_of(model, options)
     key_env = bundle.api_key_env if bundle else "OPENAI_API_KEY"
-    client = OpenAICompatibleClient(base_url, api_key_env=key_env, timeout_s=min(options.timeout_s, 120.0))
-    note = f"openai: an OpenAI-compatible server at {base_url} serving {model}; timings as its client sees them"
+    timeout = min(options.timeout_s, 120.0)
+    clients = [OpenAICompatibleClient(url, api_key_env=key_env, timeout_s=timeout) for url in base_urls]
+    client: Any = clients[0] if len(clients) == 1 else ReplicaClient(clients, base_urls)
+    where = base_urls[0] if len(base_urls) == 1 else f"{len(base_urls)} replicas ({', '.join(base_urls)})"
+    note = f"openai: an OpenAI-compatible server at {where} serving {model}; timings as its client sees them"
     relay = model.startswith(SERVED_PREFIX)
     if relay:
         note += "; the served model is an oracle: each request carries its gold answer"
-    return SharedClient("openai", note, base_url, model, client, relay_gold=relay), families
+    setup = SharedClient("openai", note, ", ".join(base_urls), model, client, relay_gold=relay, stream=True)
+    return setup, families
 
 
 def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:

@@ -104,6 +104,12 @@ class StepStats(Record):
     """Tokens generated."""
     grammar_error: str | None
     """``grammar:rejected_gold`` when the grammar forbade a gold token (the oracle)."""
+    target_steps: int | None = None
+    """Oracle with ``--target vllm``: steps where vLLM's grammar and the harness's were compared."""
+    target_mask_diff_steps: int | None = None
+    """Of those, steps where vLLM's grammar allows other tokens than the harness's."""
+    target_only_tokens: tuple[str, ...] = ()
+    """A few tokens only vLLM's grammar allows there (special tokens as text, typically)."""
 
 
 class StepRecord(Record):
@@ -121,6 +127,8 @@ class StepRecord(Record):
     """Time of the model call as its client saw it."""
     ttft_ms: float | None
     """Time to first token (when streaming, or from an in-process engine)."""
+    finish_reason: str | None = None
+    """Why the answer ended, as the engine said (``stop``, ``length``...; None in older files)."""
     usage: UsageRecord | None
     """Token counts, when the engine reports them."""
     stats: StepStats | None
@@ -321,9 +329,14 @@ class RunRecord(Record):
     engine_note: str
     """What the engine is, in words (the oracle measures grammars, not a model...)."""
     base_url: str | None = None
-    """The server, for a server engine."""
+    """The server (several, comma-separated, for replicas), for a server engine."""
     model: str | None
-    """The served model id every request carried."""
+    """The served model id the requests carried (one per family for ``vllm``, comma-separated)."""
+    target: str | None = None
+    """Oracle: whose grammar compiler the gold went through (``vllm``; None: the harness's)."""
+    engine_details: dict[str, Any] | None = None
+    """What the engine recorded once it ran: for ``vllm`` each server's version, full command line,
+    start-up time, model and log; for replicas the requests each answered."""
     families: list[str]
     """Model families run."""
     strategies: list[str]

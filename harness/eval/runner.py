@@ -56,8 +56,11 @@ class RunError(Exception):
 class RunSpec:
     suite_dir: Path
     engine: str = "oracle"
-    base_url: str | None = None
+    base_urls: list[str] = field(default_factory=list)
+    """OpenAI-compatible servers (openai engine); several = replicas serving the same model."""
     model: str | None = None
+    target: str | None = None
+    """Oracle only: replay gold through another system's grammar compiler (``vllm``)."""
     families: list[str] | None = None
     strategies: list[str] | None = None
     limit: int | None = None
@@ -117,13 +120,13 @@ class Runner:
         self.spec, self.suite, self.engine = spec, suite, engine
         self.tools = agent.tools
         self.states = SandboxStates(self.tools, echo_mode=suite.spec.echo_mode)
-        options: AgentOptions = {"model_id": engine.model_id}
+        options: AgentOptions = {"stream": engine.stream}
         if suite.kind == "episode":  # the model ends each user turn with a plain answer: the grammar must allow it
             options["allow_text_answer"] = True
         if spec.max_tokens is not None:
             options["max_tokens"] = spec.max_tokens
         self.agents = [
-            agent.variant(**(options | {"family": family, "strategy": strategy}))
+            agent.variant(**(options | {"family": family, "strategy": strategy, "model_id": engine.model_for(family)}))
             for family in families
             for strategy in strategies
         ]
@@ -287,8 +290,8 @@ async def run_suite(
     agent = load_agent(suite.bundle_dir)
     spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
     options = registry.EngineOptions(
-        base_url=spec.base_url, model=spec.model, families=spec.families, timeout_s=spec.sample_timeout_s,
-        bundle_model=agent.config.model,
+        base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target, families=spec.families,
+        timeout_s=spec.sample_timeout_s, bundle_model=agent.config.model, run_dir=run_dir, log=log,
     )
     try:
         engine, families = open_engine(spec.engine, options)
@@ -316,6 +319,7 @@ async def run_suite(
             run_id=run_dir.name,
             suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
             bundle=_relative(agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
+            target=spec.target,
             model=engine.model_id, families=families, strategies=strategies, epochs=spec.epochs, limit=spec.limit,
             concurrency=spec.concurrency, sample_timeout_s=spec.sample_timeout_s,
             max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, versions=versions(),
@@ -331,6 +335,10 @@ async def run_suite(
             + (f", {len(jobs) - len(todo)} already saved" if done else "") + f" -> {run_dir}")
         if todo:
             await runner.prepare(families)
+            # What an engine knows only once it runs (a started server's version, command and model).
+            run = run.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
+                                         "model": engine.model_id, "engine_details": engine.describe() or None})
+            write_run(run_dir, run)
         progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
         run_started = time.perf_counter()
         async with SampleWriter(samples_path) as writer:
@@ -339,7 +347,9 @@ async def run_suite(
     finally:
         await engine.aclose()
     harness_ms = [r.harness_ms for r in finished]
-    write_run(run_dir, run.model_copy(update={"finished_at": utc_now(), "timing": _timing(run_s, harness_ms)}))
+    details = engine.describe() or run.engine_details  # final figures (e.g. requests per replica)
+    write_run(run_dir, run.model_copy(update={"finished_at": utc_now(), "timing": _timing(run_s, harness_ms),
+                                              "engine_details": details}))
     await score_run(run_dir, suite=suite)
     return RunOutcome(
         run_dir=run_dir, total=len(jobs), skipped=len(jobs) - len(todo), ran=len(finished),

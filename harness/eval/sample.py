@@ -80,6 +80,9 @@ def _stats(response: CompletionResponse) -> StepStats | None:
         accept_us=tuple(round(v, 3) for v in s.accept_us),
         generated_tokens=s.generated_tokens,
         grammar_error=s.grammar_error,
+        target_steps=s.target_steps,
+        target_mask_diff_steps=s.target_mask_diff_steps,
+        target_only_tokens=s.target_only_tokens,
     )
 
 
@@ -99,6 +102,7 @@ def step_record(step: StepResult, response: CompletionResponse, turn: int | None
         ),
         latency_ms=response.latency_ms,
         ttft_ms=response.ttft_ms,
+        finish_reason=response.finish_reason,
         usage=None if usage is None else UsageRecord(
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,

@@ -4,13 +4,12 @@ Dispatch on :class:`~harness.agents.constraint.ConstraintArtifact` ``kind``, as 
 backend does with ``StructuredOutputsParams``:
 
 - ``grammar``: ``compile_grammar(ebnf)``;
-- ``json``: ``compile_json_schema(schema, any_whitespace=False)``. vLLM compiles with
-  ``any_whitespace=not disable_any_whitespace``, i.e. any whitespace by default, and a small model
-  then emits newlines forever. Here whitespace is always bounded: single-line JSON with
-  ``json.dumps``' default separators (``", "`` and ``": "``), properties in schema order
-  (xgrammar's ``any_order=False``), no extra properties (``strict_mode=True``, vLLM's default too).
-  Payloads that carry a JSON schema to vLLM should send ``disable_any_whitespace: true`` so the
-  server compiles the same language;
+- ``json``: ``compile_json_schema(schema, any_whitespace=False, separators=(",", ":"))``: exactly what
+  vLLM's xgrammar backend compiles when the server runs with ``disable_any_whitespace`` (a server
+  setting; vLLM ignores the request field of that name): compact JSON, no whitespace anywhere,
+  properties in schema order, no extra properties. Without that setting vLLM compiles any
+  whitespace, and a small model then emits newlines until max_tokens; the harness starts its vLLM
+  servers with it and says so to users of other servers;
 - ``structural_tag``: ``compile_structural_tag(json_text)``; the legacy ``{"structures": [...],
   "triggers": [...]}`` form goes through xgrammar's deprecated ``(tags, triggers)`` call, as vLLM does.
 
@@ -29,7 +28,8 @@ from typing import Any
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
 
 JSON_ANY_WHITESPACE = False
-"""The choice recorded above: JSON schemas compile with bounded (no free) whitespace."""
+JSON_SEPARATORS = (",", ":")
+"""The choice recorded above: vLLM's language with ``disable_any_whitespace`` (compact JSON)."""
 COMPILER_THREADS = 2
 
 
@@ -109,7 +109,9 @@ def _compile(compiler: Any, artifact: ConstraintArtifact) -> Any:
     if artifact.kind == "grammar":
         return compiler.compile_grammar(artifact.value)
     if artifact.kind == "json":
-        return compiler.compile_json_schema(artifact.value, any_whitespace=JSON_ANY_WHITESPACE)
+        return compiler.compile_json_schema(
+            artifact.value, any_whitespace=JSON_ANY_WHITESPACE, separators=JSON_SEPARATORS
+        )
     if artifact.kind == "structural_tag":
         # Parse the text only when it may be the legacy form: a parse costs 20-40 us, ten times a cache
         # hit, and xgrammar parses the text itself anyway.

@@ -132,6 +132,7 @@ class _Decoder:
         stops: tuple[int, ...],
         temperature: float,
         rng: np.random.Generator | None,
+        matcher_stop_ids: Sequence[int] | None = None,
     ) -> None:
         self.tokenizer, self.policy, self.temperature, self.rng = tokenizer, mask_policy, temperature, rng
         self.stops, self.stop_set = stops, frozenset(stops)
@@ -143,7 +144,8 @@ class _Decoder:
         if compiled is not None:
             import xgrammar as xgr
 
-            self.matcher = xgr.GrammarMatcher(compiled)
+            overrides = None if matcher_stop_ids is None else list(matcher_stop_ids)
+            self.matcher = xgr.GrammarMatcher(compiled, override_stop_tokens=overrides)
         self.finish: FinishReason = "length"
         self.error: str | None = None
         self.rejected_at: int | None = None
@@ -337,16 +339,19 @@ def decode(
     stop_ids: Sequence[int] | None = None,
     temperature: float = 0.0,
     rng: np.random.Generator | None = None,
+    matcher_stop_ids: Sequence[int] | None = None,
 ) -> DecodeResult:
     """Run ``source`` through ``compiled`` (an ``xgr.CompiledGrammar``; None = unconstrained).
 
     ``stop_ids`` default to the tokenizer's end-of-turn ids; with a grammar a stop id is only taken
     where the grammar may end. ``max_tokens`` counts every token, the stop token included.
+    ``matcher_stop_ids`` overrides the stop tokens the grammar itself knows (as vLLM does with the
+    generation config's end ids); by default they are those of the tokenizer info it was compiled for.
     """
     if mask_policy not in ("always", "lazy"):
         raise ValueError(f"unknown mask policy {mask_policy!r}: expected 'always' or 'lazy'")
     stops = tuple(tokenizer.eos_ids if stop_ids is None else stop_ids)
-    d = _Decoder(compiled, tokenizer, mask_policy, stops, temperature, rng)
+    d = _Decoder(compiled, tokenizer, mask_policy, stops, temperature, rng, matcher_stop_ids)
     while d.generated < max_tokens:
         proposal = d.propose(source)
         if proposal is None:

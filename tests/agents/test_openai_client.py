@@ -245,6 +245,16 @@ async def test_extra_body_arrives_intact_with_tools(server: FakeOpenAIServer) ->
     assert extra == snapshot  # the caller's dict is not modified
 
 
+@pytest.mark.parametrize("tool_choice", [None, "none", "required"])
+async def test_tool_choice_sent_only_when_set(server: FakeOpenAIServer, tool_choice: str | None) -> None:
+    """A constrained request says tool_choice "none" (vLLM then returns the raw text, not its parser's
+    calls); None leaves the server's default."""
+    tool = ToolSchema("ls", "list files")
+    await client_for(server).chat_completion(request(tools=(tool,), send_tools=True, tool_choice=tool_choice))
+    body = server.seen[0].body
+    assert body.get("tool_choice") == tool_choice and ("tool_choice" in body) == (tool_choice is not None)
+
+
 async def test_tools_not_sent_when_send_tools_false(server: FakeOpenAIServer) -> None:
     tool = ToolSchema("ls", "list files")
     await client_for(server).chat_completion(request(tools=(tool,), send_tools=False))

@@ -19,14 +19,15 @@ BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://1
 
 
 def test_todays_engines_and_what_can_be_served() -> None:
-    assert ENGINE_NAMES == ("oracle", "local", "openai")
+    assert ENGINE_NAMES == ("oracle", "local", "openai", "vllm")
     assert SERVED_ENGINE_NAMES == ("oracle", "local")
+    assert (get_engine("vllm").concurrency, get_engine("vllm").max_tokens) == (4, 128)
     assert (get_engine("openai").concurrency, get_engine("openai").max_tokens) == (4, 512)
     assert (get_engine("oracle").concurrency, get_engine("oracle").max_tokens) == (1, None)
 
 
 def test_unknown_engine_names_the_known_ones() -> None:
-    with pytest.raises(EngineError, match="unknown engine 'vlm': expected one of oracle, local, openai"):
+    with pytest.raises(EngineError, match="unknown engine 'vlm': expected one of oracle, local, openai, vllm"):
         get_engine("vlm")
     with pytest.raises(EngineError, match="cannot be served"):
         build_served("openai")
@@ -36,6 +37,19 @@ def test_unknown_engine_names_the_known_ones() -> None:
 def test_server_options_are_refused_by_in_process_engines(name: str) -> None:
     with pytest.raises(EngineError, match="--base-url and --model are for a server engine"):
         open_engine(name, EngineOptions(model="x"))
+    with pytest.raises(EngineError, match="--base-url and --model are for a server engine"):
+        open_engine(name, EngineOptions(base_urls=("http://h:1/v1",)))
+
+
+@pytest.mark.parametrize("name", ["local", "openai", "vllm"])
+def test_target_is_for_the_oracle_only(name: str) -> None:
+    with pytest.raises(EngineError, match="--target is for --engine oracle"):
+        open_engine(name, EngineOptions(target="vllm"))
+
+
+def test_vllm_refuses_base_url() -> None:
+    with pytest.raises(EngineError, match="--base-url is for --engine openai"):
+        open_engine("vllm", EngineOptions(base_urls=("http://h:1/v1",)))
 
 
 @pytest.mark.parametrize(
@@ -43,7 +57,7 @@ def test_server_options_are_refused_by_in_process_engines(name: str) -> None:
     [
         (EngineOptions(model="Qwen/Qwen3-0.6B"), ["qwen"], "http://127.0.0.1:8000/v1"),  # the family from the id
         (EngineOptions(model="org/served-7b", bundle_model=BUNDLE_MODEL), ["qwen"], "http://127.0.0.1:9/v1"),
-        (EngineOptions(model="oracle-function_gemma", base_url="http://h:1/v1"), ["function_gemma"], "http://h:1/v1"),
+        (EngineOptions(model="oracle-function_gemma", base_urls=("http://h:1/v1",)), ["function_gemma"], "http://h:1/v1"),
     ],
 )
 async def test_openai_takes_flags_then_the_bundle(options: EngineOptions, families: list[str], base_url: str) -> None:

@@ -38,8 +38,9 @@ RENAMED_SAMPLE_KEYS = {"turns": "steps"}
 RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
-NEW_STEP_DEFAULTS = {"turn": None}
-NEW_RUN_DEFAULTS = {"bundle": None, "resumed_at": [], "machine": None}
+NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None}
+NEW_STATS_DEFAULTS = {"target_steps": None, "target_mask_diff_steps": None, "target_only_tokens": []}
+NEW_RUN_DEFAULTS = {"bundle": None, "resumed_at": [], "machine": None, "target": None, "engine_details": None}
 
 
 def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -49,6 +50,9 @@ def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]
 def old_sample_as_today(raw: dict[str, Any]) -> dict[str, Any]:
     out = renamed(raw, RENAMED_SAMPLE_KEYS, NEW_SAMPLE_DEFAULTS)
     out["steps"] = [renamed(step, RENAMED_STEP_KEYS, NEW_STEP_DEFAULTS) for step in out["steps"]]
+    for step in out["steps"]:
+        if step.get("stats") is not None:
+            step["stats"] = {**NEW_STATS_DEFAULTS, **step["stats"]}
     return out
 
 

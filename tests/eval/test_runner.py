@@ -242,7 +242,7 @@ def oracle_server() -> Any:
 async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, tmp_path: Path) -> None:
     # The served model is an oracle: each request carries its gold answer, so every point must pass
     # through HTTP, the server's tool-call parsing and the client's, with nothing measured twice.
-    spec = RunSpec(suite_dir=SMOKE, engine="openai", base_url=oracle_server, model="oracle-function_gemma",
+    spec = RunSpec(suite_dir=SMOKE, engine="openai", base_urls=[oracle_server], model="oracle-function_gemma",
                    strategies=["none", "ebnf"], limit=3, out=tmp_path / "http")
     outcome = await run_suite(spec)
     assert outcome.errors == 0

@@ -58,13 +58,14 @@ def test_payload_uses_vllm_field_names_and_types(family: str, strategy: str, par
     for key, value in EXTRA[family].items():
         assert p.extra_body[key] == value
     so = p.extra_body["structured_outputs"]
-    # exactly one constraint field; JSON also asks for the bounded whitespace the harness compiles
-    options = {"json": ["disable_any_whitespace"]}.get(field, [])
-    assert list(so) == [field, *options]
-    assert all(so[option] is True for option in options)
+    # exactly one constraint field and no options: vLLM reads disable_any_whitespace only from the
+    # server's configuration, so sending it would only suggest a language the server does not compile
+    assert list(so) == [field]
     assert isinstance(so[field], VLLM_FIELD_TYPES[field])
     assert p.artifact is not None and p.artifact.kind == field and so[field] == p.artifact.value
     assert p.stop == STOP[family]
+    # the raw text must come back for the family's own parser, not vLLM's tool parser
+    assert p.tool_choice == "none"
 
 
 @pytest.mark.parametrize("strategy", CONSTRAINED)
@@ -82,6 +83,7 @@ def test_strategy_none_sends_no_constraint(family: str) -> None:
     p = payload(family, "none")
     assert "structured_outputs" not in p.extra_body and p.artifact is None
     assert p.extra_body == EXTRA[family] and p.stop == STOP[family]
+    assert p.tool_choice is None  # the server's own tool parser: what users of native tool calling get
 
 
 @pytest.mark.parametrize("parallel", [False, True])

