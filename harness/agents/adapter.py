@@ -76,3 +76,6 @@ class ModelAdapter:
     format_messages: MessageFormatter = default_format_messages
     format_tools: ToolFormatter = default_format_tools
     render_text: TextRenderer = default_render_text
+    native_call_start: str = ""
+    """The text that opens a call in the family's native format (``<start_function_call>``,
+    ``<tool_call>``): where a server's tool parser looks for calls."""

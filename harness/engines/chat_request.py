@@ -19,11 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from harness.agents.client import CompletionRequest, ModelCallError
 from harness.agents.constraint import ConstraintError
 from harness.agents.types import Message, ToolCall, ToolSchema
+from harness.engines.tool_choice import ToolChoice, read_tool_choice
 
 if TYPE_CHECKING:
     from harness.engines.served import ServedEngine
 
-IGNORED = frozenset({"user", "parallel_tool_calls", "metadata", "store", "chat_template_kwargs"})
+IGNORED = frozenset({"user", "metadata", "store", "chat_template_kwargs"})
 """Accepted and without effect here: the grammar decides how many calls there are, and the family
 adapter renders the prompt (Qwen's ``enable_thinking: false`` is what it renders anyway)."""
 MUST_BE_DEFAULT: dict[str, tuple[Any, ...]] = {
@@ -111,7 +112,9 @@ class ChatCompletionBody(_Body):
     tools: list[dict[str, Any]] | None = None
     """OpenAI-style tools (read with ``ToolSchema.from_openai``)."""
     tool_choice: Any = None
-    """``"none"`` returns the raw text; anything else lets the family adapter read calls."""
+    """``none``, ``auto``, ``required`` or a named function, as vLLM applies them (``tool_choice.py``)."""
+    parallel_tool_calls: bool | None = None
+    """False keeps only the first call (and bounds ``required`` to one), as vLLM does."""
     stop: str | list[str] | None = None
     """Stop strings."""
     max_tokens: int | None = Field(default=None, ge=1)
@@ -201,8 +204,8 @@ class Parsed:
 
     request: CompletionRequest
     family: str
-    parse_tools: bool
-    """Read tool calls out of the answer (tools given and ``tool_choice`` not ``"none"``)."""
+    tool_choice: ToolChoice
+    """How calls are read out of the answer (see ``harness.engines.tool_choice``)."""
     include_usage: bool
     """Streaming: end with a usage chunk."""
 
@@ -223,7 +226,18 @@ def parse_body(body: Any, engine: ServedEngine) -> Parsed:
     messages = checked.history()
     tools = checked.tool_schemas()
     try:
+        choice = read_tool_choice(checked.tool_choice, checked.parallel_tool_calls, tools)
+    except ValueError as exc:
+        raise BadRequest(f"tool_choice: {exc}") from None
+    try:
         artifact = constraint_from_request({"structured_outputs": checked.structured_outputs}, checked.response_format)
+        forced = choice.constraint(tools)
+        if forced is not None and artifact is not None:
+            raise ConstraintError(
+                f"tool_choice {choice.mode!r} constrains the answer itself: it cannot be combined with "
+                "structured_outputs or response_format"
+            )
+        artifact = forced or artifact
         if artifact is not None:
             compile_artifact(artifact, family)
     except ConstraintError as exc:
@@ -241,7 +255,7 @@ def parse_body(body: Any, engine: ServedEngine) -> Parsed:
         seed=checked.seed, stream=checked.stream,
     )
     include_usage = checked.stream_options is not None and checked.stream_options.include_usage
-    return Parsed(request, family, bool(tools) and checked.tool_choice != "none", include_usage)
+    return Parsed(request, family, choice, include_usage)
 
 
 __all__ = ["IGNORED", "MUST_BE_DEFAULT", "BadRequest", "ChatCompletionBody", "Parsed", "parse_body"]

@@ -48,24 +48,37 @@ if TYPE_CHECKING:
     from harness.engines.served import ServedEngine
 
 def shape_message(parsed: Parsed, response: CompletionResponse) -> tuple[str | None, list[dict[str, Any]], str]:
-    """(content, tool_calls, finish_reason) as vLLM answers; calls only when all of them parse."""
+    """(content, tool_calls, finish_reason) as vLLM answers under the request's ``tool_choice``."""
     from harness.agents.families import get_adapter
+    from harness.engines.tool_choice import calls_from_json
 
     content = response.content
     finish = response.finish_reason or "stop"
-    if not parsed.parse_tools:
-        return content, [], finish
-    result = get_adapter(parsed.family).parse_response(content, (), parsed.request.tools)
+    choice = parsed.tool_choice
+    if choice.mode in ("required", "named"):
+        calls = calls_from_json(content, choice)
+        if calls is None:  # not the JSON the constraint asks for (cut at max_tokens): the raw text
+            return content, [], finish
+        return "", [c.to_openai() for c in calls], "tool_calls" if choice.mode == "required" else "stop"
+    adapter = get_adapter(parsed.family)
+    if choice.mode == "none" or adapter.native_call_start not in (content or ""):
+        return content, [], finish  # a JSON answer is content for vLLM's native-format tool parsers
+    result = adapter.parse_response(content, (), parsed.request.tools)
     if result.tool_calls and result.ok:
         outside = result.content if result.content and result.content.strip() else None
-        return outside, [c.to_openai() for c in result.tool_calls], "tool_calls"
+        kept = result.tool_calls if choice.parallel else result.tool_calls[:1]
+        return outside, [c.to_openai() for c in kept], "tool_calls"
     return content, [], finish
 
 
-def _usage(response: CompletionResponse) -> dict[str, int] | None:
+def _usage(response: CompletionResponse) -> dict[str, int]:
+    """Always present, as vLLM sends it (zeros for what an engine did not count)."""
     u = response.usage
-    return None if u is None else {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                                   "total_tokens": u.total_tokens}
+    if u is None:
+        generated = response.stats.generated_tokens if response.stats is not None else 0
+        return {"prompt_tokens": 0, "completion_tokens": generated, "total_tokens": generated}
+    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+            "total_tokens": u.total_tokens}
 
 
 def _stats(response: CompletionResponse) -> dict[str, Any]:
@@ -158,7 +171,8 @@ async def _sse(engine: ServedEngine, parsed: Parsed, head: dict[str, Any]) -> As
     def push(text: str) -> None:  # called from the engine's worker thread
         loop.call_soon_threadsafe(queue.put_nowait, text)
 
-    on_text = None if parsed.parse_tools else push
+    reads_calls = parsed.tool_choice.mode != "none"  # the text is held back until calls are read out of it
+    on_text = None if reads_calls else push
     task = asyncio.ensure_future(asyncio.to_thread(engine.complete, parsed.request, on_text, cancel))
     task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a cancelled run's error is expected
     try:
@@ -177,7 +191,7 @@ async def _sse(engine: ServedEngine, parsed: Parsed, head: dict[str, Any]) -> As
             yield "data: [DONE]\n\n"
             return
         content, calls, finish = shape_message(parsed, response)
-        if parsed.parse_tools:
+        if reads_calls:
             if content:
                 yield chunk({"content": content})
             for i, call in enumerate(calls):

@@ -73,7 +73,7 @@ def test_a_good_body_becomes_the_engines_request() -> None:
                   {"role": "assistant", "tool_calls": [{"function": {"name": "ls", "arguments": "{}"}}]}],
     ), ENGINE)
     request = parsed.request
-    assert (parsed.family, parsed.parse_tools, parsed.include_usage) == ("qwen", False, True)
+    assert (parsed.family, parsed.tool_choice.mode, parsed.include_usage) == ("qwen", "none", True)
     assert (request.model, request.stop, request.max_tokens, request.temperature) == ("oracle-qwen", ("END",), 7, 1.0)
     assert request.messages[0].content == "hi" and request.messages[1].tool_calls[0].name == "ls"
     assert list(request.extra_body["structured_outputs"]) == ["grammar"]  # choice, as the canonical grammar

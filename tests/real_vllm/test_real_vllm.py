@@ -55,7 +55,6 @@ def check_in_language(family: str, strategy: str, tools: list[ToolSchema], outpu
 @pytest.fixture(scope="module")
 def smoke_runs(vllm_servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The smoke suite under all four strategies through the openai path, per family."""
-    from harness.eval.engine_setup import make_engine
 
     from harness.eval.runner import RunSpec, run_suite
 

@@ -447,4 +447,5 @@ ADAPTER = ModelAdapter(
     render_prompt=render_prompt,
     render_output=render_output,
     format_messages=format_messages,
+    native_call_start=CALL_START,
 )

@@ -277,4 +277,5 @@ ADAPTER = ModelAdapter(
     render_prompt=render_prompt,
     render_output=render_output,
     format_tools=format_tools,
+    native_call_start=CALL_START,
 )
