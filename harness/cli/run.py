@@ -60,14 +60,15 @@ class _RichProgress:
 def run(
     suite_dir: Annotated[Path, typer.Argument(help="Suite directory (suite.yaml + cases.jsonl).")],
     engine: Annotated[
-        str | None,
+        str,
         typer.Option(
             "--engine",
             help="vllm (a real vLLM server the harness starts and stops) | local (the embedded llama.cpp "
             "engine) | openai (a running OpenAI-compatible server) | oracle (gold replay: measures grammars, "
-            "no model). Default: vllm when it is installed, else local, else oracle.",
+            "no model). Default: local (the oracle where llama.cpp is not installed); vllm is opt-in, as "
+            "starting its server takes a minute.",
         ),
-    ] = None,
+    ] = "local",
     base_url: Annotated[
         list[str] | None,
         typer.Option(
@@ -126,8 +127,6 @@ def run(
     from harness.eval.suite import SuiteError
 
     families = _split(family)
-    if engine is None:
-        engine = _default_engine()
     if engine == "local":
         why = unavailable("local")
         if why is not None:
@@ -168,17 +167,6 @@ def run(
     _print_outcome(outcome)
     if report:
         _report([outcome.run_dir], outcome.run_dir)
-
-
-def _default_engine() -> str:
-    """vllm when a vLLM server can start here, else the embedded engine, else the oracle (said on stderr)."""
-    from harness.engines.registry import unavailable
-
-    why = unavailable("vllm")
-    if why is None:
-        return "vllm"
-    typer.echo(f"--engine vllm is not available ({why}); using the embedded engine", err=True)
-    return "local"
 
 
 def _print_outcome(outcome: Any) -> None:
