@@ -133,8 +133,9 @@ class Runner:
 
     async def prepare(self, families: list[str]) -> None:
         """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
-        first call starts processes) and each agent's payloads."""
-        self.engine.prepare(families)
+        first call starts processes) and each agent's payloads. The engine's part runs in a thread, so
+        that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
+        await asyncio.to_thread(self.engine.prepare, families)
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
         if self.suite.cases and no_args:
             state = self.states.initial(self.suite.cases[0])

@@ -48,7 +48,7 @@ async def test_plain_completion_matches_in_process(local_server, local_engine, m
     request = make_request("none", max_tokens=16, stream=stream)
     request = CompletionRequest(**{**_fields(request), "tools": (), "stop": ()})
     expected = local_engine.complete(request)
-    client = OpenAICompatibleClient(local_server.url, max_retries=0)
+    client = OpenAICompatibleClient(local_server.url, max_retries=0, timeout_s=300)
     try:
         got = await client.chat_completion(request)
     finally:
@@ -70,7 +70,7 @@ async def test_tool_calls_match_in_process(local_server, local_engine, make_requ
     request = make_request(strategy, max_tokens=40, stream=stream)
     expected = local_engine.complete(request)
     parsed = get_adapter("function_gemma").parse_response(expected.content, (), request.tools)
-    client = OpenAICompatibleClient(local_server.url, max_retries=0)
+    client = OpenAICompatibleClient(local_server.url, max_retries=0, timeout_s=300)
     try:
         got = await client.chat_completion(request)
     finally:
