@@ -44,6 +44,7 @@ from harness.eval.sample import (
     sample_record,
 )
 from harness.eval.suite import Case, NextCallCase, Suite, load_suite
+from harness.eval.token_bound import token_bound
 
 RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
 
@@ -76,8 +77,8 @@ class RunSpec:
     ``state:force_terminated`` (BFCL's force quit; BFCL's 20 responses with calls plus one to answer
     are 21, as ``bundles/bfcl`` sets)."""
     max_tokens: int | None = None
-    """Bound per model response; None = the engine's default (its ``EngineInfo.max_tokens``; else the
-    engine's own bound)."""
+    """Bound per model response; None = the suite's ``max_tokens``, else derived from its longest gold
+    answer (``harness.eval.token_bound``). Always sent, and recorded in run.json with its source."""
     results_root: Path = Path("results")
 
 
@@ -270,8 +271,6 @@ async def run_suite(
         raise RunError(str(exc)) from None
     if spec.concurrency is None:
         spec.concurrency = info.concurrency
-    if spec.max_tokens is None:
-        spec.max_tokens = info.max_tokens
     if spec.epochs < 1 or spec.concurrency < 1 or (spec.limit is not None and spec.limit < 1):
         raise RunError("--epochs, --concurrency and --limit must be >= 1")
     _check_names(spec.families, spec.strategies)
@@ -289,6 +288,9 @@ async def run_suite(
         spec.strategies = spec.strategies or previous.strategies
     agent = load_agent(suite.bundle_dir)
     spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
+    bound = token_bound(spec.max_tokens, suite, agent)
+    spec.max_tokens = bound.max_tokens
+    log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
     options = registry.EngineOptions(
         base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target, families=spec.families,
         timeout_s=spec.sample_timeout_s, bundle_model=agent.config.model, run_dir=run_dir, log=log,
@@ -322,7 +324,8 @@ async def run_suite(
             target=spec.target,
             model=engine.model_id, families=families, strategies=strategies, epochs=spec.epochs, limit=spec.limit,
             concurrency=spec.concurrency, sample_timeout_s=spec.sample_timeout_s,
-            max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, versions=versions(),
+            max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, max_tokens_source=bound.source,
+            versions=versions(),
             machine=machine(), git_commit=git_commit(), started_at=utc_now(),
         )
         if resuming:
