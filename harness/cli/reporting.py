@@ -34,10 +34,11 @@ def report(
     ],
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="DIR", help="Where report.md and plots/ go (default: the first RUN_DIR)."),
+        typer.Option("--out", metavar="DIR", help="Where report.md, report.html and plots/ go (default: the first RUN_DIR)."),
     ] = None,
 ) -> None:
-    """Write report.md (tables per family and strategy, error kinds) and PNG plots for one or more runs."""
+    """Write report.md and report.html (summary with intervals, the best strategy, failures by error kind,
+    figures; the page also every sample, filterable) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
     from harness.eval.results import RunDirError
 
@@ -46,6 +47,7 @@ def report(
     except RunDirError as exc:
         fail(str(exc))
     typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {path.with_name('report.html')}")
     for png in sorted((path.parent / "plots").glob("*.png")):
         typer.echo(f"wrote {png}")
 

@@ -160,7 +160,7 @@ def _report(run_dirs: list[Path], out: Path) -> None:
     from harness.eval.report import write_report
 
     written = write_report(run_dirs, out)
-    typer.echo(f"report: {written}")
+    typer.echo(f"report: {written} and {written.with_name('report.html')}")
 
 
 def score(
