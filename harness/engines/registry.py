@@ -48,6 +48,9 @@ class EngineOptions:
     """The run's directory, for files an engine keeps (a vLLM server's log)."""
     log: Callable[[str], None] = field(default=lambda _m: None, compare=False)
     """Where an engine reports what it is doing before samples start (a server starting)."""
+    engine_log: Callable[[str], None] | None = field(default=None, compare=False)
+    """Where an in-process engine's own log lines go (llama.cpp's): the run's log file, not the
+    terminal (None: Python's logging, logger ``harness.engines``)."""
     families: list[str] | None = None
     """``--family`` (None: the suite's, or what the engine or model implies)."""
     timeout_s: float = 120.0

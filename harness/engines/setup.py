@@ -281,7 +281,7 @@ def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
             check_family(family)
         except NoWeightsError as exc:
             raise EngineError(f"--engine local, --family {family}: {exc}") from None
-    engine = LocalEngine()
+    engine = LocalEngine(log=options.engine_log)
     setup = SharedClient("local", str(engine.note), None, str(engine.model_id), engine)
     return setup, options.families or list(engine.families)
 

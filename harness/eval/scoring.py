@@ -203,6 +203,18 @@ class Scorer:
             return fail(CUT if any(was_cut(step) for step in steps) else "parse:no_call")
         return PASS
 
+    def validity_of(self, sample: SampleRecord) -> Verdict:
+        """The sample's ``validity`` alone (no sandbox needed): what a run's progress shows as samples
+        finish. A sample that ended in an error fails with its kind."""
+        case = self.cases.get(sample.case_id)
+        if case is None:
+            return fail("score:unknown_case")
+        if sample.status == "error":
+            return fail(sample.error_kind or "sample:error")
+        if isinstance(case, NextCallCase):
+            return self.validity(sample.steps[:1], self.schemas, need_call=True)
+        return self._episode_validity(case, sample.steps)
+
     # the sample ----------------------------------------------------------------------------------
 
     async def score(self, sample: SampleRecord) -> list[ScoreRow]:

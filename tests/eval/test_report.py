@@ -292,3 +292,22 @@ def test_the_page_is_self_contained_and_its_data_cannot_end_its_script(tmp_path:
     by_id = {s["id"]: s for s in shown}
     assert by_id["c0/qwen/json_schema/0"]["passed"] is False and "parse:no_call" in by_id["c0/qwen/json_schema/0"]["kinds"]
     assert by_id["c1/qwen/json_schema/0"]["passed"] is True
+
+
+def test_cells_where_vllms_grammar_differs_are_listed(tmp_path: Path) -> None:
+    from harness.eval.results import load_samples, sample_line
+
+    run = make_synthetic_run(tmp_path, "target", engine="oracle")
+    samples = list(load_samples(run / "samples.jsonl").samples.values())
+    changed = []
+    for s in samples:
+        stats = s.steps[0].stats
+        assert stats is not None
+        differs = (s.family, s.strategy) == ("qwen", "ebnf")
+        stats = stats.model_copy(update={"target_steps": 20, "target_mask_diff_steps": 3 if differs else 0,
+                                         "target_only_tokens": ("<pad>", "<unused0>") if differs else ()})
+        changed.append(s.model_copy(update={"steps": (s.steps[0].model_copy(update={"stats": stats}),)}))
+    (run / "samples.jsonl").write_text("".join(sample_line(s) for s in changed))
+    md = write_report([run], run).read_text()
+    rows = _table_rows(md, "| family | strategy | compared steps | differing |")
+    assert rows[2:] == [["qwen", "ebnf", "120", "18", "'<pad>' '<unused0>'"]]  # 6 samples x 20 steps, 3 differing each

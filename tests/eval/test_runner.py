@@ -79,6 +79,23 @@ def rows_of(rows: dict[tuple[str, str, str], SummaryRow], metric: str) -> set[fl
     return {row.value for (_, _, m), row in rows.items() if m == metric}
 
 
+@dataclass
+class Seen:
+    """A progress that records what the runner told it."""
+
+    starts: list[str] = field(default_factory=list)
+    ends: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def started(self, key: Any) -> None:
+        self.starts.append(key.sample_id)
+
+    def finished(self, record: Any, failure: str | None) -> None:
+        self.ends.append((record.sample_id, failure))
+
+    def tick(self) -> None:
+        """Nothing to draw."""
+
+
 # (bound source, suite.yaml max_tokens, --max-tokens) -> the bound recorded
 BOUNDS = [("--max-tokens", 99, 6), ("suite.yaml max_tokens", 7, None)]
 
@@ -92,8 +109,14 @@ async def test_a_run_cut_by_the_token_bound_says_so(tmp_path: Path, source: str,
                                                                    "bundle": str(ROOT / "bundles" / "shellper")}),
                 suite.cases[:2])
     out = tmp_path / "run"
+    seen = Seen()
     await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", families=["qwen"],
-                            strategies=["json_schema"], max_tokens=given, out=out))
+                            strategies=["json_schema"], max_tokens=given, out=out), lambda total, done: seen)
+    # The progress heard of every sample, and of why each failed, as it finished.
+    assert seen.starts == [f"{c.id}/qwen/json_schema/1" for c in suite.cases[:2]] == [r for r, _ in seen.ends]
+    assert {failure for _, failure in seen.ends} == {"length:max_tokens"}
+    log = (out / "run.log").read_text()
+    assert f"token bound: {given or in_suite} per model response ({source})" in log and "oracle: ready in" in log
     run = read_run(out)
     assert (run.max_tokens, run.max_tokens_source) == (given or in_suite, source)
     for sample in load_samples(out / "samples.jsonl").samples.values():
