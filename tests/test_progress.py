@@ -65,7 +65,6 @@ def test_plain_lines_say_the_lane_the_time_left_and_a_slow_sample(
     clock.now += 10.0
     bar.finished(Key("a"), None)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("1/4 samples · running a for 20s (a model call: prompt prefill and generation) · "
-                             "ETA after the first sample")
+    assert lines[0].endswith("1/4 samples · running a for 20s (a model call: prompt prefill and generation) · ETA -")
     # 30 s for the one sample this run made, 2 to go: a minute left
     assert lines[1].endswith("2/4 samples · lane function_gemma/json_schema · valid 1/1 (100%) · no failures · ETA 1m00s")

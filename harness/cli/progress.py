@@ -76,7 +76,7 @@ class RunState:
         if not remaining:
             return "done"
         if not self.counted:
-            return "ETA after the first sample"
+            return "ETA -"
         per_sample = (time.monotonic() - self.started_at) / self.counted
         return f"ETA {duration(per_sample * remaining)}"
 
@@ -146,7 +146,7 @@ class RichProgress:
                     yield Text(f"  running {slowest[0]} for {duration(slowest[1])}", style="dim")
 
         self.progress = _Progress(
-            TextColumn("[bold]{task.fields[lane]}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[bold]{task.fields[lane]}"), BarColumn(bar_width=20), MofNCompleteColumn(),
             TextColumn("{task.fields[validity]}"), TextColumn("[red]{task.fields[failures]}"),
             TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
         )

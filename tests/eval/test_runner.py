@@ -323,6 +323,14 @@ async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, 
     run = read_run(tmp_path / "http")
     assert (run.engine, run.model, run.base_url) == ("openai", "oracle-function_gemma", oracle_server)
     assert run.families == ["function_gemma"]  # read from the model id
+    assert ("function_gemma", "ebnf", "ttft_ms_p50") in rows and ("function_gemma", "ebnf", "ms_per_token_p50") in rows
+    # The report of a server run: what a client measured, named as the openai engine's.
+    from harness.eval.report import write_report
+
+    md = write_report([tmp_path / "http"], tmp_path / "report").read_text()
+    assert "## Run http (openai)" in md and "ttft p50 (ms)" in md and "ms/token p50" in md
+    assert "### Mask time per fill\n\nNot drawn: no engine of these runs measures its own masks" in md
+    assert (tmp_path / "report" / "report.html").is_file()
 
 
 @pytest.mark.parametrize("strategy", ["none", "ebnf", "structural_tag", "json_schema"])
