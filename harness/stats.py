@@ -11,7 +11,7 @@ the two largest. Every figure named ``*_p50``/``*_p99`` in run directories, benc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -26,6 +26,17 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not 0.0 <= q <= 100.0:
         raise ValueError(f"percentile q must be within 0..100, got {q}")
     return float(np.percentile(np.asarray(values, dtype=np.float64), q, method=METHOD))
+
+
+def quantile(column: str, q: float) -> Any:
+    """A polars expression for the ``q``-th percentile of ``column`` in a group-by, with the same
+    definition as :func:`percentile` (polars' ``linear`` interpolation is numpy's linear method; a
+    test checks they agree)."""
+    import polars as pl
+
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile q must be within 0..100, got {q}")
+    return pl.col(column).quantile(q / 100.0, interpolation=METHOD)
 
 
 def median(values: Sequence[float]) -> float:
@@ -46,4 +57,4 @@ def spread(values: Sequence[float], prefix: str, digits: int = 3) -> dict[str, f
     }
 
 
-__all__ = ["METHOD", "median", "percentile", "rounded_percentile", "spread"]
+__all__ = ["METHOD", "median", "percentile", "quantile", "rounded_percentile", "spread"]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.stats import median, percentile, rounded_percentile, spread
+from harness.stats import median, percentile, quantile, rounded_percentile, spread
 
 # (values, q, expected): rank (n - 1) * q / 100, interpolated between the two closest ranks.
 PERCENTILES = [
@@ -46,3 +46,12 @@ def test_spread_rounds_and_names() -> None:
     assert spread(list(range(1, 11)), "mask_us", digits=2) == {
         "mask_us_p50": 5.5, "mask_us_p90": 9.1, "mask_us_p99": 9.91, "mask_us_max": 10.0,
     }
+
+
+@pytest.mark.parametrize(("values", "q", "expected"), PERCENTILES)
+def test_the_polars_expression_is_the_same_percentile(values: list[float], q: float, expected: float) -> None:
+    import polars as pl
+
+    frame = pl.DataFrame({"g": [1] * len(values), "v": [float(v) for v in values]})
+    got = frame.group_by("g").agg(quantile("v", q).alias("p"))["p"][0]
+    assert math.isclose(got, expected) and math.isclose(got, percentile(values, q))

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.eval.markdown import markdown_table
+
 NA = "-"
 
 
@@ -118,9 +120,7 @@ def table_rows(bench: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(r) + " |" for r in rows
-    ]
+    return markdown_table(header, rows).splitlines()
 
 
 def markdown(bench: dict[str, Any]) -> str:
@@ -221,6 +221,7 @@ def write_outputs(bench: dict[str, Any], out_dir: Path) -> list[Path]:
 def print_table(bench: dict[str, Any]) -> None:
     """The side-by-side table on the console (rich)."""
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     header, rows = table_rows(bench)
@@ -240,7 +241,11 @@ def print_table(bench: dict[str, Any]) -> None:
             except ValueError:
                 pass
         table.add_row(*styled)
-    Console(width=max(160, Console().width)).print(table)
+    # Cells never fold: the table is as wide as its content (a narrow terminal wraps whole lines).
+    for column in table.columns:
+        column.no_wrap = True
+    wide = Console(width=10_000)
+    Console(width=Measurement.get(wide, wide.options, table).maximum).print(table)
 
 
 __all__ = ["markdown", "print_table", "summarize", "table_rows", "write_outputs"]

@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from harness.cli.errors import fail
+
 # The same defaults as harness.eval.compare (a test checks they agree); not imported from there so
 # that ``harness --help`` does not import harness.eval.
 DEFAULT_MAX_DROP = 0.02
@@ -32,19 +34,20 @@ def report(
     ],
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Where report.md and plots/ go (default: the first RUN_DIR)."),
+        typer.Option("--out", metavar="DIR", help="Where report.md, report.html and plots/ go (default: the first RUN_DIR)."),
     ] = None,
 ) -> None:
-    """Write report.md (tables per family and strategy, error kinds) and PNG plots for one or more runs."""
+    """Write report.md and report.html (summary with intervals, the best strategy, failures by error kind,
+    figures; the page also every sample, filterable) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
     from harness.eval.results import RunDirError
 
     try:
         path = write_report(run_dirs, out if out is not None else run_dirs[0])
     except RunDirError as exc:
-        typer.echo(f"harness report: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     typer.echo(f"wrote {path}")
+    typer.echo(f"wrote {path.with_name('report.html')}")
     for png in sorted((path.parent / "plots").glob("*.png")):
         typer.echo(f"wrote {png}")
 
@@ -55,7 +58,7 @@ def compare(
     max_drop: Annotated[
         float,
         typer.Option(
-            "--max-drop",
+            "--max-drop", metavar="RATE",
             min=0.0,
             help="Largest allowed absolute drop of validity/exact_match/state_match "
             "(and rise of grammar_rejection).",
@@ -64,7 +67,7 @@ def compare(
     max_slowdown: Annotated[
         float,
         typer.Option(
-            "--max-slowdown",
+            "--max-slowdown", metavar="RATIO",
             min=1.0,
             help="Largest allowed candidate/baseline ratio of a timing (CI machines are noisy: keep it loose).",
         ),
@@ -72,7 +75,7 @@ def compare(
     min_timing_n: Annotated[
         int,
         typer.Option(
-            "--min-timing-n",
+            "--min-timing-n", metavar="N",
             min=1,
             help="Gate a timing only when both runs measured it over at least this many values "
             "(a percentile of a handful of values is noise).",
@@ -104,8 +107,7 @@ def compare(
             timings=timings.value,
         )
     except RunDirError as exc:
-        typer.echo(f"harness compare: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)

@@ -136,6 +136,9 @@ class OracleEngine:
         )
         tokenizer = get_tokenizer(self.family)
         ids = tokenizer.encode(text)
+        # The request's bound counts every token, the stop included (as the embedded engine counts): a
+        # gold answer longer than it is cut, as a model's would be (finish_reason "length").
+        bound = len(ids) + 1 if request.max_tokens is None else min(len(ids) + 1, request.max_tokens)
         diff: MaskDifference | None = None
         compile_ms: float | None = None
         cached: bool | None = None
@@ -146,14 +149,14 @@ class OracleEngine:
             compiled, compile_ms, cached = self._target_compiled(artifact)
             diff = mask_difference(self.target, compiled, self._compiled(artifact)[0], ids)
             result = decode(
-                compiled, GoldSource(ids), tokenizer, max_tokens=len(ids) + 1, mask_policy="always",
+                compiled, GoldSource(ids), tokenizer, max_tokens=bound, mask_policy="always",
                 stop_ids=self.target.stop_ids, matcher_stop_ids=self.target.stop_ids,
             )
         else:
             if artifact is not None:
                 compiled, compile_ms, cached = self._compiled(artifact)
             result = decode(
-                compiled, GoldSource(ids), tokenizer, max_tokens=len(ids) + 1, mask_policy="always",
+                compiled, GoldSource(ids), tokenizer, max_tokens=bound, mask_policy="always",
                 stop_ids=self._stop_ids(tokenizer, request.stop),
             )
         error = result.error
@@ -174,7 +177,7 @@ class OracleEngine:
         )
         return CompletionResponse(
             content=content,
-            finish_reason="grammar_error" if error else "stop",
+            finish_reason="grammar_error" if error else result.finish_reason,
             latency_ms=(time.perf_counter() - started) * 1000.0,
             model=request.model,
             stats=stats,

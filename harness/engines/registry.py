@@ -48,6 +48,9 @@ class EngineOptions:
     """The run's directory, for files an engine keeps (a vLLM server's log)."""
     log: Callable[[str], None] = field(default=lambda _m: None, compare=False)
     """Where an engine reports what it is doing before samples start (a server starting)."""
+    engine_log: Callable[[str], None] | None = field(default=None, compare=False)
+    """Where an in-process engine's own log lines go (llama.cpp's): the run's log file, not the
+    terminal (None: Python's logging, logger ``harness.engines``)."""
     families: list[str] | None = None
     """``--family`` (None: the suite's, or what the engine or model implies)."""
     timeout_s: float = 120.0
@@ -108,9 +111,8 @@ class EngineInfo:
     availability: str | None = None
     """``module:function`` returning None when the engine can run here, else why not."""
     concurrency: int = 1
-    """Samples in flight by default."""
-    max_tokens: int | None = None
-    """Bound per model response by default (None: the engine's own)."""
+    """Samples in flight by default. (The bound per model response is the run's, the same on every
+    engine: ``harness.eval.token_bound``.)"""
     serve_options: tuple[str, ...] = field(default=())
     """The ``harness serve`` options it takes (``mask_policy``, ``n_ctx``...)."""
 
@@ -129,17 +131,16 @@ REGISTRY: dict[str, EngineInfo] = {
             opener="harness.engines.setup:open_local", server="harness.engines.local:LocalEngine",
             availability="harness.engines.setup:local_unavailable", serve_options=("mask_policy", "n_ctx"),
         ),
-        # A server gains from requests in flight; its own default bound is the rest of the context window,
-        # and small models loop: bounded here.
+        # A server gains from requests in flight.
         EngineInfo(
             "openai", "any OpenAI-compatible server (vLLM first); several --base-url = replicas",
-            opener="harness.engines.setup:open_openai", concurrency=4, max_tokens=512,
+            opener="harness.engines.setup:open_openai", concurrency=4,
         ),
         # A real vLLM server per family, started and stopped by the run; it batches requests in flight.
         EngineInfo(
             "vllm", "a real vLLM server the harness starts and stops (Gemma 3 270M base weights)",
             opener="harness.engines.vllm.setup:open_vllm",
-            availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=4, max_tokens=128,
+            availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=4,
         ),
     )
 }

@@ -9,10 +9,8 @@ its requests when the served model is an oracle (``harness serve --engine oracle
 from __future__ import annotations
 
 import dataclasses
-import json
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +20,12 @@ from harness.agents.types import ToolCall
 from harness.engines.registry import EngineError, EngineOptions
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
-"""Where the openai engine looks when neither ``--base-url`` nor the bundle's ``model.base_url`` says."""
+"""Where the openai engine looks when neither ``--base-url``, ``$OPENAI_BASE_URL`` nor the bundle's
+``model.base_url`` says."""
+BASE_URL_ENV = "OPENAI_BASE_URL"
+"""The environment variable of the server, as the OpenAI SDK reads it."""
+API_KEY_ENV = "OPENAI_API_KEY"
+"""The environment variable of the key, as the OpenAI SDK reads it."""
 
 SampleClient = Callable[[str, DecodingConstraint, list[list[ToolCall]]], LLMClient]
 """``(family, constraint, gold) -> client`` of one sample."""
@@ -113,15 +116,49 @@ class SharedClient:
         await self.client.aclose()
 
 
-def served_models(base_url: str, timeout_s: float = 10.0) -> list[str]:
-    """The model ids an OpenAI-compatible server lists at ``GET {base_url}/models``."""
-    url = base_url.rstrip("/") + "/models"
+def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 10.0) -> list[str]:
+    """The model ids an OpenAI-compatible server lists (``GET {base_url}/models``, with the key)."""
+    import openai
+
+    from harness.engines.openai_client import NO_KEY
+
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout_s, max_retries=0)
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            body = json.loads(resp.read().decode("utf-8"))
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise EngineError(f"cannot list the models of {url}: {exc}; is the server running? (or pass --model)") from exc
-    return [str(m.get("id")) for m in body.get("data", []) if isinstance(m, dict)]
+        return [m.id for m in client.models.list()]
+    except openai.OpenAIError as exc:
+        raise EngineError(
+            f"cannot list the models of {base_url.rstrip('/')}/models: {exc}; is the server running? (or pass --model)"
+        ) from exc
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Where the openai engine's server and key come from: flags, then the environment, then the bundle."""
+
+    base_urls: tuple[str, ...]
+    """One server, or replicas."""
+    source: str
+    """Which gave them: ``--base-url``, ``$OPENAI_BASE_URL``, ``the bundle's model.base_url`` or ``the default``."""
+    api_key: str | None
+    """``$OPENAI_API_KEY``, else the variable the bundle's ``model.api_key_env`` names (None: no key)."""
+
+
+def server_settings(options: EngineOptions, environ: Mapping[str, str] | None = None) -> ServerSettings:
+    """The openai engine's server and key, flags > environment > bundle (see ``ServerSettings``)."""
+    env = os.environ if environ is None else environ
+    bundle = options.bundle_model
+    if options.base_urls:
+        urls, source = options.base_urls, "--base-url"
+    elif env.get(BASE_URL_ENV):
+        urls, source = (env[BASE_URL_ENV],), f"${BASE_URL_ENV}"
+    elif bundle is not None and bundle.base_url:
+        urls, source = (bundle.base_url,), "the bundle's model.base_url"
+    else:
+        urls, source = (DEFAULT_BASE_URL,), "the default"
+    key = env.get(API_KEY_ENV) or (env.get(bundle.api_key_env) if bundle is not None else None) or None
+    return ServerSettings(tuple(urls), source, key)
 
 
 def _no_server_options(name: str, options: EngineOptions) -> None:
@@ -173,10 +210,10 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
     return PerSampleClients("oracle", note, client, warm, model_id="oracle"), options.families
 
 
-def _served_model(base_url: str, options: EngineOptions) -> str:
+def _served_model(base_url: str, api_key: str | None, options: EngineOptions) -> str:
     if options.model:
         return options.model
-    models = served_models(base_url)
+    models = served_models(base_url, api_key)
     if len(models) == 1:
         return models[0]
     bundle_id = options.bundle_model.id if options.bundle_model else None
@@ -203,28 +240,30 @@ def _family_of(model: str, options: EngineOptions) -> list[str]:
 
 
 def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
-    """One OpenAI-compatible client for every sample. The server: ``--base-url``, else the bundle's
-    ``model.base_url``; the model: ``--model``, else the one the server lists (the bundle's ``model.id``
-    when it lists several); the family: ``--family``, else what the model id says (or the bundle's)."""
-    from harness.engines.openai_client import OpenAICompatibleClient
+    """One OpenAI-compatible client for every sample. The server and key: flags, then the environment,
+    then the bundle (``server_settings``); the model: ``--model``, else the one the server lists (the
+    bundle's ``model.id`` when it lists several); the family: ``--family``, else what the model id says
+    (or the bundle's)."""
+    from harness.engines.openai_client import NO_KEY, OpenAICompatibleClient
     from harness.engines.oracle import SERVED_PREFIX
     from harness.engines.replicas import ReplicaClient
 
     if options.target is not None:
         _no_server_options("openai", options)
-    bundle = options.bundle_model
-    base_urls = list(options.base_urls) or [(bundle.base_url if bundle else None) or DEFAULT_BASE_URL]
-    model = _served_model(base_urls[0], options)
+    settings = server_settings(options)
+    base_urls = list(settings.base_urls)
+    model = _served_model(base_urls[0], settings.api_key, options)
     for url in base_urls[1:]:
-        if model not in served_models(url):
+        if model not in served_models(url, settings.api_key):
             raise EngineError(f"replica {url} does not serve {model!r}: every --base-url must serve the same model")
     families = _family_of(model, options)
-    key_env = bundle.api_key_env if bundle else "OPENAI_API_KEY"
     timeout = min(options.timeout_s, 120.0)
-    clients = [OpenAICompatibleClient(url, api_key_env=key_env, timeout_s=timeout) for url in base_urls]
+    key = settings.api_key or NO_KEY
+    clients = [OpenAICompatibleClient(url, api_key=key, timeout_s=timeout) for url in base_urls]
     client: Any = clients[0] if len(clients) == 1 else ReplicaClient(clients, base_urls)
     where = base_urls[0] if len(base_urls) == 1 else f"{len(base_urls)} replicas ({', '.join(base_urls)})"
-    note = f"openai: an OpenAI-compatible server at {where} serving {model}; timings as its client sees them"
+    note = (f"openai: an OpenAI-compatible server at {where} ({settings.source}) serving {model}; "
+            "timings as its client sees them")
     relay = model.startswith(SERVED_PREFIX)
     if relay:
         note += "; the served model is an oracle: each request carries its gold answer"
@@ -242,7 +281,7 @@ def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
             check_family(family)
         except NoWeightsError as exc:
             raise EngineError(f"--engine local, --family {family}: {exc}") from None
-    engine = LocalEngine()
+    engine = LocalEngine(log=options.engine_log)
     setup = SharedClient("local", str(engine.note), None, str(engine.model_id), engine)
     return setup, options.families or list(engine.families)
 
@@ -264,10 +303,12 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "GoldRelay",
     "PerSampleClients",
+    "ServerSettings",
     "SharedClient",
     "local_unavailable",
     "open_local",
     "open_openai",
     "open_oracle",
     "served_models",
+    "server_settings",
 ]

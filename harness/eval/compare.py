@@ -2,8 +2,10 @@
 
 Rules, per (family, strategy, metric):
 - validity, exact_match, state_match: a drop larger than ``max_drop`` (absolute, default 0.02) is a
-  regression; ``grammar_rejection`` rising by more than ``max_drop`` is one too.
-- timings (ttft_ms_p50, latency_ms_p50, compile_ms, mask_us_*, tool_us_*, any ``*_ms``/``*_us``): the
+  regression; ``grammar_rejection``, ``truncated`` (answers cut by the token bound) or
+  ``target_mask_diff`` rising by more than ``max_drop`` is one too.
+- timings (ttft_ms_p50, latency_ms_p50, ms_per_token_p50, compile_ms, mask_us_*, tool_us_*,
+  grammar_us_per_token_p50, any ``*_ms``/``*_us``): the
   candidate taking more than ``max_slowdown`` times the baseline (default 3.0) is a regression, when
   both sides have at least ``min_timing_n`` values (default 20), and for a percentile enough values
   that 10 lie beyond it (p99: 1,000). Timings on shared CI machines move by
@@ -34,7 +36,7 @@ DEFAULT_MAX_DROP = 0.02
 DEFAULT_MAX_SLOWDOWN = 3.0
 DEFAULT_MIN_TIMING_N = 20
 ACCURACY_METRICS = ("validity", "exact_match", "state_match")
-LOWER_IS_BETTER_RATES = ("grammar_rejection",)
+LOWER_IS_BETTER_RATES = ("grammar_rejection", "truncated", "target_mask_diff")
 _EPS = 1e-9
 TAIL_VALUES = 10
 _PERCENTILE = re.compile(r"_p(\d{1,2})$")
@@ -50,7 +52,7 @@ def metric_kind(metric: str) -> Kind:
         return "accuracy"
     if metric in LOWER_IS_BETTER_RATES:
         return "rejections"
-    if metric.endswith(("_ms", "_us")) or "_ms_" in metric or "_us_" in metric:
+    if metric.endswith(("_ms", "_us")) or metric.startswith("ms_") or "_ms_" in metric or "_us_" in metric:
         return "timing"
     return "other"
 

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Metric = Literal["validity", "exact_match", "state_match", "grammar_rejection"]
-METRICS: tuple[Metric, ...] = ("validity", "exact_match", "state_match", "grammar_rejection")
+Metric = Literal["validity", "exact_match", "state_match", "grammar_rejection", "truncated"]
+METRICS: tuple[Metric, ...] = ("validity", "exact_match", "state_match", "grammar_rejection", "truncated")
 """The per-sample metrics of scores.parquet; summary.json gives each one's rate under the same name."""
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
 SampleKind = Literal["next_call", "episode"]
@@ -352,7 +352,10 @@ class RunRecord(Record):
     max_steps_per_turn: int
     """Bound of model calls per user turn."""
     max_tokens: int | None = None
-    """Bound per model response (None: the engine's own)."""
+    """Bound per model response (None in runs written before the bound was always set: the engine's own)."""
+    max_tokens_source: str | None = None
+    """Where the bound came from: ``--max-tokens``, ``suite.yaml max_tokens``, or how it was derived
+    from the suite's longest gold answer (``harness.eval.token_bound``)."""
     versions: Versions
     """Versions of what the figures depend on."""
     machine: Machine | None = None

@@ -12,10 +12,12 @@ a kill is cut off and its sample run again. Scoring runs at the end from samples
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TextIO
 
 from harness.agents.agent import Agent, AgentOptions
 from harness.engines import registry
@@ -44,8 +46,13 @@ from harness.eval.sample import (
     sample_record,
 )
 from harness.eval.suite import Case, NextCallCase, Suite, load_suite
+from harness.eval.token_bound import token_bound
 
 RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
+LOG_FILE = "run.log"
+"""The run's log in its directory: what the run said (setup, bound, servers) and the engine's own lines
+(llama.cpp's), with times; the terminal gets the progress, not engine chatter."""
+HEARTBEAT_S = 5.0
 
 
 class RunError(Exception):
@@ -76,8 +83,8 @@ class RunSpec:
     ``state:force_terminated`` (BFCL's force quit; BFCL's 20 responses with calls plus one to answer
     are 21, as ``bundles/bfcl`` sets)."""
     max_tokens: int | None = None
-    """Bound per model response; None = the engine's default (its ``EngineInfo.max_tokens``; else the
-    engine's own bound)."""
+    """Bound per model response; None = the suite's ``max_tokens``, else derived from its longest gold
+    answer (``harness.eval.token_bound``). Always sent, and recorded in run.json with its source."""
     results_root: Path = Path("results")
 
 
@@ -92,7 +99,17 @@ class RunOutcome:
     harness_ms: list[float] = field(default_factory=list)
 
 
-Progress = Callable[[SampleRecord], None]
+class Progress(Protocol):
+    """What a run reports as it goes (``harness run`` draws a bar or prints lines)."""
+
+    def started(self, key: SampleKey) -> None:
+        """A sample began (its model calls may take a while: the first prompt prefills the cache)."""
+
+    def finished(self, record: SampleRecord, failure: str | None) -> None:
+        """A sample was saved; ``failure``: its validity failure or error kind (None: a valid answer)."""
+
+    def tick(self) -> None:
+        """Called every few seconds while samples run."""
 
 
 @dataclass
@@ -116,9 +133,12 @@ class Runner:
     def __init__(self, spec: RunSpec, suite: Suite, engine: RunEngine, families: list[str],
                  strategies: list[str], agent: Agent) -> None:
         from harness.eval.execution import SandboxStates
+        from harness.eval.scoring import Scorer
 
         self.spec, self.suite, self.engine = spec, suite, engine
         self.tools = agent.tools
+        self.checker = Scorer(suite.cases, [t.schema for t in self.tools], engine.name, backend=None)
+        """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         self.states = SandboxStates(self.tools, echo_mode=suite.spec.echo_mode)
         options: AgentOptions = {"stream": engine.stream}
         if suite.kind == "episode":  # the model ends each user turn with a plain answer: the grammar must allow it
@@ -198,19 +218,73 @@ class Runner:
                     job = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
+                if progress is not None:
+                    progress.started(job.key(self.suite))
                 record = await self.run_sample(job)
                 writer.put(record)
                 finished.append(record)
                 if progress is not None:
-                    progress(record)
+                    progress.finished(record, self.checker.validity_of(record).error_kind)
+
+        async def heartbeat() -> None:
+            while progress is not None:
+                await asyncio.sleep(HEARTBEAT_S)
+                progress.tick()
 
         workers = [asyncio.create_task(worker()) for _ in range(max(1, self.spec.concurrency or 1))]
+        beat = asyncio.create_task(heartbeat())
         try:
             await asyncio.gather(*workers)
         finally:
-            for w in workers:
+            for w in [*workers, beat]:
                 w.cancel()
         return finished
+
+
+class RunLog:
+    """The run's messages: to the caller's ``log`` and, with times, to ``run.log`` once the run
+    directory exists (earlier lines are kept until then). ``engine`` lines (llama.cpp's own) go to the
+    file only. Thread-safe: llama.cpp logs from the worker thread."""
+
+    def __init__(self, echo: Callable[[str], None]) -> None:
+        import threading
+
+        self.echo = echo
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._file: TextIO | None = None
+
+    def __call__(self, message: str) -> None:
+        self.echo(message)
+        self._write(message)
+
+    def engine(self, text: str) -> None:
+        self._write(text.rstrip("\n"), prefix="engine: ")
+
+    def _write(self, message: str, prefix: str = "") -> None:
+        if not message:
+            return
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {prefix}{message}\n"
+        with self._lock:
+            if self._file is None:
+                self._pending.append(line)
+            else:
+                self._file.write(line)
+                self._file.flush()
+
+    @contextlib.contextmanager
+    def to_file(self, path: Path) -> Iterator[None]:
+        """Write to ``path`` (appended: a resumed run keeps its earlier lines) while the block runs."""
+        with path.open("a", encoding="utf-8") as fh:
+            with self._lock:
+                fh.writelines(self._pending)
+                self._pending.clear()
+                self._file = fh
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self._file = None
 
 
 def _run_dir(spec: RunSpec, suite: Suite) -> Path:
@@ -264,6 +338,7 @@ async def run_suite(
     from harness.eval.score_run import score_run
 
     started = time.perf_counter()
+    run_log = RunLog(log)
     suite = load_suite(spec.suite_dir)
     try:
         info = registry.get_engine(spec.engine)
@@ -271,8 +346,6 @@ async def run_suite(
         raise RunError(str(exc)) from None
     if spec.concurrency is None:
         spec.concurrency = info.concurrency
-    if spec.max_tokens is None:
-        spec.max_tokens = info.max_tokens
     if spec.epochs < 1 or spec.concurrency < 1 or (spec.limit is not None and spec.limit < 1):
         raise RunError("--epochs, --concurrency and --limit must be >= 1")
     _check_names(spec.families, spec.strategies)
@@ -282,7 +355,7 @@ async def run_suite(
     if spec.resume and not resuming:
         if samples_path.exists() and samples_path.stat().st_size > 0:
             raise RunError(f"{run_dir}: samples but no {RUN_FILE}: not a run directory this runner wrote")
-        log(f"resume: {run_dir} holds no run yet (killed before its first sample?): starting it")
+        run_log(f"resume: {run_dir} holds no run yet (killed before its first sample?): starting it")
     if resuming:
         previous = _check_resume(run_dir, spec, suite)
         # Unless given again, a resumed run keeps the matrix it was started with.
@@ -290,9 +363,13 @@ async def run_suite(
         spec.strategies = spec.strategies or previous.strategies
     agent = load_agent(suite.bundle_dir)
     spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
+    bound = token_bound(spec.max_tokens, suite, agent)
+    spec.max_tokens = bound.max_tokens
+    run_log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
     options = registry.EngineOptions(
         base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target, families=spec.families,
-        timeout_s=spec.sample_timeout_s, bundle_model=agent.config.model, run_dir=run_dir, log=log,
+        timeout_s=spec.sample_timeout_s, bundle_model=agent.config.model, run_dir=run_dir, log=run_log,
+        engine_log=run_log.engine,
     )
     try:
         engine, families = open_engine(spec.engine, options)
@@ -307,56 +384,62 @@ async def run_suite(
         except RunDirError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if log_file.torn_tail_at is not None:
-            log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
+            run_log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
         done = set(log_file.samples)
     elif samples_path.exists() and samples_path.stat().st_size > 0:
         raise RunError(f"{run_dir} already holds samples: use --resume to continue it, or another --out")
     run_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        runner = Runner(spec, suite, engine, families, strategies, agent)
-        jobs = runner.jobs()
-        todo = [j for j in jobs if j.sample_id not in done]
-        run = RunRecord(
-            run_id=run_dir.name,
-            suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
-            bundle=_relative(agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
-            target=spec.target,
-            model=engine.model_id, families=families, strategies=strategies, epochs=spec.epochs, limit=spec.limit,
-            concurrency=spec.concurrency, sample_timeout_s=spec.sample_timeout_s,
-            max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, versions=versions(),
-            machine=machine(), git_commit=git_commit(), started_at=utc_now(),
-        )
-        if resuming:
-            previous = read_run(run_dir)
-            run = run.model_copy(update={"started_at": previous.started_at,
-                                         "resumed_at": [*previous.resumed_at, utc_now()]})
-        write_run(run_dir, run)
-        log(f"{len(jobs)} samples ({len(families)} families x {len(strategies)} strategies x "
-            f"{len(jobs) // max(1, len(families) * len(strategies) * spec.epochs)} cases x {spec.epochs} epochs)"
-            + (f", {len(jobs) - len(todo)} already saved" if done else "") + f" -> {run_dir}")
-        if todo:
-            await runner.prepare(families)
-            # What an engine knows only once it runs (a started server's version, command and model).
-            run = run.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
-                                         "model": engine.model_id, "engine_details": engine.describe() or None})
+    with run_log.to_file(run_dir / LOG_FILE):
+        try:
+            runner = Runner(spec, suite, engine, families, strategies, agent)
+            jobs = runner.jobs()
+            todo = [j for j in jobs if j.sample_id not in done]
+            run = RunRecord(
+                run_id=run_dir.name,
+                suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
+                bundle=_relative(agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
+                target=spec.target,
+                model=engine.model_id, families=families, strategies=strategies, epochs=spec.epochs, limit=spec.limit,
+                concurrency=spec.concurrency, sample_timeout_s=spec.sample_timeout_s,
+                max_steps_per_turn=spec.max_steps_per_turn, max_tokens=spec.max_tokens, max_tokens_source=bound.source,
+                versions=versions(),
+                machine=machine(), git_commit=git_commit(), started_at=utc_now(),
+            )
+            if resuming:
+                previous = read_run(run_dir)
+                run = run.model_copy(update={"started_at": previous.started_at,
+                                             "resumed_at": [*previous.resumed_at, utc_now()]})
             write_run(run_dir, run)
-        progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
-        run_started = time.perf_counter()
-        async with SampleWriter(samples_path) as writer:
-            finished = await runner.run(writer, todo, progress)
-        run_s = time.perf_counter() - run_started
-    finally:
-        await engine.aclose()
-    harness_ms = [r.harness_ms for r in finished]
-    details = engine.describe() or run.engine_details  # final figures (e.g. requests per replica)
-    write_run(run_dir, run.model_copy(update={"finished_at": utc_now(), "timing": _timing(run_s, harness_ms),
-                                              "engine_details": details}))
-    await score_run(run_dir, suite=suite)
-    return RunOutcome(
-        run_dir=run_dir, total=len(jobs), skipped=len(jobs) - len(todo), ran=len(finished),
-        errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
-        harness_ms=harness_ms,
-    )
+            cases = len(jobs) // max(1, len(families) * len(strategies) * spec.epochs)
+            run_log(f"{len(jobs)} samples: {', '.join(families)} x {', '.join(strategies)} x {cases} cases x "
+                f"{spec.epochs} epoch(s)" + (f", {len(jobs) - len(todo)} already saved" if done else "")
+                + f" -> {run_dir}")
+            if todo:
+                run_log(f"{engine.name}: loading (tokenizers, weights, servers) before the clock starts...")
+                prepared = time.perf_counter()
+                await runner.prepare(families)
+                run_log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
+                # What an engine knows only once it runs (a started server's version, command and model).
+                run = run.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
+                                             "model": engine.model_id, "engine_details": engine.describe() or None})
+                write_run(run_dir, run)
+            progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
+            run_started = time.perf_counter()
+            async with SampleWriter(samples_path) as writer:
+                finished = await runner.run(writer, todo, progress)
+            run_s = time.perf_counter() - run_started
+        finally:
+            await engine.aclose()
+        harness_ms = [r.harness_ms for r in finished]
+        details = engine.describe() or run.engine_details  # final figures (e.g. requests per replica)
+        write_run(run_dir, run.model_copy(update={"finished_at": utc_now(), "timing": _timing(run_s, harness_ms),
+                                                  "engine_details": details}))
+        await score_run(run_dir, suite=suite)
+        return RunOutcome(
+            run_dir=run_dir, total=len(jobs), skipped=len(jobs) - len(todo), ran=len(finished),
+            errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
+            harness_ms=harness_ms,
+        )
 
 
 def _timing(run_s: float, harness_ms: list[float]) -> RunTiming:
@@ -371,4 +454,4 @@ def _timing(run_s: float, harness_ms: list[float]) -> RunTiming:
     )
 
 
-__all__ = ["RunError", "RunOutcome", "RunSpec", "Runner", "run_suite"]
+__all__ = ["LOG_FILE", "Progress", "RunError", "RunLog", "RunOutcome", "RunSpec", "Runner", "run_suite"]

@@ -1,11 +1,13 @@
 """Scoring: each saved sample against its case, with no engine involved.
 
-Per sample, four metrics (scores.parquet rows), each 1/0 with a ``checker:reason`` on failure, or
+Per sample, five metrics (scores.parquet rows), each 1/0 with a ``checker:reason`` on failure, or
 null where it does not apply:
 
 - ``validity``: the answer parsed, every call names a tool that was offered, and its arguments are
   valid for that tool's JSON schema (``checks.argument_validator``: jsonschema, no undeclared
-  arguments; the same check ``harness validate`` makes of a suite).
+  arguments; the same check ``harness validate`` makes of a suite). An answer the token bound cut
+  (``finish_reason: length``) that yields no clean call fails as ``length:max_tokens``, not as the
+  parse error the cut caused.
 - ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
   A next-call case's ``expected_alternatives`` are accepted too. Episodes: every user turn's calls
   equal that turn's ground truth.
@@ -20,6 +22,8 @@ null where it does not apply:
   (``state_check: false``).
 - ``grammar_rejection``: 1 when the oracle engine found a gold token the grammar forbids. Only the
   oracle can measure it; null for other engines.
+- ``truncated``: 1 when an answer of the sample was cut by the token bound (``length:max_tokens``),
+  whatever it parsed to: cut answers are counted apart. Null for a sample with no model answer.
 
 A sample that ended in an error (``model:timeout``, ``sample:timeout``, ``grammar:rejected_gold``...)
 fails every applicable metric with that kind: failures are counted, never dropped.
@@ -38,6 +42,9 @@ from harness.agents.types import ToolSchema
 from harness.eval.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
 from harness.eval.suite import Case, EpisodeCase, NextCallCase
 
+CUT = "length:max_tokens"
+"""The kind of an answer the token bound cut."""
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -51,6 +58,17 @@ NOT_APPLICABLE = Verdict(None)
 
 def fail(kind: str) -> Verdict:
     return Verdict(0.0, kind)
+
+
+def was_cut(step: StepRecord) -> bool:
+    """The token bound ended this answer (the engine said ``finish_reason: length``)."""
+    return step.finish_reason == "length"
+
+
+def unparsed(verdict: Verdict) -> str | None:
+    """The kind of a validity failure where no clean call came out (a parse error, a cut answer)."""
+    kind = verdict.error_kind
+    return kind if kind is not None and (kind.startswith("parse:") or kind == CUT) else None
 
 
 class Call(Protocol):
@@ -175,15 +193,27 @@ class Scorer:
                 if not (text_ends_turn and e.kind == "parse:no_call" and not step.tool_calls)
             ]
             if errors:
-                return fail(errors[0].kind or "parse:error")
+                return fail(CUT if was_cut(step) else errors[0].kind or "parse:error")
             for call in step.tool_calls:
                 calls += 1
                 problem = self.call_problem(call, offered)
                 if problem:
                     return fail(problem)
         if need_call and calls == 0:
-            return fail("parse:no_call")
+            return fail(CUT if any(was_cut(step) for step in steps) else "parse:no_call")
         return PASS
+
+    def validity_of(self, sample: SampleRecord) -> Verdict:
+        """The sample's ``validity`` alone (no sandbox needed): what a run's progress shows as samples
+        finish. A sample that ended in an error fails with its kind."""
+        case = self.cases.get(sample.case_id)
+        if case is None:
+            return fail("score:unknown_case")
+        if sample.status == "error":
+            return fail(sample.error_kind or "sample:error")
+        if isinstance(case, NextCallCase):
+            return self.validity(sample.steps[:1], self.schemas, need_call=True)
+        return self._episode_validity(case, sample.steps)
 
     # the sample ----------------------------------------------------------------------------------
 
@@ -203,6 +233,7 @@ class Scorer:
         else:
             verdicts = await self._episode(case, sample)
         verdicts["grammar_rejection"] = self._rejection(sample)
+        verdicts["truncated"] = self._truncated(sample)
         return [
             ScoreRow(
                 sample_id=sample.sample_id, case_id=sample.case_id, family=sample.family,
@@ -215,6 +246,12 @@ class Scorer:
     def _state_applies(self, case: Case) -> bool:
         """A state check needs a sandbox and a known file system (imported SHELLper points have none)."""
         return self.backend is not None and getattr(case, "state_check", True)
+
+    @staticmethod
+    def _truncated(sample: SampleRecord) -> Verdict:
+        if not sample.steps:
+            return NOT_APPLICABLE
+        return Verdict(1.0, CUT) if any(was_cut(step) for step in sample.steps) else Verdict(0.0)
 
     def _rejection(self, sample: SampleRecord) -> Verdict:
         if self.engine != "oracle":
@@ -229,7 +266,7 @@ class Scorer:
         validity = self.validity(steps[:1], self.schemas, need_call=True)
         calls = list(steps[0].tool_calls) if steps else []
         golds = case.gold_calls()
-        parse_failure = validity.error_kind if validity.error_kind and validity.error_kind.startswith("parse:") else None
+        parse_failure = unparsed(validity)
         if parse_failure:
             exact = fail(parse_failure)
         else:
@@ -237,8 +274,8 @@ class Scorer:
             exact = PASS if None in reasons else fail(str(reasons[0]))
         if not self._state_applies(case):
             state = NOT_APPLICABLE
-        elif parse_failure:
-            state = fail(parse_failure)
+        elif validity.error_kind:  # an invalid answer achieves nothing, whatever the sandbox made of it
+            state = fail(validity.error_kind)
         else:
             state = await self._memo(case.id, [calls], lambda: self._next_call_state(case, calls))
         return {"validity": validity, "exact_match": exact, "state_match": state}
@@ -288,14 +325,18 @@ class Scorer:
             state, _ = await self._apply_all(backend.initial(case), case.history_calls())
             return state
 
-        async def golds() -> list[Any]:
+        async def golds() -> list[tuple[Any, list[Any]]]:
             start = await self._cached(case, "history", history)
-            return [(await self._apply_all(start, [g]))[0] for g in case.gold_calls()]
+            return [await self._apply_all(start, [g]) for g in case.gold_calls()]
 
         start = await self._cached(case, "history", history)
-        gold_states = await self._cached(case, "golds", golds)
-        predicted, _ = await self._apply_all(start, calls)
-        reasons = [backend.difference(predicted, g) for g in gold_states]
+        gold_runs = await self._cached(case, "golds", golds)
+        predicted, outputs = await self._apply_all(start, calls)
+        reasons = [
+            backend.difference(predicted, gold_state)
+            or (None if unordered_subset(gold_outputs, outputs) else "state:response_missing")
+            for gold_state, gold_outputs in gold_runs
+        ]
         return PASS if None in reasons else fail(str(reasons[0]))
 
     def _episode_validity(self, case: EpisodeCase, steps: Sequence[StepRecord]) -> Verdict:
@@ -318,7 +359,7 @@ class Scorer:
             index = step.turn or 0
             if 0 <= index < len(per_turn):
                 per_turn[index].extend(step.tool_calls)
-        parse_failure = validity.error_kind if validity.error_kind and validity.error_kind.startswith("parse:") else None
+        parse_failure = unparsed(validity)
         exact = PASS
         for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
             reason = call_difference(model_calls, gold)
@@ -360,6 +401,7 @@ class Scorer:
 
 
 __all__ = [
+    "CUT",
     "NOT_APPLICABLE",
     "PASS",
     "Call",
@@ -370,4 +412,6 @@ __all__ = [
     "fail",
     "same_value",
     "unordered_subset",
+    "unparsed",
+    "was_cut",
 ]

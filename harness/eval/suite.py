@@ -13,6 +13,7 @@ suite.yaml::
     source: ...                    # where the cases come from
     licence: ...
     echo_mode: overwrite           # overwrite (BFCL, default) | append (SHELLper's bash `>>`)
+    max_tokens: 64                 # bound per model response (default: derived from the longest gold answer)
 
 cases.jsonl holds one case per line (see ``NextCallCase`` and ``EpisodeCase``). Every model forbids
 unknown fields; problems are reported as ``<file>:<line>: <field path>: <message>``.
@@ -232,6 +233,10 @@ class SuiteSpec(_Strict):
     (BFCL's GorillaFileSystem: replace an existing file's content; a missing file is an error) or
     ``append`` (SHELLper's bash mapping ``echo "..." >> file``: create the file if needed, append the
     text and a newline)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Bound per model response in this suite's runs (``--max-tokens`` overrides it). None: derived
+    from the longest gold answer with headroom (``harness.eval.token_bound``). An answer cut by it
+    fails as ``length:max_tokens``."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -453,7 +458,7 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     """Write ``suite.yaml`` and the cases file into ``out_dir`` (created if needed); returns the dir."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = spec.model_dump(mode="json")
+    data = spec.model_dump(mode="json", exclude={"max_tokens"} if spec.max_tokens is None else None)
     (out / "suite.yaml").write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
     )

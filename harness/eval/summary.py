@@ -1,26 +1,49 @@
-"""summary.json and errors.json from a run's samples and scores.
+"""summary.json and errors.json from a run's samples and scores, grouped with polars.
 
-Rates carry Wilson 95% intervals; timings are percentiles (``harness.stats.percentile``) over what the
-samples recorded. A metric no
-sample measured (an OpenAI server has no mask times, the oracle no time to first token, a suite with no
-file systems no state check) is left out, never written as 0.
+Rates carry Wilson 95% intervals. Timings are percentiles (``harness.stats``: one definition) over
+what the samples recorded, per model call (*step*) unless said otherwise. Speed is reported per token
+next to the latency of a call, because strategies change how long answers are: a strategy that makes
+answers shorter looks "faster" per call while it may be slower per token. A metric no sample measured
+(an OpenAI server has no mask times, the oracle no time to first token, a suite with no file systems
+no state check) is left out, never written as 0.
+
+Per family and strategy:
+
+- the rates of scores.parquet (``validity``, ``exact_match``, ``state_match``, ``grammar_rejection``,
+  ``truncated``);
+- ``ttft_ms_p50``: time to the first token of a call; ``latency_ms_p50``: the whole call;
+- ``ms_per_token_p50``: a call's latency divided by the tokens it generated (prefill included);
+- ``tokens_per_s_p50``: generation speed after the first token, ``(tokens - 1) / (latency - ttft)``
+  (only where the time to first token was measured);
+- ``tokens_p50``: tokens generated per call (the answer's length);
+- ``grammar_us_per_token_p50``: the engine's grammar work (mask fills and token accepts) per generated
+  token, for engines that run the grammar themselves;
+- ``compile_ms`` (cold compiles when there were any, else cache hits), ``mask_us_p50``/``_p99`` (per
+  mask fill), ``tool_us_p50``/``_p99`` (per sandboxed tool call);
+- ``target_mask_diff`` (the oracle with ``--target vllm``): of the steps where vLLM's grammar and the
+  harness's were compared, the fraction where vLLM allows other tokens (``n`` = compared steps).
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from harness.eval.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
-from harness.stats import percentile
+from harness.stats import quantile
 
 RATE_METRICS = METRICS
 """The rates of summary.json: each per-sample metric of scores.parquet, under the same name."""
 
 TIMING_METRICS: tuple[str, ...] = (
-    "ttft_ms_p50", "latency_ms_p50", "compile_ms", "mask_us_p50", "mask_us_p99", "tool_us_p50", "tool_us_p99",
+    "ttft_ms_p50", "latency_ms_p50", "ms_per_token_p50", "tokens_per_s_p50", "tokens_p50",
+    "grammar_us_per_token_p50", "compile_ms", "mask_us_p50", "mask_us_p99", "tool_us_p50", "tool_us_p99",
 )
+TARGET_METRIC = "target_mask_diff"
+"""The rate of compared steps where ``--target vllm``'s grammar allows other tokens than the harness's."""
+
+Key = tuple[str, str]
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -34,67 +57,148 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _timings(samples: Iterable[SampleRecord]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = defaultdict(list)
+def _step_schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {
+        "sample_id": pl.Utf8, "family": pl.Utf8, "strategy": pl.Utf8, "step": pl.Int64,
+        "ttft_ms": pl.Float64, "latency_ms": pl.Float64, "tokens": pl.Int64, "grammar_us": pl.Float64,
+        "compile_ms": pl.Float64, "compile_cached": pl.Boolean, "mask_us": pl.List(pl.Float64),
+        "tool_us": pl.List(pl.Float64), "target_steps": pl.Int64, "target_diff": pl.Int64,
+        "finish_reason": pl.Utf8,
+    }
+
+
+def steps_frame(samples: Iterable[SampleRecord]) -> Any:
+    """One row per model call: its sample, family and strategy, timings, tokens and grammar figures.
+    ``tokens`` is the usage's completion tokens, else what the engine counted (the oracle)."""
+    import polars as pl
+
+    rows = []
     for sample in samples:
-        for step in sample.steps:
-            if step.ttft_ms is not None:
-                out["ttft"].append(step.ttft_ms)
-            if step.latency_ms is not None:
-                out["latency"].append(step.latency_ms)
+        for index, step in enumerate(sample.steps):
             stats = step.stats
-            if stats is not None:
-                if stats.compile_ms is not None:
-                    out["compile_cached" if stats.compile_cached else "compile_cold"].append(stats.compile_ms)
-                out["mask"].extend(stats.mask_us)
-            out["tool"].extend(r.duration_us for r in step.tool_results if r.duration_us is not None)
+            tokens = step.usage.completion_tokens if step.usage is not None else (
+                stats.generated_tokens if stats is not None else None)
+            rows.append({
+                "sample_id": sample.sample_id, "family": sample.family, "strategy": sample.strategy, "step": index,
+                "ttft_ms": step.ttft_ms, "latency_ms": step.latency_ms, "tokens": tokens,
+                "grammar_us": None if stats is None else sum(stats.mask_us) + sum(stats.accept_us),
+                "compile_ms": None if stats is None else stats.compile_ms,
+                "compile_cached": None if stats is None else stats.compile_cached,
+                "mask_us": [] if stats is None else list(stats.mask_us),
+                "tool_us": [r.duration_us for r in step.tool_results if r.duration_us is not None],
+                "target_steps": None if stats is None else stats.target_steps,
+                "target_diff": None if stats is None else stats.target_mask_diff_steps,
+                "finish_reason": step.finish_reason,
+            })
+    return pl.DataFrame(rows, schema=_step_schema())
+
+
+def per_token(steps: Any) -> Any:
+    """``steps`` with the per-token columns: ``ms_per_token``, ``tokens_per_s`` (after the first
+    token) and ``grammar_us_per_token`` (null where they cannot be computed)."""
+    import polars as pl
+
+    tokens = pl.col("tokens").cast(pl.Float64)
+    decode_ms = pl.col("latency_ms") - pl.col("ttft_ms")
+    return steps.with_columns(
+        pl.when(tokens > 0).then(pl.col("latency_ms") / tokens).alias("ms_per_token"),
+        pl.when((tokens > 1) & (decode_ms > 0)).then((tokens - 1) / decode_ms * 1000.0).alias("tokens_per_s"),
+        pl.when(tokens > 0).then(pl.col("grammar_us") / tokens).alias("grammar_us_per_token"),
+    )
+
+
+# (summary metric, column of the per-token steps frame, percentile); lists are exploded first.
+_STEP_PERCENTILES: tuple[tuple[str, str, float], ...] = (
+    ("ttft_ms_p50", "ttft_ms", 50), ("latency_ms_p50", "latency_ms", 50), ("ms_per_token_p50", "ms_per_token", 50),
+    ("tokens_per_s_p50", "tokens_per_s", 50), ("tokens_p50", "tokens", 50),
+    ("grammar_us_per_token_p50", "grammar_us_per_token", 50),
+    ("mask_us_p50", "mask_us", 50), ("mask_us_p99", "mask_us", 99),
+    ("tool_us_p50", "tool_us", 50), ("tool_us_p99", "tool_us", 99),
+)
+
+
+def _timings(steps: Any) -> dict[Key, dict[str, tuple[float, int]]]:
+    """metric -> (value, n) per (family, strategy)."""
+    import polars as pl
+
+    out: dict[Key, dict[str, tuple[float, int]]] = {}
+    frame = per_token(steps)
+    for metric, column, q in _STEP_PERCENTILES:
+        values = frame.select("family", "strategy", column)
+        if isinstance(values.schema[column], pl.List):
+            values = values.explode(column)
+        values = values.with_columns(pl.col(column).cast(pl.Float64)).drop_nulls(column)
+        _put(out, metric, values.filter(pl.col(column).is_finite()), column, q)
+    # The cost of compiling a grammar: cold compiles when there were any (the runner compiles once per
+    # family, strategy and tool set), else the cache hits.
+    compiles = steps.drop_nulls("compile_ms").with_columns(pl.col("compile_cached").fill_null(False))
+    cold = compiles.filter(~pl.col("compile_cached"))
+    has_cold = cold.select("family", "strategy").unique().with_columns(pl.lit(True).alias("has_cold"))
+    chosen = (compiles.join(has_cold, on=["family", "strategy"], how="left")
+              .filter(~pl.col("compile_cached") | pl.col("has_cold").is_null()))
+    _put(out, "compile_ms", chosen, "compile_ms", 50)
     return out
 
 
-def _timing_rows(samples: list[SampleRecord]) -> list[tuple[str, float, int]]:
-    t = _timings(samples)
-    rows: list[tuple[str, float, int]] = []
-    if t["ttft"]:
-        rows.append(("ttft_ms_p50", percentile(t["ttft"], 50), len(t["ttft"])))
-    if t["latency"]:
-        rows.append(("latency_ms_p50", percentile(t["latency"], 50), len(t["latency"])))
-    # The cost of compiling a grammar: cold compiles when there were any (the runner compiles once per
-    # family, strategy and tool set), else the cache hits.
-    compiles = t["compile_cold"] or t["compile_cached"]
-    if compiles:
-        rows.append(("compile_ms", percentile(compiles, 50), len(compiles)))
-    if t["mask"]:
-        rows.append(("mask_us_p50", percentile(t["mask"], 50), len(t["mask"])))
-        rows.append(("mask_us_p99", percentile(t["mask"], 99), len(t["mask"])))
-    if t["tool"]:
-        rows.append(("tool_us_p50", percentile(t["tool"], 50), len(t["tool"])))
-        rows.append(("tool_us_p99", percentile(t["tool"], 99), len(t["tool"])))
-    return rows
+def _put(out: dict[Key, dict[str, tuple[float, int]]], metric: str, frame: Any, column: str, q: float) -> None:
+    import polars as pl
+
+    if frame.is_empty():
+        return
+    agg = frame.group_by("family", "strategy").agg(quantile(column, q).alias("value"), pl.len().alias("n"))
+    for row in agg.iter_rows(named=True):
+        out.setdefault((row["family"], row["strategy"]), {})[metric] = (float(row["value"]), int(row["n"]))
+
+
+def _rates(scores: Sequence[ScoreRow]) -> dict[Key, dict[str, tuple[float, int]]]:
+    """metric -> (successes, n) per (family, strategy), over the rows that apply."""
+    import polars as pl
+
+    frame = pl.DataFrame(
+        [(r.family, r.strategy, r.metric, r.value) for r in scores if r.value is not None],
+        schema={"family": pl.Utf8, "strategy": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64}, orient="row",
+    )
+    out: dict[Key, dict[str, tuple[float, int]]] = {}
+    agg = frame.group_by("family", "strategy", "metric").agg(pl.col("value").sum().alias("sum"), pl.len().alias("n"))
+    for row in agg.iter_rows(named=True):
+        out.setdefault((row["family"], row["strategy"]), {})[row["metric"]] = (float(row["sum"]), int(row["n"]))
+    return out
+
+
+def _target(steps: Any) -> dict[Key, tuple[float, int]]:
+    """(differing steps, compared steps) per (family, strategy), where the oracle had a target."""
+    import polars as pl
+
+    compared = steps.drop_nulls("target_steps")
+    if compared.is_empty():
+        return {}
+    agg = compared.group_by("family", "strategy").agg(
+        pl.col("target_diff").fill_null(0).sum().alias("diff"), pl.col("target_steps").sum().alias("n"))
+    return {(r["family"], r["strategy"]): (float(r["diff"]), int(r["n"])) for r in agg.iter_rows(named=True) if r["n"]}
 
 
 def summarize(samples: Iterable[SampleRecord], scores: Iterable[ScoreRow]) -> list[SummaryRow]:
     """summary.json rows per family and strategy: rates with Wilson CIs, then timings."""
-    by_group_scores: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in scores:
-        if row.value is None:
-            continue
-        by_group_scores[(row.family, row.strategy)][row.metric].append(row.value)
-    by_group_samples: dict[tuple[str, str], list[SampleRecord]] = defaultdict(list)
-    for sample in samples:
-        by_group_samples[(sample.family, sample.strategy)].append(sample)
-
+    steps = steps_frame(samples)
+    rates, timings, target = _rates(list(scores)), _timings(steps), _target(steps)
+    groups = set(rates) | set(timings) | set(target)
+    groups |= {(f, s) for f, s in steps.select("family", "strategy").unique().iter_rows()}
     out: list[SummaryRow] = []
-    for family, strategy in sorted(set(by_group_scores) | set(by_group_samples)):
-        metrics = by_group_scores.get((family, strategy), {})
-        for metric in RATE_METRICS:
-            values = metrics.get(metric)
-            if not values:
-                continue
-            n = len(values)
-            low, high = wilson(sum(values), n)
-            out.append(_row(family, strategy, metric, sum(values) / n, n, low, high))
-        for name, value, n in _timing_rows(by_group_samples.get((family, strategy), [])):
-            out.append(_row(family, strategy, name, value, n, None, None))
+    for key in sorted(groups):
+        family, strategy = key
+        for rate in RATE_METRICS:
+            if rate in rates.get(key, {}):
+                successes, n = rates[key][rate]
+                out.append(_row(family, strategy, rate, successes / n, n, *wilson(successes, n)))
+        for timing in TIMING_METRICS:
+            if timing in timings.get(key, {}):
+                value, n = timings[key][timing]
+                out.append(_row(family, strategy, timing, value, n, None, None))
+        if key in target:
+            differing, n = target[key]
+            out.append(_row(family, strategy, TARGET_METRIC, differing / n, n, *wilson(differing, n)))
     return out
 
 
@@ -112,20 +216,26 @@ def _row(
 def error_counts(scores: Iterable[ScoreRow]) -> list[ErrorCount]:
     """errors.json: per family and strategy, how many samples failed with each error kind (a sample
     counts once per kind however many of its metrics it failed)."""
-    seen: set[tuple[str, str, str, str]] = set()
-    counts: Counter[tuple[str, str, str]] = Counter()
-    for row in scores:
-        if not row.error_kind:
-            continue
-        key = (row.family, row.strategy, row.error_kind, row.sample_id)
-        if key in seen:
-            continue
-        seen.add(key)
-        counts[(row.family, row.strategy, row.error_kind)] += 1
-    return [
-        ErrorCount(family=f, strategy=s, error_kind=k, count=c)
-        for (f, s, k), c in sorted(counts.items(), key=lambda item: (item[0][0], item[0][1], -item[1], item[0][2]))
-    ]
+    import polars as pl
+
+    frame = pl.DataFrame(
+        [(r.family, r.strategy, r.error_kind, r.sample_id) for r in scores if r.error_kind],
+        schema={"family": pl.Utf8, "strategy": pl.Utf8, "error_kind": pl.Utf8, "sample_id": pl.Utf8}, orient="row",
+    )
+    counts = (
+        frame.unique().group_by("family", "strategy", "error_kind").len("count")
+        .sort(["family", "strategy", "count", "error_kind"], descending=[False, False, True, False])
+    )
+    return [ErrorCount(**row) for row in counts.iter_rows(named=True)]
 
 
-__all__ = ["RATE_METRICS", "TIMING_METRICS", "error_counts", "summarize", "wilson"]
+__all__ = [
+    "RATE_METRICS",
+    "TARGET_METRIC",
+    "TIMING_METRICS",
+    "error_counts",
+    "per_token",
+    "steps_frame",
+    "summarize",
+    "wilson",
+]

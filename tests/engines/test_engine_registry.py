@@ -21,9 +21,7 @@ BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://1
 def test_todays_engines_and_what_can_be_served() -> None:
     assert ENGINE_NAMES == ("oracle", "local", "openai", "vllm")
     assert SERVED_ENGINE_NAMES == ("oracle", "local")
-    assert (get_engine("vllm").concurrency, get_engine("vllm").max_tokens) == (4, 128)
-    assert (get_engine("openai").concurrency, get_engine("openai").max_tokens) == (4, 512)
-    assert (get_engine("oracle").concurrency, get_engine("oracle").max_tokens) == (1, None)
+    assert [get_engine(name).concurrency for name in ENGINE_NAMES] == [1, 1, 4, 4]
 
 
 def test_unknown_engine_names_the_known_ones() -> None:
@@ -73,3 +71,68 @@ def test_openai_needs_a_family_it_can_tell() -> None:
         open_engine("openai", EngineOptions(model="org/served-7b"))
     with pytest.raises(EngineError, match="is one model: pass one --family"):
         open_engine("openai", EngineOptions(model="Qwen/Qwen3-0.6B", families=["qwen", "function_gemma"]))
+
+
+# -- the openai engine's server and key: flags > environment > bundle ------------------------------------
+
+ENV_URL, ENV_KEY = "http://env:1/v1", "sk-env"
+SETTINGS = [
+    # (flags, environment, bundle, expected urls, source, key)
+    (("http://flag:1/v1",), {"OPENAI_BASE_URL": ENV_URL}, BUNDLE_MODEL, ("http://flag:1/v1",), "--base-url", None),
+    ((), {"OPENAI_BASE_URL": ENV_URL}, BUNDLE_MODEL, (ENV_URL,), "$OPENAI_BASE_URL", None),
+    ((), {}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",), "the bundle's model.base_url", None),
+    ((), {}, None, ("http://127.0.0.1:8000/v1",), "the default", None),
+    ((), {"OPENAI_API_KEY": ENV_KEY, "K": "sk-bundle"}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",),
+     "the bundle's model.base_url", ENV_KEY),
+    ((), {"K": "sk-bundle"}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",), "the bundle's model.base_url", "sk-bundle"),
+]
+
+
+@pytest.mark.parametrize(("flags", "environ", "bundle", "urls", "source", "key"), SETTINGS)
+def test_openai_settings_come_from_flags_then_environment_then_bundle(
+    flags: tuple[str, ...], environ: dict[str, str], bundle: ModelConfig | None, urls: tuple[str, ...],
+    source: str, key: str | None,
+) -> None:
+    from harness.engines.setup import server_settings
+
+    got = server_settings(EngineOptions(base_urls=flags, bundle_model=bundle), environ)
+    assert (got.base_urls, got.source, got.api_key) == (urls, source, key)
+
+
+def test_listing_the_served_models_sends_the_key() -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from harness.engines.setup import served_models
+
+    seen: list[str] = []
+
+    class Models(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            body = json.dumps({"object": "list", "data": [{"id": "m1", "object": "model", "created": 0,
+                                                          "owned_by": "x"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        assert served_models(f"http://127.0.0.1:{httpd.server_address[1]}/v1", "sk-secret") == ["m1"]
+    finally:
+        httpd.shutdown()
+    assert seen == ["Bearer sk-secret"]
+
+
+def test_an_unreachable_server_is_a_clear_engine_error() -> None:
+    from harness.engines.setup import served_models
+
+    with pytest.raises(EngineError, match=r"cannot list the models of http://127.0.0.1:9/v1/models: .*is the server running"):
+        served_models("http://127.0.0.1:9/v1", timeout_s=2.0)

@@ -228,3 +228,15 @@ def test_engine_stats_fields_have_defaults():
     names = {f.name for f in dataclasses.fields(EngineStats)}
     assert {"tokens_per_s", "prefill_ms", "reused_prompt_tokens"} <= names
     assert EngineStats().tokens_per_s is None
+
+
+@slow
+def test_llama_cpps_own_log_lines_go_to_the_runs_log_not_the_terminal():
+    import subprocess
+    import sys
+
+    code = ("from harness.engines.local import LocalEngine; lines = []; LocalEngine(log=lines.append).load(); "
+            "print(sum('llama' in line for line in lines))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(done.stdout.strip()) > 10  # the loader's and the context's lines, to the sink
+    assert "llama" not in done.stderr and "SWA" not in done.stderr, done.stderr

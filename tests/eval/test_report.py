@@ -31,13 +31,14 @@ def _wilson_stub(p: float) -> tuple[float, float]:
     return max(0.0, p - 0.2), min(1.0, p + 0.1)
 
 
-def make_synthetic_run(root: Path, run_id: str, *, slow: float = 1.0, with_samples: bool = True) -> Path:
+def make_synthetic_run(root: Path, run_id: str, *, slow: float = 1.0, with_samples: bool = True,
+                       engine: str = "local") -> Path:
     """A made-up results directory: 2 families x 4 strategies x 6 cases, with known failures:
     qwen/json_schema case 0 fails validity+exact_match with ``parse:no_call``; function_gemma/ebnf case 1
-    ended with ``model:timeout``. No ttft (an oracle-like engine), no state_match for function_gemma."""
+    ended with ``model:timeout``. No ttft, no state_match for function_gemma; 20 tokens per call."""
     run = run_record(
         run_id, suite=SuiteRef(name="synthetic", version="1", kind="next_call", path="suites/synthetic"),
-        model=None, concurrency=2,
+        model=None, concurrency=2, engine=engine, engine_note=f"{engine}: a made-up engine for the report's tests",
     )
     samples: list[SampleRecord] = []
     scores: list[ScoreRow] = []
@@ -119,23 +120,40 @@ def run_a(tmp_path: Path) -> Path:
 
 def test_report_has_header_metrics_table_and_blanks(run_a: Path) -> None:
     md = write_report([run_a], run_a).read_text()
-    assert "## Run `synthetic-a`" in md
-    assert "measures grammars, not a model" in md  # the engine note, as run.json says it
+    assert "## Run synthetic-a (local)" in md
+    assert "- what it is: local: a made-up engine for the report's tests" in md  # the note, as run.json says it
     rows = _table_rows(md, "| family | strategy | n | validity")
     header, body = rows[0], rows[2:]
-    assert {(r[0], r[1]) for r in body} == {(f, s) for f in FAMILIES for s in STRATEGIES}
+    assert [(r[0], r[1]) for r in body] == [(f, s) for f in FAMILIES for s in STRATEGIES]  # canonical order
     cell = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in body}
     qj = cell[("qwen", "json_schema")]
     assert qj["n"] == "6"
     assert qj["validity"].startswith("0.833 [")  # 5 of 6, with its interval
     assert qj["state_match"].startswith("1.000")
     assert qj["mask p50 (µs)"] == "8.00"
-    # Not measured stays blank, never 0: no ttft at all, no state_match for function_gemma,
-    # no mask time for `none`.
-    assert all(c["ttft p50 (ms)"] == "" for c in cell.values())
+    # Not measured stays blank, never 0: no state_match for function_gemma, no mask time for `none`;
+    # a metric no row has is no column at all (no ttft).
+    assert "ttft p50 (ms)" not in header
     assert cell[("function_gemma", "ebnf")]["state_match"] == ""
     assert cell[("qwen", "none")]["mask p50 (µs)"] == ""
-    assert cell[("qwen", "none")]["latency p50 (ms)"] == "11.0"
+    assert cell[("qwen", "none")]["latency p50 (ms/call)"] == "11.0"
+
+
+def test_report_names_the_best_strategy(run_a: Path) -> None:
+    md = write_report([run_a], run_a).read_text()
+    section = md.split("## Which strategy", 1)[1].split("\n## ", 1)[0]
+    # qwen: state_match 1.0 everywhere, so the cheapest (none) wins and the others are ties;
+    # function_gemma has no state_match: exact_match, where ebnf lost a sample to a timeout.
+    assert "synthetic-a (local): qwen: best is none (state_match 1.00 [0.80, 1.00], n=6" in section
+    assert "not distinguishable at this n from ebnf, structural_tag, json_schema" in section
+    assert "synthetic-a (local): function_gemma: best is none (exact_match 1.00" in section
+
+
+def test_the_oracle_names_no_strategy_by_accuracy(tmp_path: Path) -> None:
+    run = make_synthetic_run(tmp_path, "gold", engine="oracle")
+    md = write_report([run], run).read_text()
+    assert "qwen: the oracle measures grammars, not a model, so accuracy names no strategy" in md
+    assert "best is" not in md
 
 
 def test_report_error_breakdown_groups_by_kind(run_a: Path) -> None:
@@ -148,65 +166,148 @@ def test_report_error_breakdown_groups_by_kind(run_a: Path) -> None:
     timeout = by_kind[("model:timeout", "function_gemma", "ebnf")]
     assert timeout[3] == "1"  # one sample, though it failed several metrics
     assert len(by_kind) == 2
-    assert "`model` 1" in md and "`parse` 1" in md
+    assert "Failing samples by checker: model 1, parse 1" in md
+
+
+FIGURE_NAMES = ("accuracy", "tradeoff", "per_token", "latency", "mask", "overhead")
 
 
 @pytest.mark.slow  # draws and reads back every plot
 def test_report_writes_readable_pngs(run_a: Path) -> None:
     md = write_report([run_a], run_a).read_text()
-    for name in ("accuracy", "latency", "mask", "overhead"):
+    for name in FIGURE_NAMES:
         png = run_a / "plots" / f"{name}.png"
         _assert_png(png)
         assert f"](plots/{name}.png)" in md
+    assert "### Grammar rejections (oracle)\n\nNot drawn: only the oracle engine measures" not in md  # it has rows
     import matplotlib.image as mpimg
 
     img = mpimg.imread(run_a / "plots" / "accuracy.png")
     assert img.ndim == 3 and img.std() > 0.01  # something is drawn on it
 
 
-def test_report_overhead_against_none(run_a: Path) -> None:
+def test_report_overhead_per_token_against_none(run_a: Path) -> None:
     md = write_report([run_a], run_a).read_text()
-    rows = _table_rows(md, "| run | family | strategy | Δ latency p50 (ms)")
-    got = {(r[1], r[2]): r for r in rows[2:]}
+    rows = _table_rows(md, "| run | engine | family | strategy | Δ ms/token vs none")
+    got = {(r[2], r[3]): r for r in rows[2:]}
     assert ("qwen", "none") not in got
-    # latency = 10 + 2*strategy_index + 0.5*case: the json_schema median is 6 ms above none's.
-    assert got[("qwen", "json_schema")][3].startswith("6.00 [")
-    assert got[("qwen", "ebnf")][3].startswith("2.00 [")
+    # latency = 10 + 2*strategy_index + 0.5*case over 20 tokens: json_schema's median is 0.3 ms/token above none's.
+    assert got[("qwen", "json_schema")][4].startswith("0.30 [")
+    assert got[("qwen", "ebnf")][4].startswith("0.10 [")
+    # grammar work per token: 20 masks of 6 + t % 7 us (177 us) and 20 accepts of 1 us, over 20 tokens; none's is 0
+    assert got[("qwen", "ebnf")][5].startswith("9.85 [")
 
 
 @pytest.mark.slow  # two runs, every plot
 def test_two_runs_side_by_side(tmp_path: Path, run_a: Path) -> None:
-    run_b = make_synthetic_run(tmp_path, "synthetic-b", slow=2.0)
+    run_b = make_synthetic_run(tmp_path, "synthetic-b", slow=2.0, engine="oracle")
     out = tmp_path / "both"
     md = write_report([run_a, run_b], out).read_text()
-    assert "## Run `synthetic-a`" in md and "## Run `synthetic-b`" in md
-    rows = _table_rows(md, "| family | strategy | metric | `synthetic-a` | `synthetic-b` |")
+    assert "## Run synthetic-a (local)" in md and "## Run synthetic-b (oracle)" in md
+    rows = _table_rows(md, "| family | strategy | metric | synthetic-a (local) | synthetic-b (oracle) |")
     lat = {(r[0], r[1], r[2]): r[3:] for r in rows[2:]}
     assert len(lat) == len(rows) - 2  # each (family, strategy, metric) once
     assert lat[("qwen", "ebnf", "latency_ms_p50")] == ["11.0", "22.0"]
     assert ("qwen", "none", "mask_us_p50") not in lat  # measured by neither run: no row
-    overhead_runs = {r[0] for r in _table_rows(md, "| run | family |")[2:]}
-    assert overhead_runs == {"synthetic-a", "synthetic-b"}
-    for name in ("accuracy", "latency", "mask", "overhead"):
+    overhead_runs = {(r[0], r[1]) for r in _table_rows(md, "| run | engine |")[2:]}
+    assert overhead_runs == {("synthetic-a", "local"), ("synthetic-b", "oracle")}
+    for name in FIGURE_NAMES:
         _assert_png(out / "plots" / f"{name}.png")
+    assert (out / "report.html").is_file()
     assert not (run_a / "report.md").exists()  # --out is honoured
 
 
 def test_report_needs_only_run_and_summary(tmp_path: Path) -> None:
     run = make_synthetic_run(tmp_path, "bare", with_samples=False)
     md = write_report([run], run).read_text()
-    assert "_Not plotted: samples.jsonl records no latency._" in md
-    assert "No per-sample data" in md
+    assert "### Latency per model call\n\nNot drawn: samples.jsonl records no latencies." in md
+    assert "no per-sample data (scores.parquet, samples.jsonl, errors.json)" in md
     _assert_png(run / "plots" / "accuracy.png")
     assert not (run / "plots" / "latency.png").exists()
+    assert (run / "report.html").is_file()
 
 
 def test_cli_report_default_out_and_unreadable(tmp_path: Path, run_a: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["report", str(run_a)])
     assert result.exit_code == 0, result.output
-    assert (run_a / "report.md").is_file()
+    assert (run_a / "report.md").is_file() and (run_a / "report.html").is_file()
     (run_a / "summary.json").write_text("{not json")
     result = runner.invoke(app, ["report", str(run_a)])
     assert result.exit_code == 2
-    assert "summary.json" in result.output
+    assert result.stderr.startswith("harness report: error: ") and "summary.json" in result.stderr
+
+
+def _page_parts(html: str) -> tuple[list[tuple[str, str]], str]:
+    """(attribute, value) of every src/href of the page, and the text of its JSON data element."""
+    from html.parser import HTMLParser
+
+    class Parts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.links: list[tuple[str, str]] = []
+            self.data, self._in_data = "", False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.links += [(k, v or "") for k, v in attrs if k in ("src", "href")]
+            self._in_data = tag == "script" and ("id", "report-data") in attrs
+
+        def handle_data(self, data: str) -> None:
+            if self._in_data:
+                self.data += data
+
+        def handle_endtag(self, tag: str) -> None:
+            self._in_data = False
+
+    parser = Parts()
+    parser.feed(html)
+    return parser.links, parser.data
+
+
+HOSTILE = "</script><script>alert(1)</script> & <b>"
+
+
+def test_the_page_is_self_contained_and_its_data_cannot_end_its_script(tmp_path: Path) -> None:
+    import json
+
+    from harness.eval.report_data import families, load_runs, strategies
+    from harness.eval.report_html import page_data
+    from harness.eval.results import load_samples, sample_line
+
+    run = make_synthetic_run(tmp_path, "hostile")
+    samples = list(load_samples(run / "samples.jsonl").samples.values())
+    step = samples[0].steps[0].model_copy(update={"output": HOSTILE})
+    samples[0] = samples[0].model_copy(update={"steps": (step,)})
+    (run / "samples.jsonl").write_text("".join(sample_line(s) for s in samples))
+    html = (write_report([run], run).parent / "report.html").read_text()
+    links, data = _page_parts(html)
+    assert links and all(v.startswith(("data:image/png;base64,", "#")) for _, v in links), links
+    assert "<link" not in html and "http://" not in "".join(v for _, v in links)
+    assert HOSTILE not in html  # escaped inside the JSON: the page's script element ends where it should
+    runs = load_runs([run])
+    assert json.loads(data) == json.loads(page_data(runs, families(runs), strategies(runs)).model_dump_json())
+    shown = json.loads(data)["samples"]
+    assert [s["id"] for s in shown] == [s.sample_id for s in samples]
+    assert shown[0]["steps"][0]["output"] == HOSTILE
+    by_id = {s["id"]: s for s in shown}
+    assert by_id["c0/qwen/json_schema/0"]["passed"] is False and "parse:no_call" in by_id["c0/qwen/json_schema/0"]["kinds"]
+    assert by_id["c1/qwen/json_schema/0"]["passed"] is True
+
+
+def test_cells_where_vllms_grammar_differs_are_listed(tmp_path: Path) -> None:
+    from harness.eval.results import load_samples, sample_line
+
+    run = make_synthetic_run(tmp_path, "target", engine="oracle")
+    samples = list(load_samples(run / "samples.jsonl").samples.values())
+    changed = []
+    for s in samples:
+        stats = s.steps[0].stats
+        assert stats is not None
+        differs = (s.family, s.strategy) == ("qwen", "ebnf")
+        stats = stats.model_copy(update={"target_steps": 20, "target_mask_diff_steps": 3 if differs else 0,
+                                         "target_only_tokens": ("<pad>", "<unused0>") if differs else ()})
+        changed.append(s.model_copy(update={"steps": (s.steps[0].model_copy(update={"stats": stats}),)}))
+    (run / "samples.jsonl").write_text("".join(sample_line(s) for s in changed))
+    md = write_report([run], run).read_text()
+    rows = _table_rows(md, "| family | strategy | compared steps | differing |")
+    assert rows[2:] == [["qwen", "ebnf", "120", "18", "'<pad>' '<unused0>'"]]  # 6 samples x 20 steps, 3 differing each

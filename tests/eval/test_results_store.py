@@ -120,3 +120,36 @@ def test_error_counts_count_each_sample_once_per_kind() -> None:
     ]
     counts = {r.error_kind: r.count for r in error_counts(scores)}
     assert counts == {"parse:no_call": 2, "exact:wrong_name": 1}
+
+
+def _timed(latency_ms: float, ttft_ms: float | None, tokens: int, mask_us: tuple[float, ...] = (),
+           target: tuple[int, int] | None = None) -> StepRecord:
+    from harness.eval.records import UsageRecord
+
+    return StepRecord(
+        output="", tool_calls=(), parse_errors=(), tool_results=(), latency_ms=latency_ms, ttft_ms=ttft_ms,
+        usage=UsageRecord(prompt_tokens=100, completion_tokens=tokens, total_tokens=100 + tokens),
+        stats=StepStats(compile_ms=None, compile_cached=None, mask_us=mask_us, accept_us=(1.0,) * tokens,
+                        generated_tokens=tokens, grammar_error=None,
+                        target_steps=None if target is None else target[0],
+                        target_mask_diff_steps=None if target is None else target[1]),
+    )
+
+
+def test_speed_is_summarized_per_token_next_to_the_latency_of_a_call() -> None:
+    # A long answer and a short one: per call the short one is faster; per token they are the same.
+    samples = [sample("a", _timed(1100.0, 100.0, 101, mask_us=(50.0,) * 101)), sample("b", _timed(210.0, 10.0, 21))]
+    rows = {r.metric: r for r in summarize(samples, [])}
+    assert (rows["latency_ms_p50"].value, rows["latency_ms_p50"].n) == (655.0, 2)
+    assert math.isclose(rows["ms_per_token_p50"].value or 0, (1100 / 101 + 210 / 21) / 2, rel_tol=1e-6)
+    assert rows["tokens_per_s_p50"].value == 100.0  # (tokens - 1) / (latency - ttft), the same for both
+    assert rows["tokens_p50"].value == 61.0
+    # grammar work per token: (101 masks of 50 us + 101 accepts of 1 us) / 101 = 51, and 21 accepts / 21 = 1
+    assert rows["grammar_us_per_token_p50"].value == 26.0
+
+
+def test_vllm_target_differences_are_a_rate_of_compared_steps() -> None:
+    samples = [sample("a", _timed(1.0, None, 5, target=(30, 3))), sample("b", _timed(1.0, None, 5, target=(10, 1)))]
+    row = {r.metric: r for r in summarize(samples, [])}["target_mask_diff"]
+    assert (row.value, row.n) == (0.1, 40)
+    assert row.ci_low is not None and row.ci_low < 0.1 < (row.ci_high or 0)

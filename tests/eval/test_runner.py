@@ -19,10 +19,11 @@ from typer.testing import CliRunner
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall
+from harness.bundles import load_agent
 from harness.cli.main import app
 from harness.engines.registry import EngineOptions, RunEngine, open_engine
 from harness.eval.records import CallRecord, SummaryRow
-from harness.eval.results import load_samples, read_run, read_scores, read_summary, sample_line
+from harness.eval.results import load_samples, read_errors, read_run, read_scores, read_summary, sample_line
 from harness.eval.runner import RunError, RunSpec, run_suite
 from harness.eval.suite import load_suite
 
@@ -61,6 +62,71 @@ def test_the_oracle_passes_every_gold_answer_of_the_smoke_suite(smoke_run: Path)
             # the oracle measures masks (constrained strategies) but has no time to first token
             assert ((family, strategy, "mask_us_p50") in rows) == (strategy != "none")
             assert (family, strategy, "ttft_ms_p50") not in rows
+
+
+def test_the_token_bound_is_derived_from_the_suite_and_recorded(smoke_run: Path) -> None:
+    from harness.eval.token_bound import derive, longest_gold
+
+    run = read_run(smoke_run)
+    longest = longest_gold(load_suite(SMOKE), load_agent(ROOT / "bundles" / "shellper"))
+    assert longest is not None and not longest.estimated
+    assert run.max_tokens == derive(longest) >= longest.tokens + 1
+    assert run.max_tokens_source is not None and run.max_tokens_source.startswith("derived: 1.5 x the longest gold")
+    assert rows_of(summary(smoke_run), "truncated") == {0.0}
+
+
+def rows_of(rows: dict[tuple[str, str, str], SummaryRow], metric: str) -> set[float | None]:
+    return {row.value for (_, _, m), row in rows.items() if m == metric}
+
+
+@dataclass
+class Seen:
+    """A progress that records what the runner told it."""
+
+    starts: list[str] = field(default_factory=list)
+    ends: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def started(self, key: Any) -> None:
+        self.starts.append(key.sample_id)
+
+    def finished(self, record: Any, failure: str | None) -> None:
+        self.ends.append((record.sample_id, failure))
+
+    def tick(self) -> None:
+        """Nothing to draw."""
+
+
+# (bound source, suite.yaml max_tokens, --max-tokens) -> the bound recorded
+BOUNDS = [("--max-tokens", 99, 6), ("suite.yaml max_tokens", 7, None)]
+
+
+@pytest.mark.parametrize(("source", "in_suite", "given"), BOUNDS)
+async def test_a_run_cut_by_the_token_bound_says_so(tmp_path: Path, source: str, in_suite: int, given: int | None) -> None:
+    from harness.eval.suite import write_suite
+
+    suite = load_suite(SMOKE)
+    write_suite(tmp_path / "suite", suite.spec.model_copy(update={"max_tokens": in_suite,
+                                                                   "bundle": str(ROOT / "bundles" / "shellper")}),
+                suite.cases[:2])
+    out = tmp_path / "run"
+    seen = Seen()
+    await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", families=["qwen"],
+                            strategies=["json_schema"], max_tokens=given, out=out), lambda total, done: seen)
+    # The progress heard of every sample, and of why each failed, as it finished.
+    assert seen.starts == [f"{c.id}/qwen/json_schema/1" for c in suite.cases[:2]] == [r for r, _ in seen.ends]
+    assert {failure for _, failure in seen.ends} == {"length:max_tokens"}
+    log = (out / "run.log").read_text()
+    assert f"token bound: {given or in_suite} per model response ({source})" in log and "oracle: ready in" in log
+    run = read_run(out)
+    assert (run.max_tokens, run.max_tokens_source) == (given or in_suite, source)
+    for sample in load_samples(out / "samples.jsonl").samples.values():
+        assert [step.finish_reason for step in sample.steps] == ["length"]
+        assert len(sample.steps[0].stats.mask_us) == run.max_tokens  # type: ignore[union-attr]
+    rows = summary(out)
+    assert rows[("qwen", "json_schema", "truncated")].value == 1.0
+    assert rows[("qwen", "json_schema", "validity")].value == 0.0
+    assert {(e.error_kind, e.count) for e in read_errors(out)} == {
+        ("length:max_tokens", 2)}
 
 
 def test_every_sample_is_saved_once_with_its_transcript(smoke_run: Path) -> None:
@@ -105,7 +171,8 @@ def test_matrix_options_select_families_strategies_cases_and_epochs(tmp_path: Pa
 def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["run", str(SMOKE), "--engine", "oracle", "--family", "llama",
                                       "--out", str(tmp_path / "x")])
-    assert result.exit_code == 2 and "unknown family 'llama'" in result.output
+    assert result.exit_code == 2
+    assert "harness run: error: Invalid value for '--family': unknown 'llama'" in result.output
     assert not (tmp_path / "x").exists()
 
 
@@ -256,6 +323,14 @@ async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, 
     run = read_run(tmp_path / "http")
     assert (run.engine, run.model, run.base_url) == ("openai", "oracle-function_gemma", oracle_server)
     assert run.families == ["function_gemma"]  # read from the model id
+    assert ("function_gemma", "ebnf", "ttft_ms_p50") in rows and ("function_gemma", "ebnf", "ms_per_token_p50") in rows
+    # The report of a server run: what a client measured, named as the openai engine's.
+    from harness.eval.report import write_report
+
+    md = write_report([tmp_path / "http"], tmp_path / "report").read_text()
+    assert "## Run http (openai)" in md and "ttft p50 (ms)" in md and "ms/token p50" in md
+    assert "### Mask time per fill\n\nNot drawn: no engine of these runs measures its own masks" in md
+    assert (tmp_path / "report" / "report.html").is_file()
 
 
 @pytest.mark.parametrize("strategy", ["none", "ebnf", "structural_tag", "json_schema"])
@@ -328,10 +403,11 @@ async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp
             assert ("function_gemma", "none", "state_match") not in rows
 
 
-# echo_mode -> (the gold echo's tool output in the run, state_match of a sample that only runs pwd)
+# echo_mode -> (the gold echo's tool output in the run, why a sample that only runs pwd fails state_match)
 ECHO_MODES = {
-    "overwrite": ({"error": "echo: cannot write to 'log.txt': No such file"}, 1.0),  # gold fails: tree unchanged
-    "append": (None, 0.0),  # gold creates log.txt; pwd does not
+    # gold fails: the tree is unchanged, but pwd does not answer what the gold call answered
+    "overwrite": ({"error": "echo: cannot write to 'log.txt': No such file"}, "state:response_missing"),
+    "append": (None, "state:tree_differs"),  # gold creates log.txt; pwd does not
 }
 
 
@@ -350,14 +426,15 @@ async def test_the_suites_echo_mode_reaches_the_run_and_the_scoring(tmp_path: Pa
     write_suite(tmp_path / "suite", spec, [case])
     out = tmp_path / "run"
     await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", out=out))
-    tool_output, pwd_state = ECHO_MODES[mode]
+    tool_output, pwd_failure = ECHO_MODES[mode]
     (sample,) = load_samples(out / "samples.jsonl").samples.values()
     (step,) = sample.steps
     assert step.tool_results[0].output == tool_output
     pwd_only = step.model_copy(update={"tool_calls": (CallRecord(name="pwd", arguments={}),)})
     (out / "samples.jsonl").write_text(sample_line(sample.model_copy(update={"steps": (pwd_only,)})))
     await score_run(out)
-    assert summary(out)[("qwen", "none", "state_match")].value == pwd_state
+    (state,) = [row for row in read_scores(out) if row.metric == "state_match"]
+    assert (state.value, state.error_kind) == (0.0, pwd_failure)
 
 
 # (bundle, max_steps_per_turn, force-quit user turns recorded, state_match) for an episode whose first

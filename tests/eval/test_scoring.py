@@ -82,7 +82,36 @@ async def test_a_correct_call_passes_validity_and_exact_match() -> None:
     s = scorer(next_case({"name": "cat", "arguments": {"file_name": "notes.txt"}}, state_check=False))
     v = await verdicts(s, sample([{"name": "cat", "arguments": {"file_name": "notes.txt"}}]))
     assert v == {"validity": (1.0, None), "exact_match": (1.0, None), "state_match": (None, None),
-                 "grammar_rejection": (0.0, None)}
+                 "grammar_rejection": (0.0, None), "truncated": (0.0, None)}
+
+
+CUT_ERROR = [{"kind": "parse:unterminated_call", "message": "cut"}]
+GOLD_CAT = {"name": "cat", "arguments": {"file_name": "notes.txt"}}
+# (finish_reason, calls, parse errors) -> (validity, exact_match, truncated)
+CUTS = [
+    ("length", [], CUT_ERROR, (0.0, "length:max_tokens"), (0.0, "length:max_tokens"), (1.0, "length:max_tokens")),
+    ("length", [], None, (0.0, "length:max_tokens"), (0.0, "length:max_tokens"), (1.0, "length:max_tokens")),
+    # a clean call came out before the cut: scored as it is, and still counted as cut
+    ("length", [GOLD_CAT], None, (1.0, None), (1.0, None), (1.0, "length:max_tokens")),
+    ("stop", [], CUT_ERROR, (0.0, "parse:unterminated_call"), (0.0, "parse:unterminated_call"), (0.0, None)),
+    (None, [GOLD_CAT], None, (1.0, None), (1.0, None), (0.0, None)),
+]
+
+
+@pytest.mark.parametrize(("finish", "calls", "errors", "validity", "exact", "truncated"), CUTS)
+async def test_an_answer_cut_by_the_token_bound_has_its_own_kind(
+    finish: str | None, calls: list[dict[str, Any]], errors: Any, validity: Any, exact: Any, truncated: Any
+) -> None:
+    record = sample(calls, parse_errors=errors)
+    step = record.steps[0].model_copy(update={"finish_reason": finish})
+    v = await verdicts(scorer(next_case(GOLD_CAT, state_check=False)), record.model_copy(update={"steps": (step,)}))
+    assert (v["validity"], v["exact_match"], v["truncated"]) == (validity, exact, truncated)
+
+
+async def test_a_sample_with_no_answer_is_not_counted_as_cut() -> None:
+    v = await verdicts(scorer(next_case(GOLD_CAT, state_check=False)),
+                       sample(status="error", error_kind="model:timeout", steps=[]))
+    assert v["truncated"] == (None, None) and v["validity"] == (0.0, "model:timeout")
 
 
 @pytest.mark.parametrize(
@@ -214,7 +243,11 @@ def state_scorer(parts: tuple[Any, list[Any]], *cases: Any) -> Scorer:
     ("predicted", "expected"),
     [
         ({"name": "cat", "arguments": {"file_name": "a.md"}}, (1.0, None)),
-        ({"name": "ls", "arguments": {}}, (1.0, None)),  # read-only too: same tree, same directory
+        # read-only too (same tree, same directory) but not the answer the gold call gives: BFCL's response check
+        ({"name": "ls", "arguments": {}}, (0.0, "state:response_missing")),
+        ({"name": "cat", "arguments": {"file_name": "cat"}}, (0.0, "state:response_missing")),
+        # an invalid answer achieves nothing, whatever the sandbox made of it
+        ({"name": "cat", "arguments": {"file_name": "a.md", "lines": 3}}, (0.0, "validity:schema")),
         ({"name": "rm", "arguments": {"file_name": "a.md"}}, (0.0, "state:tree_differs")),
         ({"name": "cd", "arguments": {"folder": ".."}}, (0.0, "state:cwd_differs")),
     ],

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +114,7 @@ class LocalEngine:
         n_threads: int | None = None,
         mask_policy: str = "lazy",
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         check_family(family)
         if mask_policy not in ("always", "lazy"):
@@ -123,6 +124,8 @@ class LocalEngine:
         self.model_ids: tuple[str, ...] = (LOCAL_MODEL_ID,)
         self.mask_policy: MaskPolicy = "lazy" if mask_policy == "lazy" else "always"
         self.default_max_tokens = default_max_tokens
+        self._log = log
+        """Where llama.cpp's own log lines go (a run's log file); None: Python's logging."""
         self._model_path = Path(model_path) if model_path is not None else None
         self._n_ctx = n_ctx
         self._n_threads = n_threads
@@ -146,7 +149,8 @@ class LocalEngine:
 
             self._tokenizer = get_tokenizer(self.family)
             path = self._model_path or gemma_gguf_path()
-            self._runtime = LlamaRuntime(path, n_ctx=self._n_ctx or DEFAULT_N_CTX, n_threads=self._n_threads)
+            self._runtime = LlamaRuntime(path, n_ctx=self._n_ctx or DEFAULT_N_CTX, n_threads=self._n_threads,
+                                         log=self._log)
             from harness.grammar.compile import get_compiler
 
             get_compiler(self.family)  # xgrammar's import and tokenizer info, off the first request's clock

@@ -23,13 +23,46 @@ Not thread-safe: one request at a time (the engine holds a lock).
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+_LOGGER = logging.getLogger("harness.engines")
+_SINK: list[Callable[[str], None] | None] = [None]
+"""Where llama.cpp's log lines go now (one slot: llama.cpp has one log callback per process)."""
+_CALLBACK: list[Any] = []
+"""The installed ctypes callback, kept alive for as long as llama.cpp may call it."""
+
+
+def send_llama_logs_to(sink: Callable[[str], None] | None) -> None:
+    """llama.cpp's own log lines (context set-up, warnings) go to ``sink`` (a run's log file), or with
+    None to Python's logging (logger ``harness.engines``, debug level), never to the terminal.
+    llama-cpp-python's own callback prints them to stderr: its level table is older than llama.cpp's,
+    so ``verbose=False`` lets warnings through."""
+    import llama_cpp
+
+    _SINK[0] = sink
+    if _CALLBACK:
+        return
+
+    @llama_cpp.llama_log_callback  # type: ignore[misc]
+    def forward(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        line = text.decode("utf-8", errors="replace")
+        target = _SINK[0]
+        if target is not None:
+            target(line)
+        else:
+            _LOGGER.debug("llama.cpp: %s", line.rstrip())
+
+    _CALLBACK.append(forward)
+    llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
 
 BLOCK = 64
 """Prompt positions are evaluated in batches aligned to multiples of this (see the module doc)."""
@@ -73,9 +106,11 @@ class LlamaRuntime:
         n_threads: int | None = None,
         block: int = BLOCK,
         flash_attn: bool = True,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         from llama_cpp import Llama
 
+        send_llama_logs_to(log)
         threads = n_threads or default_threads()
         started = time.perf_counter()
         self._llm = Llama(
