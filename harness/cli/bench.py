@@ -13,15 +13,17 @@ from harness.cli.options import (
     GRAMMAR_ENGINES,
     BenchFamilies,
     BenchStrategies,
+    Family,
     GrammarEngines,
     LimitsPreset,
     MaskPolicy,
     Names,
+    Strategy,
     example,
     names_parser,
 )
 
-app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine.")
+app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale.")
 
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", metavar="PATH", help="Tools: a .pym folder or an OpenAI JSON list (default: bundles/shellper/tools).")
@@ -160,23 +162,20 @@ def grammar(
     typer.echo(json.dumps(bench["summary"]))
 
 
-@app.command("client")
+@app.command("client", epilog=example("harness bench client --replicas 1,2 --concurrency 1,16,64 --limit 100"))
 def client(
     suite: Annotated[str, typer.Option("--suite", help="Suite folder whose samples are run.")] = "suites/shellper",
     replicas: Annotated[str, typer.Option("--replicas", help="Replica counts, comma-separated.")] = "1,2,4",
     concurrency: Annotated[str, typer.Option("--concurrency", help="Samples in flight, comma-separated.")] = "1,4,16,64",
-    family: Annotated[str, typer.Option("--family", help="Model family.")] = "function_gemma",
-    strategy: Annotated[str, typer.Option("--strategy", help="Constraint strategy.")] = "ebnf",
+    family: Annotated[Family, typer.Option("--family", help="Model family.")] = Family.function_gemma,
+    strategy: Annotated[Strategy, typer.Option("--strategy", help="Constraint strategy.")] = Strategy.ebnf,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N cases (default: all).")] = None,
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Repetitions of every case.")] = 1,
     out: Annotated[str | None, typer.Option("--out", help="Output folder (default results/bench/client-<UTC time>).")] = None,
 ) -> None:
     """The runner and OpenAI client at scale: `--engine openai` over 1, 2, 4 local `harness serve --engine
     oracle` replicas at each concurrency; samples/s and the harness's own ms per sample. Writes client.json
-    and client.png; JSON last.
-
-    Example: harness bench client --replicas 1,2 --concurrency 1,16,64 --limit 100
-    """
+    and client.png; JSON last."""
     import json
     from datetime import UTC, datetime
     from pathlib import Path
@@ -187,15 +186,15 @@ def client(
         try:
             values = [int(x) for x in text.split(",") if x.strip()]
         except ValueError:
-            raise typer.BadParameter(f"{what}: expected comma-separated integers, got {text!r}") from None
+            fail(f"{what}: expected comma-separated integers, got {text!r}")
         if not values or min(values) < 1:
-            raise typer.BadParameter(f"{what}: expected positive integers, got {text!r}")
+            fail(f"{what}: expected positive integers, got {text!r}")
         return values
 
     out_dir = Path(out) if out else Path("results/bench") / f"client-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
     figures = run_client_bench(
         Path(suite), replicas=ints(replicas, "--replicas"), concurrency=ints(concurrency, "--concurrency"),
-        family=family, strategy=strategy, limit=limit, epochs=epochs, out_dir=out_dir, log=typer.echo,
+        family=family.value, strategy=strategy.value, limit=limit, epochs=epochs, out_dir=out_dir, log=typer.echo,
     )
     for name, goal in figures["goals"].items():
         verdict = "met" if goal["met"] else "MISSED"
