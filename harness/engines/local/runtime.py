@@ -39,6 +39,10 @@ _SINK: list[Callable[[str], None] | None] = [None]
 """Where llama.cpp's log lines go now (one slot: llama.cpp has one log callback per process)."""
 _CALLBACK: list[Any] = []
 """The installed ctypes callback, kept alive for as long as llama.cpp may call it."""
+_DEBUG, _CONTINUED = 1, 5
+"""ggml's log levels (none 0, debug 1, info 2, warn 3, error 4, cont 5): debug lines (every tensor and
+graph input) are dropped; a continued line keeps the level of the line it continues."""
+_LAST_LEVEL = [0]
 
 
 def send_llama_logs_to(sink: Callable[[str], None] | None) -> None:
@@ -54,6 +58,10 @@ def send_llama_logs_to(sink: Callable[[str], None] | None) -> None:
 
     @llama_cpp.llama_log_callback  # type: ignore[misc]
     def forward(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if level != _CONTINUED:
+            _LAST_LEVEL[0] = level
+        if _LAST_LEVEL[0] == _DEBUG:
+            return
         line = text.decode("utf-8", errors="replace")
         target = _SINK[0]
         if target is not None:
