@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from harness.cli.errors import fail
+
 
 def _split(value: str | None) -> list[str] | None:
     if not value:
@@ -104,7 +106,9 @@ def run(
         int | None,
         typer.Option("--concurrency", min=1, help="Samples in flight at once (default: 1 for oracle and local, 4 for openai)."),
     ] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Repeat every case N times.")] = 1,
+    epochs: Annotated[
+        int | None, typer.Option("--epochs", min=1, help="Repeat every case N times (default 1).")
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Results directory (default: results/<suite>-<engine>-<UTC time>).")
     ] = None,
@@ -125,6 +129,7 @@ def run(
     from harness.eval.results import RunDirError
     from harness.eval.runner import RunError, RunSpec, run_suite
     from harness.eval.suite import SuiteError
+    from harness.files import InputError
 
     families = _split(family)
     if engine == "local":
@@ -155,9 +160,8 @@ def run(
 
     try:
         outcome = asyncio.run(run_suite(spec, progress_factory, log))
-    except (RunError, SuiteError, BundleError, RunDirError, FileNotFoundError, ModelCallError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    except (RunError, SuiteError, BundleError, RunDirError, InputError, ModelCallError) as exc:
+        fail(str(exc))
     except KeyboardInterrupt:
         typer.echo("interrupted: the samples finished so far are saved; continue with --out DIR --resume", err=True)
         raise typer.Exit(130) from None
@@ -213,14 +217,15 @@ def score(
     """Re-score a run from its saved samples (no engine is called): rewrites scores.parquet, summary.json."""
     import asyncio
 
+    from harness.agents.bundle import BundleError
     from harness.eval.results import RunDirError
     from harness.eval.score_run import score_run
     from harness.eval.suite import SuiteError
+    from harness.files import InputError
 
     try:
         summary = asyncio.run(score_run(run_dir, suite_dir=suite_dir))
-    except (SuiteError, RunDirError, FileNotFoundError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    except (SuiteError, BundleError, RunDirError, InputError) as exc:
+        fail(str(exc))
     typer.echo(f"re-scored {run_dir}")
     _print_summary(summary)
