@@ -37,6 +37,22 @@ def sandbox(
     typer.echo(json.dumps(figures))
 
 
+@app.command("serve")
+def serve(
+    engine: Annotated[str, typer.Option("--engine", help="The served engine: oracle or local.")] = "oracle",
+) -> None:
+    """Issue 14's attacks on `harness serve` (huge and slow grammars, deep and big bodies) with the
+    server's and its compile worker's memory sampled, then a healthy request and a timed shutdown; JSON last."""
+    import json
+
+    from harness.bench.serve import bench_serve
+
+    if engine not in ("oracle", "local"):
+        raise typer.BadParameter(f"{engine!r}: expected oracle or local", param_hint="--engine")
+    figures = bench_serve(engine, log=typer.echo)
+    typer.echo(json.dumps(figures))
+
+
 @app.command("engine")
 def engine(
     repeats: int = typer.Option(3, "--repeats", min=1, help="Timed rounds (each: unconstrained + every strategy)."),
