@@ -2,21 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine.", no_args_is_help=True)
+from harness.cli.errors import fail, make_app
+from harness.cli.options import (
+    CONSTRAINED,
+    FAMILIES,
+    GRAMMAR_ENGINES,
+    BenchFamilies,
+    BenchStrategies,
+    GrammarEngines,
+    LimitsPreset,
+    MaskPolicy,
+    Names,
+    example,
+    names_parser,
+)
+
+app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine.")
+
+ToolsOpt = Annotated[
+    str | None, typer.Option("--tools", metavar="PATH", help="Tools: a .pym folder or an OpenAI JSON list (default: bundles/shellper/tools).")
+]
 
 
-@app.command("sandbox")
+def goal_verdict(figure: float, goal: float) -> str:
+    """``met`` or ``MISSED`` for a figure that must stay at or under ``goal``."""
+    return "met" if figure <= goal else "MISSED"
+
+
+def goals_line(goals: dict[str, tuple[float, float]], unit: str) -> str:
+    """``goal p50 <= 500 us: met; p99 <= 2000 us: MISSED (2312 us)``: every goal said as met or missed."""
+    parts = []
+    for name, (figure, goal) in goals.items():
+        verdict = goal_verdict(figure, goal)
+        parts.append(f"{name} <= {goal:g} {unit}: {verdict}" + ("" if verdict == "met" else f" ({figure:.0f} {unit})"))
+    return "goals: " + "; ".join(parts)
+
+
+@app.command("sandbox", epilog=example("harness bench sandbox --n 2000 --tool cat"))
 def sandbox(
-    n: Annotated[int, typer.Option("--n", min=1, help="Timed tool calls (rounded up to whole cycles).")] = 1000,
-    limits: Annotated[str, typer.Option("--limits", help="Limits preset: strict, default or permissive.")] = "default",
-    tool: Annotated[str | None, typer.Option("--tool", help="Time only this tool (default: all 18 in turn).")] = None,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="A .pym folder (default: bundles/shellper/tools).")
-    ] = None,
+    n: Annotated[int, typer.Option("--n", min=1, metavar="N", help="Timed tool calls (rounded up to whole cycles).")] = 1000,
+    limits: Annotated[LimitsPreset, typer.Option("--limits", help="The sandbox's limits preset.")] = LimitsPreset.default,
+    tool: Annotated[str | None, typer.Option("--tool", metavar="NAME", help="Time only this tool (default: all 18 in turn).")] = None,
+    tools: ToolsOpt = None,
 ) -> None:
     """Time one file-system tool call (fresh session, 20 virtual files, mutations applied); JSON last."""
     import json
@@ -24,111 +55,95 @@ def sandbox(
     from harness.bench.sandbox import bench_sandbox
 
     try:
-        figures = bench_sandbox(n=n, preset=limits, tool=tool, tools_dir=tools)
+        figures = bench_sandbox(n=n, preset=limits.value, tool=tool, tools_dir=tools)
     except ValueError as e:
-        raise typer.BadParameter(str(e)) from e
+        fail(str(e))
+    goals = {"p50": (figures["tool_call_us_p50"], 500.0), "p99": (figures["tool_call_us_p99"], 2000.0)}
     typer.echo(
         f"sandbox tool call ({figures['tool']}, preset {figures['preset']}, n={figures['n']}): "
         f"p50 {figures['tool_call_us_p50']:.0f} us, p90 {figures['tool_call_us_p90']:.0f} us, "
-        f"p99 {figures['tool_call_us_p99']:.0f} us (goal p50 <= 500 us, p99 <= 2000 us)"
+        f"p99 {figures['tool_call_us_p99']:.0f} us; {goals_line(goals, 'us')}"
     )
     for name, us in figures["per_tool_us_p50"].items():
         typer.echo(f"  {name:6s} p50 {us:7.0f} us")
+    figures["goals_met"] = all(goal_verdict(*g) == "met" for g in goals.values())
     typer.echo(json.dumps(figures))
 
 
-@app.command("serve")
-def serve(
-    engine: Annotated[str, typer.Option("--engine", help="The served engine: oracle or local.")] = "oracle",
-) -> None:
-    """Issue 14's attacks on `harness serve` (huge and slow grammars, deep and big bodies) with the
-    server's and its compile worker's memory sampled, then a healthy request and a timed shutdown; JSON last."""
-    import json
-
-    from harness.bench.serve import bench_serve
-
-    if engine not in ("oracle", "local"):
-        raise typer.BadParameter(f"{engine!r}: expected oracle or local", param_hint="--engine")
-    figures = bench_serve(engine, log=typer.echo)
-    typer.echo(json.dumps(figures))
-
-
-@app.command("engine")
+@app.command("engine", epilog=example("harness bench engine --repeats 2 --strategy ebnf,json_schema"))
 def engine(
-    repeats: int = typer.Option(3, "--repeats", min=1, help="Timed rounds (each: unconstrained + every strategy)."),
-    max_tokens: int = typer.Option(64, "--max-tokens", min=2, help="Tokens generated per timed run."),
-    strategies: str | None = typer.Option(
-        None, "--strategies", help="Comma-separated (default: every constrained strategy)."
-    ),
-    policies: str = typer.Option("lazy,always", "--policies", help="Mask policies to time (lazy is the engine's)."),
-    tools: str | None = typer.Option(None, "--tools", help="Tools: OpenAI JSON list or .pym folder (default: SHELLper)."),
+    repeats: Annotated[int, typer.Option("--repeats", min=1, metavar="N", help="Timed rounds (each: unconstrained + every strategy).")] = 3,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=2, metavar="N", help="Tokens generated per timed run.")] = 64,
+    strategy: BenchStrategies = None,
+    policy: Annotated[
+        Names | None,
+        typer.Option(
+            "--mask-policy", parser=names_parser(tuple(MaskPolicy)), metavar="lazy|always[,...]",
+            help="Mask policies to time, comma-separated (default: lazy,always; lazy, the engine's, is always timed).",
+        ),
+    ] = None,
+    tools: ToolsOpt = None,
 ) -> None:
     """The embedded engine: tokens/s constrained vs unconstrained, time to first token cold vs
     with the tool prompt cached; JSON last."""
     import json
 
-    from harness.agents.constraint import CONSTRAINED_STRATEGIES
     from harness.bench.engine import run_engine_bench
 
-    chosen = [s.strip() for s in (strategies or ",".join(CONSTRAINED_STRATEGIES)).split(",") if s.strip()]
-    bad = [s for s in chosen if s not in CONSTRAINED_STRATEGIES]
-    if bad:
-        raise typer.BadParameter(f"unknown strategies {bad}: expected {', '.join(CONSTRAINED_STRATEGIES)}")
-    pols = [p.strip() for p in policies.split(",") if p.strip()]
-    if "lazy" not in pols or any(p not in ("lazy", "always") for p in pols):
-        raise typer.BadParameter("policies: lazy (required) and optionally always")
+    policies = list(dict.fromkeys(["lazy", *(policy or ("lazy", "always"))]))
     try:
         figures = run_engine_bench(
-            tools_path=tools, strategies=chosen, policies=pols, repeats=repeats, max_tokens=max_tokens, log=typer.echo
+            tools_path=tools, strategies=list(strategy or CONSTRAINED), policies=policies, repeats=repeats,
+            max_tokens=max_tokens, log=typer.echo,
         )
     except (FileNotFoundError, ValueError) as e:
-        raise typer.BadParameter(str(e)) from e
+        fail(str(e))
     typer.echo(
         f"constrained {figures['constrained_tok_s']} tok/s (worst strategy), unconstrained "
         f"{figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']}; ttft first "
         f"{figures['ttft_ms_first']} ms, repeat {figures['ttft_ms_repeat']} ms, next-case speedup "
-        f"{figures['ttft_speedup_next_case']}x; goals met: {figures['goals_met']}"
+        f"{figures['ttft_speedup_next_case']}x"
     )
+    typer.echo(_goals(figures.get("goals_met")))
     typer.echo(json.dumps(figures))
 
 
-@app.command("grammar")
+def _goals(goals: Any) -> str:
+    """Each goal of a bench's ``goals_met`` said as met or MISSED."""
+    if not isinstance(goals, dict):
+        return f"goals met: {goals}"
+    return "goals: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in goals.items())
+
+
+@app.command("grammar", epilog=example("harness bench grammar --quick --family qwen --strategy ebnf --grammar-engine xgrammar"))
 def grammar(
-    family: str | None = typer.Option(None, "--family", help="Model families, comma-separated (default: all)."),
-    strategy: str | None = typer.Option(
-        None, "--strategy", help="Strategies, comma-separated (default: every constrained strategy)."
-    ),
-    tools: str | None = typer.Option(None, "--tools", help="Tools: OpenAI JSON list or .pym folder (default: SHELLper)."),
-    calls: str | None = typer.Option(
-        None, "--calls", help="Gold calls: .jsonl ({calls:[...]}, {name, arguments} or suite cases) or a suite folder."
-    ),
-    out: str | None = typer.Option(None, "--out", help="Output folder (default results/bench/grammar-<UTC time>)."),
-    quick: bool = typer.Option(False, "--quick", help="Fewer outputs, repeats and growth points (a smoke run)."),
-    engine: str = typer.Option("xgrammar,llguidance", "--engine", help="Grammar engines, comma-separated."),
-    growth: bool = typer.Option(True, "--growth/--no-growth", help="Also measure growth with tools and output length."),
-    repeats: int = typer.Option(0, "--repeats", min=0, help="Compile repeats (0: 5, quick 3)."),
+    family: BenchFamilies = None,
+    strategy: BenchStrategies = None,
+    tools: ToolsOpt = None,
+    calls: Annotated[
+        str | None,
+        typer.Option(
+            "--calls", metavar="PATH", help="Gold calls: .jsonl ({calls:[...]}, {name, arguments} or suite cases) or a suite folder."
+        ),
+    ] = None,
+    out: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output folder (default results/bench/grammar-<UTC time>).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Fewer outputs, repeats and growth points (a smoke run).")] = False,
+    grammar_engine: GrammarEngines = None,
+    growth: Annotated[bool, typer.Option("--growth/--no-growth", show_default=False, help="Also measure growth with tools and output length (default: on).")] = True,
+    repeats: Annotated[int, typer.Option("--repeats", min=0, metavar="N", help="Compile repeats (0: 5, quick 3).")] = 0,
 ) -> None:
     """Strategy overhead per family and grammar engine: compile cold/cached, mask and accept time per
     token, mask application, gold acceptance; growth with tools and output length. Writes bench.json,
     bench.md and PNG plots, prints the table; a JSON summary is the last line."""
     import json
 
-    from harness.agents.constraint import CONSTRAINED_STRATEGIES
-    from harness.agents.families import FAMILIES
-    from harness.bench.grammar import GRAMMAR_ENGINES, GrammarBenchConfig, run_grammar_bench
+    from harness.bench.grammar import GrammarBenchConfig, run_grammar_bench
     from harness.bench.output import print_table
 
-    def pick(text: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
-        chosen = tuple(x.strip() for x in (text or ",".join(allowed)).split(",") if x.strip())
-        bad = [x for x in chosen if x not in allowed]
-        if bad or not chosen:
-            raise typer.BadParameter(f"{what}: unknown {bad or text!r}; expected {', '.join(allowed)}")
-        return chosen
-
     cfg = GrammarBenchConfig(
-        families=pick(family, FAMILIES, "--family"),
-        strategies=pick(strategy, CONSTRAINED_STRATEGIES, "--strategy"),
-        engines=pick(engine, GRAMMAR_ENGINES, "--engine"),
+        families=tuple(family or FAMILIES),
+        strategies=tuple(strategy or CONSTRAINED),
+        engines=tuple(grammar_engine or GRAMMAR_ENGINES),
         tools_path=tools,
         calls_path=calls,
         out_dir=out,
@@ -139,7 +154,7 @@ def grammar(
     try:
         bench = run_grammar_bench(cfg, log=typer.echo)
     except (FileNotFoundError, ValueError) as e:
-        raise typer.BadParameter(str(e)) from e
+        fail(str(e))
     print_table(bench)
     typer.echo(f"wrote {bench['summary']['out']}/bench.json, bench.md and PNG plots")
     typer.echo(json.dumps(bench["summary"]))

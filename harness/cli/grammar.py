@@ -18,31 +18,18 @@ from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(
-    help="Show a strategy's grammar and payload; check calls against it token by token.", no_args_is_help=True
-)
+from harness.cli.errors import fail, make_app
+from harness.cli.options import ConstrainedStrategy, Family, Strategy, example
 
-_FAMILY_HELP = "Model family: function_gemma or qwen."
+app = make_app(help="Show a strategy's grammar and payload; check calls against it token by token.")
+
+_FAMILY_HELP = "Model family (its prompt and call format)."
 _TOOLS_HELP = 'OpenAI-style tools list (JSON: [{"type": "function", "function": {...}}, ...]) or a .pym folder.'
 _PARALLEL_HELP = "Build the grammar with allow_parallel_calls (several calls per answer)."
 
-FamilyOpt = Annotated[str, typer.Option("--family", help=_FAMILY_HELP)]
-ToolsOpt = Annotated[Path, typer.Option("--tools", help=_TOOLS_HELP)]
+FamilyOpt = Annotated[Family, typer.Option("--family", help=_FAMILY_HELP)]
+ToolsOpt = Annotated[Path, typer.Option("--tools", metavar="PATH", help=_TOOLS_HELP)]
 ParallelOpt = Annotated[bool, typer.Option("--parallel", help=_PARALLEL_HELP)]
-
-
-class BadInput(Exception):
-    """A problem with the command's input: exit code 2 with this message."""
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
-
-
-def _check_choice(value: str, allowed: tuple[str, ...], what: str) -> None:
-    if value not in allowed:
-        raise BadInput(f"unknown {what} {value!r}: expected one of {', '.join(allowed)}")
 
 
 def _load_tools(path: Path) -> list[Any]:
@@ -51,30 +38,34 @@ def _load_tools(path: Path) -> list[Any]:
     try:
         return load_tool_schemas(path)
     except (FileNotFoundError, ValueError) as exc:
-        raise BadInput(str(exc)) from exc
+        fail(str(exc))
 
 
 def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]]]]:
     """(line number, calls) per non-blank line."""
-    from harness.files import InputError, read_json_lines
-
     try:
-        lines = read_json_lines(path)
-    except InputError as exc:
-        raise BadInput(str(exc)) from exc
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        fail(f"{path}: cannot read calls file: {exc.strerror or exc}")
     out = []
-    for n, obj in lines:
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            fail(f"{path}:{n}: not valid JSON: {exc}")
         calls = obj.get("calls") if isinstance(obj, dict) else None
         if not isinstance(calls, list):
-            raise BadInput(f'{path}:{n}: expected an object {{"calls": [...]}}')
+            fail(f'{path}:{n}: expected an object {{"calls": [...]}}')
         for c in calls:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-                raise BadInput(f'{path}:{n}: each call needs a string "name"')
+                fail(f'{path}:{n}: each call needs a string "name"')
             if not isinstance(c.get("arguments", {}), dict):
-                raise BadInput(f'{path}:{n}: "arguments" must be an object')
+                fail(f'{path}:{n}: "arguments" must be an object')
         out.append((n, calls))
     if not out:
-        raise BadInput(f"{path}: no calls (the file has no non-blank lines)")
+        fail(f"{path}: no calls (the file has no non-blank lines)")
     return out
 
 
@@ -87,7 +78,7 @@ def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tu
         constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
         payload = adapter.build_payload(tools, constraint)
     except ConstraintError as exc:
-        raise BadInput(f"cannot build the {strategy} constraint for these tools: {exc}") from exc
+        fail(f"cannot build the {strategy} constraint for these tools: {exc}")
     return adapter, constraint, payload
 
 
@@ -100,24 +91,18 @@ def _show_artifact(artifact: Any) -> str:
         return str(artifact.value)
 
 
-@app.command("show")
+@app.command("show", epilog=example(
+    "harness grammar show --family qwen --strategy ebnf --tools bundles/shellper/tools"))
 def show(
-    family: FamilyOpt,
-    strategy: Annotated[str, typer.Option("--strategy", help="none, ebnf, structural_tag or json_schema.")],
+    family_choice: FamilyOpt,
+    strategy_choice: Annotated[Strategy, typer.Option("--strategy", help="The constraint strategy.")],
     tools_path: ToolsOpt,
     parallel: ParallelOpt = False,
 ) -> None:
     """Print the grammar (or tag, or schema) a strategy builds, then the request payload."""
-    from harness.agents.constraint import STRATEGIES
-    from harness.agents.families import FAMILIES
-
-    try:
-        _check_choice(family, tuple(FAMILIES), "family")
-        _check_choice(strategy, STRATEGIES, "strategy")
-        tools = _load_tools(tools_path)
-        _, _, payload = _payload(family, strategy, tools, parallel)
-    except BadInput as exc:
-        raise _fail(str(exc)) from None
+    family, strategy = family_choice.value, strategy_choice.value
+    tools = _load_tools(tools_path)
+    _, _, payload = _payload(family, strategy, tools, parallel)
     artifact = payload.artifact
     if artifact is None:
         typer.echo(f"# {family} / {strategy}: no constraint (native tool calling, tools sent to the API)")
@@ -129,33 +114,32 @@ def show(
     typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
 
 
-@app.command("check")
+@app.command("check", epilog=example(
+    "harness grammar check --family function_gemma --strategy structural_tag --tools bundles/shellper/tools \\",
+    "    --calls calls.jsonl"))
 def check(
-    family: FamilyOpt,
-    strategy: Annotated[str, typer.Option("--strategy", help="ebnf, structural_tag or json_schema.")],
+    family_choice: FamilyOpt,
+    strategy_choice: Annotated[ConstrainedStrategy, typer.Option("--strategy", help="The constraint strategy.")],
     tools_path: ToolsOpt,
     calls_path: Annotated[
-        Path, typer.Option("--calls", help='JSONL, one {"calls": [{"name", "arguments"}]} per line.')
+        Path, typer.Option("--calls", metavar="FILE", help='JSONL, one {"calls": [{"name", "arguments"}]} per line.')
     ],
     parallel: ParallelOpt = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also report accepted items on stderr.")
     ] = False,
 ) -> None:
-    """Walk each line's rendered calls through the compiled grammar; print a JSON summary last."""
-    from harness.agents.constraint import CONSTRAINED_STRATEGIES, ConstraintError
-    from harness.agents.families import FAMILIES
+    """Walk each line's rendered calls through the compiled grammar; print a JSON summary last.
 
-    try:
-        _check_choice(family, tuple(FAMILIES), "family")
-        _check_choice(strategy, CONSTRAINED_STRATEGIES, "strategy")
-        tools = _load_tools(tools_path)
-        items = _load_calls(calls_path)
-        adapter, constraint, payload = _payload(family, strategy, tools, parallel)
-        if payload.artifact is None:
-            raise BadInput(f"strategy {strategy} built no artifact for {family}")
-    except BadInput as exc:
-        raise _fail(str(exc)) from None
+    Exit 0: every line accepted; 1: a line rejected (listed on stderr); 2: bad input."""
+    from harness.agents.constraint import ConstraintError
+
+    family, strategy = family_choice.value, strategy_choice.value
+    tools = _load_tools(tools_path)
+    items = _load_calls(calls_path)
+    adapter, constraint, payload = _payload(family, strategy, tools, parallel)
+    if payload.artifact is None:
+        fail(f"strategy {strategy} built no artifact for {family}")
 
     from harness.agents.types import ToolCall
     from harness.bench.measure import GoldText, check_outputs
@@ -174,9 +158,9 @@ def check(
     try:
         result = check_outputs(payload.artifact, family, texts)
     except TokenizerUnavailable as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc))
     except ConstraintError as exc:
-        raise _fail(f"the {strategy} artifact does not compile: {exc}") from None
+        fail(f"the {strategy} artifact does not compile: {exc}")
     for out in result.outputs:
         if not out.accepted:
             typer.echo(f"{calls_path}:{out.output.output_id}: rejected: {out.reason}", err=True)

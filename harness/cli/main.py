@@ -13,27 +13,34 @@ import typer
 from harness import __version__
 from harness.cli import bench, grammar, reporting, serve, suites, tool
 from harness.cli import run as run_cmd
+from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
+from harness.cli.options import example
 
-app = typer.Typer(
+app = make_app(
     name="harness",
     help=(
         "Evaluate and benchmark grammar-constrained tool calling: FunctionGemma and Qwen formats, "
         "strategies none / ebnf / structural_tag / json_schema, sandboxed .pym tools."
     ),
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
+    cls=HarnessGroup,
+    epilog=EXIT_CODES_HELP,
 )
 app.add_typer(grammar.app, name="grammar")
 app.add_typer(tool.app, name="tool")
 app.add_typer(bench.app, name="bench")
-app.command("validate")(suites.validate)
+app.command("validate", epilog=example("harness validate suites/shellper"))(suites.validate)
 app.add_typer(suites.import_app, name="import")
-app.command("report")(reporting.report)
-app.command("compare")(reporting.compare)
-app.command("run")(run_cmd.run)
-app.command("score")(run_cmd.score)
-app.command("serve")(serve.serve)
+app.command("report", epilog=example("harness report results/a results/b --out results/ab"))(reporting.report)
+app.command("compare", epilog=example("harness compare --timings info results/baselines/smoke results/x"))(
+    reporting.compare
+)
+app.command("run", epilog=example(
+    "harness run suites/shellper --limit 25 --report",
+    "harness run suites/shellper --engine oracle --family function_gemma,qwen --strategy ebnf,json_schema",
+    "harness run suites/smoke --engine openai --base-url http://127.0.0.1:8000/v1 --family qwen",
+))(run_cmd.run)
+app.command("score", epilog=example("harness score results/x"))(run_cmd.score)
+app.command("serve", epilog=example("harness serve --engine local --port 8000"))(serve.serve)
 
 
 def _version(value: bool) -> None:
@@ -56,7 +63,7 @@ def _terminate(signum: int, _frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
-    app()
+    app(prog_name="harness")
 
 
 if __name__ == "__main__":

@@ -34,22 +34,17 @@ def report(
     ],
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Where report.md and plots/ go (default: the first RUN_DIR)."),
+        typer.Option("--out", metavar="DIR", help="Where report.md and plots/ go (default: the first RUN_DIR)."),
     ] = None,
 ) -> None:
     """Write report.md (tables per family and strategy, error kinds) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
     from harness.eval.results import RunDirError
-    from harness.files import InputError, check_output_dir
 
-    target = out if out is not None else run_dirs[0]
     try:
-        check_output_dir(target)
-        path = write_report(run_dirs, target)
-    except (RunDirError, InputError) as exc:
+        path = write_report(run_dirs, out if out is not None else run_dirs[0])
+    except RunDirError as exc:
         fail(str(exc))
-    except OSError as exc:
-        fail(f"--out {str(target)!r}: cannot write the report: {exc.strerror or exc}")
     typer.echo(f"wrote {path}")
     for png in sorted((path.parent / "plots").glob("*.png")):
         typer.echo(f"wrote {png}")
@@ -61,7 +56,7 @@ def compare(
     max_drop: Annotated[
         float,
         typer.Option(
-            "--max-drop",
+            "--max-drop", metavar="RATE",
             min=0.0,
             help="Largest allowed absolute drop of validity/exact_match/state_match "
             "(and rise of grammar_rejection).",
@@ -70,7 +65,7 @@ def compare(
     max_slowdown: Annotated[
         float,
         typer.Option(
-            "--max-slowdown",
+            "--max-slowdown", metavar="RATIO",
             min=1.0,
             help="Largest allowed candidate/baseline ratio of a timing (CI machines are noisy: keep it loose).",
         ),
@@ -78,7 +73,7 @@ def compare(
     min_timing_n: Annotated[
         int,
         typer.Option(
-            "--min-timing-n",
+            "--min-timing-n", metavar="N",
             min=1,
             help="Gate a timing only when both runs measured it over at least this many values "
             "(a percentile of a handful of values is noise).",

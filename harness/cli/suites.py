@@ -8,18 +8,21 @@ from typing import Any
 
 import typer
 
-import_app = typer.Typer(help="Import upstream datasets as suite directories.", no_args_is_help=True)
+from harness.cli.errors import ExitCode, fail, make_app
+from harness.cli.options import example
+
+import_app = make_app(help="Import upstream datasets as suite directories.")
 
 
-_SUITE_DIR = typer.Argument(..., help="A suite directory (suite.yaml + cases).")
-_SHELLPER_FILE = typer.Argument(..., help="A distil-SHELLper JSONL file (question/answer lines).")
+_SUITE_DIR = typer.Argument(..., metavar="SUITE_DIR", help="A suite directory (suite.yaml + cases).")
+_SHELLPER_FILE = typer.Argument(..., metavar="FILE", help="A distil-SHELLper JSONL file (question/answer lines).")
 _BFCL_SOURCE = typer.Argument(
-    ...,
+    ..., metavar="CATEGORY_OR_FILE",
     help="A BFCL multi-turn category of the installed bfcl-eval package (base, miss_param, miss_func, "
     "long_context), or a file of entries (one JSON object per line).",
 )
 _ANSWERS = typer.Option(
-    None, "--answers", help="The matching possible_answer file (default: the package's, or possible_answer/ beside FILE)."
+    None, "--answers", metavar="FILE", help="The matching possible_answer file (default: the package's, or possible_answer/ beside FILE)."
 )
 
 
@@ -34,8 +37,7 @@ def validate(suite_dir: Path = _SUITE_DIR) -> None:
     if problems:
         for p in problems:
             typer.echo(p)
-        typer.echo(f"{len(problems)} problem(s) in {suite_dir}", err=True)
-        raise typer.Exit(1)
+        fail(f"{len(problems)} problem(s) in {suite_dir}", code=ExitCode.FAILED)
     suite = load_suite(suite_dir)
     typer.echo(f"{describe_suite(suite)} (checked against {bundle_tools(suite.bundle_dir).origin})")
 
@@ -47,34 +49,30 @@ def _finish(report_summary: str, out: Path, errors: list[str]) -> None:
         typer.echo(f"left out: {e}", err=True)
     typer.echo(report_summary)
     problems = validate_suite(out)
-    for p in problems:
-        typer.echo(p, err=True)
     if problems:
-        raise typer.Exit(1)
+        fail("the written suite has problems:\n" + "\n".join(problems), hint=f"harness validate {out}")
 
 
-_OUT = typer.Option(..., "--out", help="Suite directory to write (suite.yaml + cases.jsonl).")
-_NAME = typer.Option(None, "--name", help="Suite name (default: the --out directory's name).")
+_OUT = typer.Option(..., "--out", metavar="DIR", help="Suite directory to write (suite.yaml + cases.jsonl).")
+_NAME = typer.Option(None, "--name", metavar="NAME", help="Suite name (default: the --out directory's name).")
 _BUNDLE = typer.Option(
-    "shellper", "--bundle", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
+    "shellper", "--bundle", metavar="BUNDLE", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
 )
 _SKIP = typer.Option(False, "--skip-invalid", help="Leave invalid records out (listed) instead of failing.")
 
 
 def _run_import(do_import: Callable[[], Any], out: Path) -> None:
-    """Run an importer; every problem it reports goes to stderr and the exit code is 1."""
+    """Run an importer; the problems it reports are the error (exit 2: bad input)."""
     from harness.eval.importers import ImportFailure
 
     try:
         report = do_import()
     except (ImportFailure, OSError) as exc:
-        for p in getattr(exc, "problems", [str(exc)]):
-            typer.echo(p, err=True)
-        raise typer.Exit(1) from None
+        fail("\n".join(getattr(exc, "problems", None) or [str(exc)]))
     _finish(report.summary(), out, report.errors)
 
 
-@import_app.command("shellper")
+@import_app.command("shellper", epilog=example("harness import shellper test.jsonl --out suites/imported"))
 def import_shellper_cmd(
     file: Path = _SHELLPER_FILE,
     out: Path = _OUT,
@@ -89,11 +87,11 @@ def import_shellper_cmd(
 
 
 _BFCL_BUNDLE = typer.Option(
-    "bfcl", "--bundle", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
+    "bfcl", "--bundle", metavar="BUNDLE", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
 )
 
 
-@import_app.command("bfcl")
+@import_app.command("bfcl", epilog=example("harness import bfcl long_context --out suites/bfcl-long-context"))
 def import_bfcl_cmd(
     source: str = _BFCL_SOURCE,
     answers: Path | None = _ANSWERS,

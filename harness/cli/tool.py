@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Run sandboxed .pym tools.", no_args_is_help=True)
+from harness.cli.errors import ExitCode, make_app
+from harness.cli.options import LimitsPreset, example
 
-
-class Preset(StrEnum):
-    """The sandbox's limits presets (``harness.sandbox.Limits``)."""
-
-    strict = "strict"
-    default = "default"
-    permissive = "permissive"
-
+app = make_app(help="Run sandboxed .pym tools.")
 
 _FILES_HELP = (
     "A host directory served read-only as the virtual file system /fs/<DIR name> (the current directory "
@@ -25,13 +18,14 @@ _FILES_HELP = (
 )
 
 
-@app.command("run")
+@app.command("run", epilog=example(
+    "harness tool run bundles/shellper/tools/ls.pym --args '{\"a\": true}' --files some/dir"))
 def run(
-    script: Annotated[Path, typer.Argument(help="The .pym script to run.")],
-    args: Annotated[str, typer.Option("--args", help="The call's arguments as a JSON object.")] = "{}",
-    limits: Annotated[Preset, typer.Option("--limits", help="Limits preset.")] = Preset.default,
+    script: Annotated[Path, typer.Argument(metavar="SCRIPT", help="The .pym script to run.")],
+    args: Annotated[str, typer.Option("--args", metavar="JSON", help="The call's arguments as a JSON object.")] = "{}",
+    limits: Annotated[LimitsPreset, typer.Option("--limits", help="The sandbox's limits preset.")] = LimitsPreset.default,
     files: Annotated[
-        Path | None, typer.Option("--files", exists=True, file_okay=False, dir_okay=True, help=_FILES_HELP)
+        Path | None, typer.Option("--files", metavar="DIR", exists=True, file_okay=False, dir_okay=True, help=_FILES_HELP)
     ] = None,
 ) -> None:
     """Run SCRIPT once with ARGS in a fresh sandbox session.
@@ -52,7 +46,7 @@ def run(
             {"output": output, "is_error": is_error, "error_kind": error_kind}, ensure_ascii=False
         )
         typer.echo(line)
-        raise typer.Exit(1 if is_error else 0)
+        raise typer.Exit(ExitCode.FAILED if is_error else ExitCode.OK)
 
     try:
         arguments = load_json(args, "--args")

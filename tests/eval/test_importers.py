@@ -264,9 +264,10 @@ def test_cli_import_then_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert res.exit_code == 0 and "3 episodes" in res.output
 
 
-def test_cli_import_failure_exits_1(tmp_path: Path) -> None:
+def test_cli_import_of_bad_input_exits_2(tmp_path: Path) -> None:
     src = tmp_path / "bad.jsonl"
     src.write_text("{nope\n")
     res = CliRunner().invoke(app, ["import", "shellper", str(src), "--out", str(tmp_path / "o")])
-    assert res.exit_code == 1
+    assert res.exit_code == 2
+    assert res.output.startswith("harness import shellper: error: ")
     assert f"{src}:1: invalid JSON" in res.output

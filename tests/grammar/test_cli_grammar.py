@@ -130,9 +130,9 @@ def test_bad_json_line_names_file_and_line(tmp_path):
     [
         ({"--tools": "missing.json"}, "missing.json"),
         ({"--calls": "missing.jsonl"}, "missing.jsonl"),
-        ({"--family": "llama"}, "unknown family"),
-        ({"--strategy": "none"}, "unknown strategy"),
-        ({"--strategy": "regex"}, "unknown strategy"),
+        ({"--family": "llama"}, "Invalid value for '--family': 'llama' is not one of 'function_gemma', 'qwen'"),
+        ({"--strategy": "none"}, "Invalid value for '--strategy': 'none' is not one of"),
+        ({"--strategy": "regex"}, "Invalid value for '--strategy': 'regex' is not one of"),
     ],
 )
 def test_bad_input_exits_2(tmp_path, change, message):
@@ -142,6 +142,7 @@ def test_bad_input_exits_2(tmp_path, change, message):
         opts[key] = str(tmp_path / value) if value.startswith("missing") else value
     result = run("check", *[x for kv in opts.items() for x in kv])
     assert result.exit_code == 2
+    assert result.stderr.startswith("harness grammar check: error: ")
     assert message in result.stderr
 
 

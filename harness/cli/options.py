@@ -1,0 +1,153 @@
+"""Options shared by the commands, spelt one way everywhere, with their choices listed in ``--help``.
+
+The choice lists are literals so that ``harness --help`` imports no registry (they pull the kernel
+and asyncio); ``tests/test_cli_conventions.py`` checks each one equals its registry, in the same
+(canonical) order. Lists of names are comma-separated (``--strategy ebnf,json_schema``) and parsed by
+:func:`names_parser`, which names the option and the choices when a name is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+
+class Engine(StrEnum):
+    """``harness.engines.registry.ENGINE_NAMES``."""
+
+    oracle = "oracle"
+    local = "local"
+    openai = "openai"
+    vllm = "vllm"
+
+
+class ServedEngine(StrEnum):
+    """``harness.engines.registry.SERVED_ENGINE_NAMES``: what ``harness serve`` can serve."""
+
+    oracle = "oracle"
+    local = "local"
+
+
+class Family(StrEnum):
+    """One model family (``FAMILIES``)."""
+
+    function_gemma = "function_gemma"
+    qwen = "qwen"
+
+
+class Strategy(StrEnum):
+    """One constraint strategy (``STRATEGIES``)."""
+
+    none = "none"
+    ebnf = "ebnf"
+    structural_tag = "structural_tag"
+    json_schema = "json_schema"
+
+
+class ConstrainedStrategy(StrEnum):
+    """One strategy that builds a grammar (``CONSTRAINED``)."""
+
+    ebnf = "ebnf"
+    structural_tag = "structural_tag"
+    json_schema = "json_schema"
+
+
+class Target(StrEnum):
+    """Whose grammar compiler the oracle replays gold through (``--target``)."""
+
+    vllm = "vllm"
+
+
+class MaskPolicy(StrEnum):
+    """``harness.grammar.decode.MaskPolicy``: when the embedded engine fills the token mask."""
+
+    lazy = "lazy"
+    always = "always"
+
+
+class LimitsPreset(StrEnum):
+    """The sandbox's limits presets (``harness.sandbox.Limits``)."""
+
+    strict = "strict"
+    default = "default"
+    permissive = "permissive"
+
+
+FAMILIES: tuple[str, ...] = ("function_gemma", "qwen")
+"""``harness.agents.families.FAMILIES``."""
+STRATEGIES: tuple[str, ...] = ("none", "ebnf", "structural_tag", "json_schema")
+"""``harness.agents.constraint.STRATEGIES``, in the canonical order every table and plot uses."""
+CONSTRAINED: tuple[str, ...] = STRATEGIES[1:]
+"""``harness.agents.constraint.CONSTRAINED_STRATEGIES``."""
+GRAMMAR_ENGINES: tuple[str, ...] = ("xgrammar", "llguidance")
+"""``harness.bench.cells.GRAMMAR_ENGINES``: grammar engines ``bench grammar`` compares."""
+
+
+class Names(tuple[str, ...]):
+    """Names given to a comma-separated option, checked against its choices, in the order given."""
+
+
+def names_parser(choices: tuple[str, ...]) -> Callable[[str], Names]:
+    """A typer ``parser`` for a comma-separated list of ``choices`` (BadParameter names the unknown one)."""
+
+    def parse(value: str) -> Names:
+        items = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+        if not items:
+            raise typer.BadParameter(f"no names in {value!r}: expected one or more of {', '.join(choices)}")
+        for item in items:
+            if item not in choices:
+                raise typer.BadParameter(f"unknown {item!r}: expected one or more of {', '.join(choices)}")
+        return Names(items)
+
+    return parse
+
+
+def _names_option(flag: str, choices: tuple[str, ...], default: str) -> typer.models.OptionInfo:
+    return typer.Option(
+        flag, parser=names_parser(choices), metavar="|".join(choices) + "[,...]",
+        help=f"One or more, comma-separated (default: {default}).",
+    )
+
+
+Families = Annotated[Names | None, _names_option("--family", FAMILIES, "the suite's")]
+"""``--family``: model families of a run."""
+Strategies = Annotated[Names | None, _names_option("--strategy", STRATEGIES, "the suite's")]
+"""``--strategy``: constraint strategies of a run."""
+BenchFamilies = Annotated[Names | None, _names_option("--family", FAMILIES, "all")]
+"""``--family`` of a benchmark."""
+BenchStrategies = Annotated[Names | None, _names_option("--strategy", CONSTRAINED, "every constrained strategy")]
+"""``--strategy`` of a benchmark (constrained strategies only)."""
+GrammarEngines = Annotated[Names | None, _names_option("--grammar-engine", GRAMMAR_ENGINES, "both")]
+"""``--grammar-engine``: the grammar engines ``bench grammar`` compares (not a model engine)."""
+
+
+def example(*lines: str) -> str:
+    """An ``Example:`` paragraph for a command's help, kept verbatim (click's ``\\b``)."""
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+__all__ = [
+    "CONSTRAINED",
+    "FAMILIES",
+    "GRAMMAR_ENGINES",
+    "STRATEGIES",
+    "BenchFamilies",
+    "BenchStrategies",
+    "ConstrainedStrategy",
+    "Engine",
+    "Families",
+    "Family",
+    "GrammarEngines",
+    "LimitsPreset",
+    "MaskPolicy",
+    "Names",
+    "ServedEngine",
+    "Strategies",
+    "Strategy",
+    "Target",
+    "example",
+    "names_parser",
+]
