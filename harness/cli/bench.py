@@ -17,6 +17,7 @@ from harness.cli.options import (
     LimitsPreset,
     MaskPolicy,
     Names,
+    ServedEngine,
     example,
     names_parser,
 )
@@ -67,6 +68,20 @@ def sandbox(
     for name, us in figures["per_tool_us_p50"].items():
         typer.echo(f"  {name:6s} p50 {us:7.0f} us")
     figures["goals_met"] = all(goal_verdict(*g) == "met" for g in goals.values())
+    typer.echo(json.dumps(figures))
+
+
+@app.command("serve", epilog=example("harness bench serve"))
+def serve(
+    engine: Annotated[ServedEngine, typer.Option("--engine", help="The served engine to attack.")] = ServedEngine.oracle,
+) -> None:
+    """Issue 14's attacks on `harness serve` (huge and slow grammars, deep and big bodies) with the
+    server's and its compile worker's memory sampled, then healthy requests and a timed shutdown; JSON last."""
+    import json
+
+    from harness.bench.serve import bench_serve
+
+    figures = bench_serve(engine.value, log=typer.echo)
     typer.echo(json.dumps(figures))
 
 

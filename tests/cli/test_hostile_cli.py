@@ -413,7 +413,7 @@ BENCH: list[tuple[str, Builder, str]] = [
     ("grammar tools deep", lambda t: ["bench", "grammar", "--quick", "--tools", *_tools_file(deep_json())(t)], "tools.json"),
     ("grammar calls deep", lambda t: ["bench", "grammar", "--quick", "--calls", *_calls_file(deep_json() + "\n")(t)], "calls.jsonl"),
     ("grammar unknown family", lambda t: ["bench", "grammar", "--quick", "--family", "llama"], "llama"),
-    ("engine unknown strategy", lambda t: ["bench", "engine", "--strategies", "regex"], "regex"),
+    ("engine unknown strategy", lambda t: ["bench", "engine", "--strategy", "regex"], "regex"),
 ]
 
 
