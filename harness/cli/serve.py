@@ -34,7 +34,7 @@ def serve(
     from pydantic import ValidationError
 
     from harness.agents.bundle import validation_problems
-    from harness.engines.serve_limits import ServeLimits
+    from harness.engines.limits import ServeLimits
     from harness.engines.server import ServeError, run_server
     from harness.files import InputError
 

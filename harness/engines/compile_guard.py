@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
-from harness.engines.serve_limits import MIB, ServeLimits
+from harness.engines.limits import MIB, ServeLimits
 
 READY_TIMEOUT_S = 300.0
 """How long a new worker may take to load xgrammar and the tokenizers (seconds, cold caches)."""

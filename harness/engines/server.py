@@ -44,7 +44,7 @@ from harness.agents.client import CompletionResponse, ModelCallError
 from harness.agents.constraint import ConstraintError
 from harness.engines.chat_request import BadRequest, Parsed, parse_body
 from harness.engines.compile_guard import CompileGuard
-from harness.engines.serve_limits import MIB, ServeLimits
+from harness.engines.limits import MIB, ServeLimits
 from harness.files import InputError, load_json
 
 if TYPE_CHECKING:

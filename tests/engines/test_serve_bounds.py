@@ -15,8 +15,8 @@ from starlette.testclient import TestClient
 
 from harness.bench.serve import doubling_schema, nested_schema, rules_grammar
 from harness.engines.compile_guard import CompileGuard
+from harness.engines.limits import ServeLimits
 from harness.engines.oracle import ServedOracle
-from harness.engines.serve_limits import ServeLimits
 from harness.engines.server import create_app
 
 ENGINE = ServedOracle()
