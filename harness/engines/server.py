@@ -12,6 +12,11 @@ starts; the body is a pydantic model, ``harness.engines.chat_request``). The ser
 unconstrained when a constraint was asked for. The constraint is passed on in one canonical form,
 ``structured_outputs: {grammar|json|structural_tag: text}``.
 
+Bounded (``harness.engines.limits.ServeLimits``, named in every refusal): the body's size (413) and
+nesting, the constraint's size, a new grammar's compile time and memory (compiled first in a worker
+process that is killed at either bound: ``harness.engines.compile_guard``), the compiled-grammar cache,
+connections (503), and shutdown (generations in flight are told to stop).
+
 Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
 adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
 back as ``message.tool_calls`` (``finish_reason: "tool_calls"``) and ``content`` keeps only the text

@@ -30,8 +30,9 @@ from harness.cli.main import app
 runner = CliRunner()
 
 
-def check_clean_error(args: list[str], needle: str) -> None:
-    """The command fails with a message that names ``needle`` and no traceback."""
+def check_clean_error(args: list[str], needle: str, code: int = 2) -> None:
+    """The command fails with exit ``code`` (2: bad input; 1: a verdict, as validate's) and a message
+    that names ``needle``, and no traceback."""
     result = runner.invoke(app, args)
     output = result.stdout + result.stderr
     shown = " ".join(a if len(a) < 80 else a[:60] + "..." for a in args)
@@ -39,7 +40,7 @@ def check_clean_error(args: list[str], needle: str) -> None:
         f"{shown}: uncaught {type(result.exception).__name__}: {str(result.exception)[:300]}"
     )
     assert "Traceback" not in output, output[-2000:]
-    assert result.exit_code not in (0, None), f"{shown}: exit 0:\n{output[-2000:]}"
+    assert result.exit_code == code, f"{shown}: exit {result.exit_code}:\n{output[-2000:]}"
     assert needle in output, f"{shown}: {needle!r} not in:\n{output[-2000:]}"
 
 
@@ -192,7 +193,7 @@ BROKEN_SUITES = [
 @pytest.mark.parametrize("broken", BROKEN_SUITES)
 def test_validate_reports_a_broken_suite_or_bundle(tmp_path: Path, broken) -> None:
     suite, needle = broken(tmp_path)
-    check_clean_error(["validate", str(suite)], needle)
+    check_clean_error(["validate", str(suite)], needle, code=1)
 
 
 @pytest.mark.parametrize("broken", BROKEN_SUITES)
@@ -442,7 +443,7 @@ TOOL: list[tuple[str, Builder, str]] = [
 
 @pytest.mark.parametrize(("label", "build", "needle"), TOOL, ids=[r[0] for r in TOOL])
 def test_tool_run_refuses_bad_inputs(tmp_path: Path, label: str, build: Builder, needle: str) -> None:
-    check_clean_error(build(tmp_path), needle)
+    check_clean_error(build(tmp_path), needle, code=1)  # tool run reports an error result (is_error)
 
 
 # -- serve ------------------------------------------------------------------------------------------------
