@@ -1,6 +1,7 @@
 """``harness bench serve``: issue 14's attacks on ``harness serve``, with the server's memory sampled.
 
-Starts ``harness serve --engine oracle`` (or ``local``) as a child process, measures its idle memory,
+Starts ``harness serve --engine oracle`` as a child process (grammars are bounded the same way whatever
+the engine; the oracle needs no weights), measures its idle memory,
 then sends each attack request (a grammar of 20,000 rules, 100,000 ``choice`` strings, a JSON schema
 nested 2,000 deep, a body nested 100,000 deep, a 5 MB body, and grammars under the size bound that
 take long to compile), each twice (the second answered from the verdict cache), while a thread samples
@@ -163,10 +164,12 @@ def _start(engine: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str
     raise RuntimeError("harness serve did not start")
 
 
-def bench_serve(engine: str = "oracle", env: dict[str, str] | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the attacks; the figures as a dict (see the module doc)."""
+def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the attacks on the oracle engine's server (``env``: extra environment, e.g. HARNESS_SERVE_*
+    bounds); the figures as a dict (see the module doc)."""
     import psutil
 
+    engine = "oracle"
     proc, url, start_s = _start(engine, env or {})
     chat = url + "/chat/completions"
     try:
