@@ -36,10 +36,14 @@ def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[Sam
     """Every sample belongs to the run run.json records (its suite kind, families, strategies and
     epochs): a results directory holding samples of two runs would mix them in every figure."""
     lanes = {(f, s) for f in run.families for s in run.strategies}
+    cases = {case.id for case in suite.cases}
     for sample in samples:
+        if sample.case_id not in cases:
+            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r}: the suite {suite.name!r} "
+                              f"({suite.path}) has no case {sample.case_id!r} (is --suite the run's suite?)")
         if sample.kind != suite.kind:
-            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r} is a {sample.kind} sample; "
-                              f"the suite {suite.name!r} is a {suite.kind} suite (is --suite the run's suite?)")
+            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r} is of kind {sample.kind}; the "
+                              f"suite {suite.name!r} is of kind {suite.kind} (is --suite the run's suite?)")
         if (sample.family, sample.strategy) not in lanes or sample.epoch > run.epochs:
             raise RunDirError(
                 run_dir / SAMPLES_FILE,

@@ -285,6 +285,8 @@ SCORE_ONLY: list[tuple[str, Builder, str]] = [
     ("samples of another lane", _broken_run(lambda r: replace_in(r / "run.json", '"json_schema"', '"ebnf"')), "json_schema"),
     ("suite of another kind", lambda t: [str(copy_run(t)), "--suite", str(SUITES / "fs-episodes")], "episode"),
     ("suite not a suite", lambda t: [str(copy_run(t)), "--suite", str(t)], "suite.yaml"),
+    ("a case the suite lacks", _broken_run(lambda r: replace_in(r / "samples.jsonl", '"case_id":"mira-look-00"',
+                                                                '"case_id":"nosuch"')), "has no case 'nosuch'"),
 ]
 SCORE_RUNS = [r for r in BROKEN_RUNS if not r[0].startswith("summary")] + SCORE_ONLY
 
