@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Unpack
 
 from harness.agents.agent import Agent, AgentOptions
-from harness.agents.bundle import BundleConfig, bundle_file, load_bundle_config
+from harness.agents.bundle import BundleConfig, BundleError, bundle_file, load_bundle_config
 from harness.agents.client import LLMClient
+from harness.sandbox import PymTool
 from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
 
 
@@ -35,6 +36,26 @@ def load_bundle(path: str | Path) -> BundleConfig:
     return config
 
 
+def tools_folder(file: Path, config: BundleConfig) -> Path:
+    """The bundle's ``tools_dir``, a folder holding ``.pym`` tools; BundleError naming the field otherwise
+    (a bundle without tools cannot run a suite)."""
+    folder = file.parent / config.tools_dir
+    if not folder.is_dir():
+        raise BundleError(file, [f"tools_dir: {str(folder)!r} is not a directory"])
+    if not any(folder.glob("*.pym")):
+        raise BundleError(file, [f"tools_dir: no .pym tools in {str(folder)!r}"])
+    return folder
+
+
+def load_tools(path: str | Path) -> tuple[BundleConfig, list[PymTool]]:
+    """The bundle's config and its ``.pym`` tools with their limits, as ``harness run`` and ``harness
+    score`` load them. Raises BundleError naming the file and the field."""
+    file = bundle_file(path)
+    config = load_bundle(file)
+    tools_folder(file, config)
+    return config, load_bundle_tools(file, config)
+
+
 def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unpack[AgentOptions]) -> Agent:
     """The agent of the bundle at ``path`` (its folder or its ``bundle.yaml``); see the module doc.
 
@@ -42,6 +63,7 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
     bundle's. Raises BundleError naming the file and the field."""
     file = bundle_file(path)
     config = load_bundle(file)
+    tools_folder(file, config)
 
     def connect() -> LLMClient:
         from harness.engines.openai_client import OpenAICompatibleClient  # imports openai
@@ -55,4 +77,4 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
     )
 
 
-__all__ = ["load_agent", "load_bundle"]
+__all__ = ["load_agent", "load_bundle", "load_tools", "tools_folder"]

@@ -18,6 +18,7 @@ MAX_LINES = 600
 
 LAYERS: dict[str, int] = {
     "stats": 0,
+    "files": 0,
     "agents": 1,
     "grammar": 2,
     "sandbox": 2,

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.agents.constraint import DecodingConstraint, Strategy
+from harness.files import InputError, read_yaml
 
 BUNDLE_FILE = "bundle.yaml"
 LimitsSpec = str | dict[str, float | int | str | None]
@@ -157,11 +157,9 @@ def load_bundle_config(path: str | Path) -> BundleConfig:
     """Read and validate ``bundle.yaml`` (``path`` is the file or the bundle folder): the schema only."""
     file = bundle_file(path)
     try:
-        raw: Any = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BundleError(file, [f"cannot read: {exc.strerror or exc}"]) from exc
-    except yaml.YAMLError as exc:
-        raise BundleError(file, [f"invalid YAML: {exc}"]) from exc
+        raw: Any = read_yaml(file)
+    except InputError as exc:
+        raise BundleError(file, [exc.reason]) from None
     if not isinstance(raw, dict):
         raise BundleError(file, [f"expected a mapping at the top level, got {type(raw).__name__}"])
     try:

@@ -219,7 +219,10 @@ class AgentKernel:
         )
         response = await self.client.chat_completion(request)
         parsed = self.adapter.parse_response(response.content, response.tool_calls, schemas)
-        errors = parsed.errors + tuple(_malformed_failure(raw) for raw in response.malformed_tool_calls)
+        errors = parsed.errors
+        if response.malformed_tool_calls:  # the answer did hold calls: they are bad, not missing
+            errors = tuple(e for e in errors if e.kind != "parse:no_call")
+            errors += tuple(_malformed_failure(raw) for raw in response.malformed_tool_calls)
         await self.emit(
             ModelResponseEvent(
                 step=index,

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.files import check_depth
+
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 JSONValue = Any  # a JSON value (dict, list, str, int, float, bool, None); kept loose on purpose
 
@@ -144,16 +146,35 @@ class ToolSchema:
         BFCL's own function docs (``{"name", "description", "parameters": {"type": "dict", ...}}``)
         are read too: their type names become JSON-schema ones (``GORILLA_TYPES``), as BFCL converts
         them before it sends tools to a model."""
-        fn = tool.get("function", tool)
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise ValueError(f"not an OpenAI tool: missing function.name in {str(tool)[:120]}")
         params = fn.get("parameters") or {"type": "object", "properties": {}}
+        _check_parameters(params, fn["name"])
         return cls(name=fn["name"], description=str(fn.get("description") or ""), parameters=json_schema_types(params))
 
     @property
     def required(self) -> tuple[str, ...]:
         """Names of the required parameters, in schema order."""
         return tuple(self.parameters.get("required", ()))
+
+
+def _check_parameters(params: Any, name: str) -> None:
+    """A tool's ``parameters`` is a JSON schema object whose ``properties`` (when given) map names to
+    schema objects and whose ``required`` lists names; ValueError naming the field otherwise."""
+    where = f"tool {name!r}: function.parameters"
+    if not isinstance(params, dict):
+        raise ValueError(f"{where} must be a JSON schema object, got {type(params).__name__}")
+    check_depth(params, where)
+    props = params.get("properties", {})
+    if not isinstance(props, dict):
+        raise ValueError(f"{where}.properties must be an object, got {type(props).__name__}")
+    for key, schema in props.items():
+        if not isinstance(schema, dict):
+            raise ValueError(f"{where}.properties.{key} must be a JSON schema object, got {type(schema).__name__}")
+    required = params.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise ValueError(f"{where}.required must be a list of parameter names")
 
 
 @dataclass(frozen=True, slots=True)

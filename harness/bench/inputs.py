@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.types import ToolCall, ToolSchema
+from harness.files import load_json, read_json, read_json_lines
 
 DEFAULT_TOOLS = Path("bundles") / "shellper" / "tools"
 """The SHELLper bundle's 18 ``.pym`` tools (relative to the working directory)."""
@@ -28,15 +29,17 @@ def load_tool_schemas(path: str | Path | None = None) -> list[ToolSchema]:
         hint = " (run from the repository root, or pass --tools)" if path is None else ""
         raise FileNotFoundError(f"{source}: no tools there{hint}: a JSON list of OpenAI tools or a .pym folder")
     if source.is_dir():
+        from harness.sandbox import SandboxError
         from harness.sandbox.script import load_script
 
-        return [load_script(p, type_check=False).tool_schema() for p in sorted(source.glob("*.pym"))]
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ValueError(f"{source}: cannot read tools file: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise ValueError(f"{source}: not valid JSON: {exc}") from exc
+        scripts = sorted(source.glob("*.pym"))
+        if not scripts:
+            raise ValueError(f"{source}: no .pym tools in this folder")
+        try:
+            return [load_script(p, type_check=False).tool_schema() for p in scripts]
+        except SandboxError as exc:
+            raise ValueError(f"{source}: {exc}") from exc
+    data = read_json(source)
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]
     if not isinstance(data, list) or not data:
@@ -63,7 +66,7 @@ def _call(obj: Any, where: str) -> ToolCall:
         raise ValueError(f"{where}: a call needs a name: {str(obj)[:120]}")
     args = obj.get("arguments", {})
     if isinstance(args, str):
-        args = json.loads(args)
+        args = load_json(args, f"{where}: arguments")
     if not isinstance(args, dict):
         raise ValueError(f"{where}: arguments must be an object")
     return ToolCall.create(obj["name"], args)
@@ -95,10 +98,8 @@ def load_gold(path: str | Path | None = None) -> tuple[list[GoldCalls], str]:
         for case in suite.cases:
             lines.append((case.id, json.loads(case.model_dump_json())))
     else:
-        for n, raw in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
-            if raw.strip():
-                obj = json.loads(raw)
-                lines.append((str(obj.get("id", f"line{n}")) if isinstance(obj, dict) else f"line{n}", obj))
+        for n, obj in read_json_lines(src):
+            lines.append((str(obj.get("id", f"line{n}")) if isinstance(obj, dict) else f"line{n}", obj))
     seen: set[str] = set()
     gold: list[GoldCalls] = []
     for oid, obj in lines:

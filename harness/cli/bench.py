@@ -23,7 +23,7 @@ from harness.cli.options import (
     names_parser,
 )
 
-app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale.")
+app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale, harness serve under attack.")
 
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", metavar="PATH", help="Tools: a .pym folder or an OpenAI JSON list (default: bundles/shellper/tools).")
@@ -69,6 +69,19 @@ def sandbox(
     for name, us in figures["per_tool_us_p50"].items():
         typer.echo(f"  {name:6s} p50 {us:7.0f} us")
     figures["goals_met"] = all(goal_verdict(*g) == "met" for g in goals.values())
+    typer.echo(json.dumps(figures))
+
+
+@app.command("serve", epilog=example("harness bench serve"))
+def serve() -> None:
+    """Hostile requests against `harness serve --engine oracle` (huge and slow grammars, deep and big bodies)
+    with the server's and its compile worker's memory sampled, then healthy requests and a timed
+    shutdown; JSON last. (Grammars are bounded the same way whatever the engine.)"""
+    import json
+
+    from harness.bench.serve import bench_serve
+
+    figures = bench_serve(log=typer.echo)
     typer.echo(json.dumps(figures))
 
 

@@ -43,18 +43,14 @@ def _load_tools(path: Path) -> list[Any]:
 
 def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]]]]:
     """(line number, calls) per non-blank line."""
+    from harness.files import InputError, read_json_lines
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        fail(f"{path}: cannot read calls file: {exc.strerror or exc}")
+        lines = read_json_lines(path)
+    except InputError as exc:
+        fail(str(exc))
     out = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            fail(f"{path}:{n}: not valid JSON: {exc}")
+    for n, obj in lines:
         calls = obj.get("calls") if isinstance(obj, dict) else None
         if not isinstance(calls, list):
             fail(f'{path}:{n}: expected an object {{"calls": [...]}}')

@@ -41,11 +41,16 @@ def report(
     figures; the page also every sample, filterable) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
     from harness.eval.results import RunDirError
+    from harness.files import InputError, check_output_dir
 
+    target = out if out is not None else run_dirs[0]
     try:
-        path = write_report(run_dirs, out if out is not None else run_dirs[0])
-    except RunDirError as exc:
+        check_output_dir(target)
+        path = write_report(run_dirs, target)
+    except (RunDirError, InputError) as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(f"--out {str(target)!r}: cannot write the report: {exc.strerror or exc}")
     typer.echo(f"wrote {path}")
     typer.echo(f"wrote {path.with_name('report.html')}")
     for png in sorted((path.parent / "plots").glob("*.png")):

@@ -59,7 +59,9 @@ def run(
         int | None,
         typer.Option("--concurrency", min=1, metavar="N", help="Samples in flight at once (default: 1 for oracle and local, 4 for openai and vllm)."),
     ] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, metavar="N", help="Repeat every case N times.")] = 1,
+    epochs: Annotated[
+        int | None, typer.Option("--epochs", min=1, metavar="N", help="Repeat every case N times (default 1).")
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", metavar="DIR", help="Results directory (default: results/<suite>-<engine>-<UTC time>).")
     ] = None,
@@ -86,6 +88,7 @@ def run(
     from harness.eval.results import RunDirError
     from harness.eval.runner import RunError, RunSpec, run_suite
     from harness.eval.suite import SuiteError
+    from harness.files import InputError
 
     engine_name = engine.value
     if engine_name == "local":
@@ -115,7 +118,7 @@ def run(
 
     try:
         outcome = asyncio.run(run_suite(spec, progress_factory, log))
-    except (RunError, SuiteError, BundleError, RunDirError, FileNotFoundError, ModelCallError) as exc:
+    except (RunError, SuiteError, BundleError, RunDirError, InputError, ModelCallError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted: the samples finished so far are saved; continue with --out DIR --resume",
@@ -170,13 +173,15 @@ def score(
     """Re-score a run from its saved samples (no engine is called): rewrites scores.parquet, summary.json."""
     import asyncio
 
+    from harness.agents.bundle import BundleError
     from harness.eval.results import RunDirError
     from harness.eval.score_run import score_run
     from harness.eval.suite import SuiteError
+    from harness.files import InputError
 
     try:
         summary = asyncio.run(score_run(run_dir, suite_dir=suite_dir))
-    except (SuiteError, RunDirError, FileNotFoundError, ValueError) as exc:
+    except (SuiteError, BundleError, RunDirError, InputError) as exc:
         fail(str(exc))
     typer.echo(f"re-scored {run_dir}")
     _print_summary(summary)

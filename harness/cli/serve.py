@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from harness.cli.errors import fail
 from harness.cli.options import MaskPolicy, ServedEngine
+
+_CONFIG_HELP = (
+    "YAML file of the server's bounds (ServeLimits: max_body_bytes, max_constraint_bytes, compile_timeout_s, "
+    "compile_memory_mb, ...); each may also be set as HARNESS_SERVE_<NAME> in the environment."
+)
 
 
 def serve(
@@ -20,8 +27,24 @@ def serve(
         MaskPolicy, typer.Option("--mask-policy", help="local engine: fill the token mask only when the model's token is rejected (lazy) or at every token.")
     ] = MaskPolicy.lazy,
     n_ctx: Annotated[int, typer.Option("--n-ctx", min=1, metavar="TOKENS", help="local engine: context window in tokens.")] = 8192,
+    config: Annotated[Path | None, typer.Option("--config", metavar="FILE", help=_CONFIG_HELP)] = None,
 ) -> None:
-    """Serve /v1/models and /v1/chat/completions (vLLM's request fields and response shape)."""
-    from harness.engines.server import run_server
+    """Serve /v1/models and /v1/chat/completions (vLLM's request fields and response shape), within the
+    bounds of ServeLimits (README: harness serve)."""
+    from pydantic import ValidationError
 
-    run_server(engine.value, host, port, mask_policy=mask_policy.value, n_ctx=n_ctx)
+    from harness.agents.bundle import validation_problems
+    from harness.engines.limits import ServeLimits
+    from harness.engines.server import ServeError, run_server
+    from harness.files import InputError
+
+    try:
+        limits = ServeLimits.load(config)
+    except InputError as exc:
+        fail(str(exc))
+    except ValidationError as exc:
+        fail(f"{config or 'HARNESS_SERVE_* environment'}: {'; '.join(validation_problems(exc))}")
+    try:
+        run_server(engine.value, host, port, limits=limits, mask_policy=mask_policy.value, n_ctx=n_ctx)
+    except ServeError as exc:
+        fail(str(exc))

@@ -38,6 +38,7 @@ def run(
 
     from harness.agents.tools import ToolContext
     from harness.agents.types import ToolCall
+    from harness.files import InputError, load_json
     from harness.sandbox import FileSystemState, PymTool, SandboxError, Workspace, load_script
 
     def report(output: object, is_error: bool, error_kind: str | None) -> None:
@@ -48,9 +49,9 @@ def run(
         raise typer.Exit(ExitCode.FAILED if is_error else ExitCode.OK)
 
     try:
-        arguments = json.loads(args)
-    except json.JSONDecodeError as e:
-        report(f"--args is not JSON: {e}", True, "tool:bad_arguments")
+        arguments = load_json(args, "--args")
+    except InputError as e:
+        report(str(e), True, "tool:bad_arguments")
     if not isinstance(arguments, dict):
         report(f"--args must be a JSON object, got {type(arguments).__name__}", True, "tool:bad_arguments")
     try:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.agents.client import CompletionRequest, ModelCallError
-from harness.agents.constraint import ConstraintError
+from harness.agents.constraint import ConstraintArtifact, ConstraintError
 from harness.agents.types import Message, ToolCall, ToolSchema
 from harness.engines.tool_choice import ToolChoice, read_tool_choice
 
@@ -121,10 +121,10 @@ class ChatCompletionBody(_Body):
     """Bound of the answer in tokens."""
     max_completion_tokens: int | None = Field(default=None, ge=1)
     """The newer name of ``max_tokens`` (it wins when both are given)."""
-    temperature: float | None = Field(default=None, ge=0)
-    """0 is greedy; None is ``DEFAULT_TEMPERATURE``."""
-    seed: int | None = None
-    """Seed of the sampler."""
+    temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
+    """0 is greedy; None is ``DEFAULT_TEMPERATURE``; at most 2, as vLLM."""
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
+    """Seed of the sampler (a 64-bit integer, as vLLM)."""
     stream: bool = False
     """Answer as server-sent events."""
     stream_options: StreamOptions | None = None
@@ -162,10 +162,13 @@ class ChatCompletionBody(_Body):
         return tuple(_message(m, i) for i, m in enumerate(self.messages))
 
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
-        try:
-            return tuple(ToolSchema.from_openai(t) for t in self.tools or ())
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise BadRequest(f"tools: {exc}") from exc
+        out = []
+        for i, tool in enumerate(self.tools or ()):
+            try:
+                out.append(ToolSchema.from_openai(tool))
+            except (ValueError, AttributeError, TypeError) as exc:
+                raise BadRequest(f"tools[{i}]: {exc}") from exc
+        return tuple(out)
 
     def stops(self) -> tuple[str, ...]:
         return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
@@ -208,17 +211,44 @@ class Parsed:
     """How calls are read out of the answer (see ``harness.engines.tool_choice``)."""
     include_usage: bool
     """Streaming: end with a usage chunk."""
+    artifact: ConstraintArtifact | None = None
+    """The one constraint the answer must follow (compiled by ``parse_body`` unless told not to)."""
 
 
-def parse_body(body: Any, engine: ServedEngine) -> Parsed:
+MAX_CONSTRAINT_BYTES = 256 * 1024
+"""``parse_body``'s default bound on a constraint's size (``harness serve`` passes its own)."""
+
+
+def _size(value: Any) -> int:
+    return len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else len(json.dumps(value))
+
+
+def _check_sizes(checked: ChatCompletionBody, artifact: ConstraintArtifact | None, bound: int) -> None:
+    """Each constraint field as sent, and the grammar or schema built from it, within ``bound`` bytes."""
+    for name in ("structured_outputs", "response_format"):
+        value = getattr(checked, name)
+        if value is not None and _size(value) > bound:
+            raise BadRequest(f"{name} is {_size(value)} bytes: over the bound max_constraint_bytes={bound}")
+    if artifact is not None and _size(artifact.value) > bound:
+        raise BadRequest(f"the {artifact.kind} constraint built from this request is {_size(artifact.value)} bytes: "
+                         f"over the bound max_constraint_bytes={bound}")
+
+
+def parse_body(
+    body: Any, engine: ServedEngine, *, max_constraint_bytes: int = MAX_CONSTRAINT_BYTES, compile: bool = True
+) -> Parsed:
     """Validate a chat-completions body (raises BadRequest) and build the engine's request. The
-    constraint is compiled here: a bad grammar is a 400 now, never an unconstrained answer."""
+    constraint is compiled here unless ``compile`` is false (the server compiles it itself, under its
+    time and memory bounds): a bad grammar is a 400, never an unconstrained answer."""
     from harness.grammar import compile_artifact, constraint_from_request
 
     try:
         checked = ChatCompletionBody.model_validate(body)
     except ValidationError as exc:
         raise BadRequest(_problem(exc)) from None
+    except RecursionError:
+        raise BadRequest("the request body is nested too deep") from None
+    _check_sizes(checked, None, max_constraint_bytes)
     try:
         family = engine.family_of(checked.model)
     except ModelCallError as exc:
@@ -238,7 +268,8 @@ def parse_body(body: Any, engine: ServedEngine) -> Parsed:
                 "structured_outputs or response_format"
             )
         artifact = forced or artifact
-        if artifact is not None:
+        _check_sizes(checked, artifact, max_constraint_bytes)
+        if artifact is not None and compile:
             compile_artifact(artifact, family)
     except ConstraintError as exc:
         raise BadRequest(str(exc)) from exc
@@ -255,7 +286,7 @@ def parse_body(body: Any, engine: ServedEngine) -> Parsed:
         seed=checked.seed, stream=checked.stream,
     )
     include_usage = checked.stream_options is not None and checked.stream_options.include_usage
-    return Parsed(request, family, choice, include_usage)
+    return Parsed(request, family, choice, include_usage, artifact)
 
 
-__all__ = ["IGNORED", "MUST_BE_DEFAULT", "BadRequest", "ChatCompletionBody", "Parsed", "parse_body"]
+__all__ = ["IGNORED", "MAX_CONSTRAINT_BYTES", "MUST_BE_DEFAULT", "BadRequest", "ChatCompletionBody", "Parsed", "parse_body"]

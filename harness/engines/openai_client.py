@@ -10,9 +10,11 @@ Native tool calls whose arguments are not a JSON object are never decoded to ``{
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import openai
@@ -20,9 +22,78 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
 from harness.agents.types import TokenUsage, ToolCall
+from harness.engines.limits import ClientLimits
 
 NO_KEY = "EMPTY"
 """Sent when no API key is configured (what vLLM's docs use; a server without --api-key accepts it)."""
+TOO_LARGE = "model:response_too_large"
+"""The error kind of an answer over ``max_response_bytes`` (never retried: the server would send it again)."""
+
+
+class ResponseTooLarge(Exception):
+    """The server sent more than the client's bound; reading stopped there."""
+
+    def __init__(self, limit: int, declared: int | None = None) -> None:
+        said = f" (its Content-Length says {declared})" if declared is not None else ""
+        super().__init__(f"the server's answer is over max_response_bytes={limit} (a bound of the client){said}: "
+                         "reading stopped there")
+
+
+http: Any = importlib.import_module(openai.DefaultAsyncHttpxClient.__mro__[1].__module__.partition(".")[0])
+"""The HTTP library the openai package is built on (httpx; httpx2 from openai 3 on)."""
+
+
+class _BoundedStream(http.AsyncByteStream):  # type: ignore[misc]
+    """A response body that raises ResponseTooLarge once more than ``limit`` bytes came."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self._inner, self._limit = inner, limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResponseTooLarge(self._limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class BoundedTransport(http.AsyncBaseTransport):  # type: ignore[misc]
+    """httpx's transport with every response body bounded to ``limit`` bytes (streamed or not), so a
+    huge or endless answer costs at most that much memory."""
+
+    def __init__(self, limit: int, inner: Any = None) -> None:
+        self.limit = limit
+        self._inner = inner or http.AsyncHTTPTransport(
+            limits=http.Limits(max_connections=1000, max_keepalive_connections=100)  # the openai client's own
+        )
+
+    async def handle_async_request(self, request: Any) -> Any:
+        response = await self._inner.handle_async_request(request)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:
+            await response.aclose()
+            raise ResponseTooLarge(self.limit, int(declared))
+        response.stream = _BoundedStream(response.stream, self.limit)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _too_large(exc: BaseException) -> ResponseTooLarge | None:
+    """The ResponseTooLarge behind ``exc`` (the openai client wraps it), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ResponseTooLarge):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -36,6 +107,9 @@ def _retryable(exc: BaseException) -> bool:
 def _to_model_error(exc: Exception) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
+    too_large = _too_large(exc)
+    if too_large is not None:
+        return ModelCallError(TOO_LARGE, str(too_large))
     if isinstance(exc, openai.APITimeoutError):
         return ModelCallError("model:timeout", str(exc) or "request timed out")
     if isinstance(exc, openai.APIConnectionError):
@@ -52,7 +126,9 @@ class OpenAICompatibleClient:
 
     The API key is ``api_key`` if given, else the environment variable ``api_key_env``, else
     ``EMPTY``. ``max_retries`` is the number of retries after the first attempt; the wait before
-    retry n is ``backoff_s * 2**(n-1)`` seconds, capped at ``max_backoff_s``.
+    retry n is ``backoff_s * 2**(n-1)`` seconds, capped at ``max_backoff_s``. An answer over
+    ``max_response_bytes`` (default ``ClientLimits``: ``HARNESS_CLIENT_MAX_RESPONSE_BYTES``) is
+    ``model:response_too_large``, read no further.
     """
 
     def __init__(
@@ -64,16 +140,21 @@ class OpenAICompatibleClient:
         max_retries: int = 3,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
+        max_response_bytes: int | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.max_response_bytes = max_response_bytes or ClientLimits().max_response_bytes
         self.base_url = base_url
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         key = api_key if api_key is not None else os.environ.get(api_key_env) or NO_KEY
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, timeout=timeout_s, max_retries=0)
+        http = openai.DefaultAsyncHttpxClient(transport=BoundedTransport(self.max_response_bytes))
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=key, timeout=timeout_s, max_retries=0, http_client=http
+        )
         self.attempts = 0
         """HTTP attempts made, retries included (failures are counted, never hidden)."""
         self.retries = 0
@@ -151,11 +232,9 @@ class OpenAICompatibleClient:
         finish: str | None = None
         model = ""
         async for chunk in stream:
-            model = chunk.model or model
+            model = _text(chunk.model) or model
             if chunk.usage is not None:
-                usage = TokenUsage(
-                    chunk.usage.prompt_tokens, chunk.usage.completion_tokens, chunk.usage.total_tokens
-                )
+                usage = _read_usage(chunk.usage.model_dump()) or usage
             for choice in chunk.choices or ():
                 delta = choice.delta
                 if ttft_ms is None and (delta.content or delta.tool_calls):
@@ -168,7 +247,7 @@ class OpenAICompatibleClient:
                     if tc.function is not None:
                         slot["name"] += tc.function.name or ""
                         slot["arguments"] += tc.function.arguments or ""
-                finish = choice.finish_reason or finish
+                finish = _text(choice.finish_reason) or finish
         latency_ms = (time.perf_counter() - started) * 1e3
         raw_calls = [
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
@@ -208,19 +287,31 @@ def _parse_completion(body: Any, latency_ms: float) -> CompletionResponse:
         content=content,
         tool_calls=good,
         usage=_read_usage(body.get("usage")),
-        finish_reason=choices[0].get("finish_reason"),
+        finish_reason=_text(choices[0].get("finish_reason")),
         latency_ms=latency_ms,
         model=str(body.get("model") or ""),
         malformed_tool_calls=bad,
     )
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _read_usage(raw: Any) -> TokenUsage | None:
+    """The token counts; None when absent or not counts: a bad ``usage`` field never costs the answer."""
     if not isinstance(raw, dict):
         return None
-    prompt = int(raw.get("prompt_tokens") or 0)
-    completion = int(raw.get("completion_tokens") or 0)
-    return TokenUsage(prompt, completion, int(raw.get("total_tokens") or prompt + completion))
+    prompt, completion = _count(raw.get("prompt_tokens")), _count(raw.get("completion_tokens"))
+    if prompt is None or completion is None:
+        return None
+    total = _count(raw.get("total_tokens"))
+    return TokenUsage(prompt, completion, prompt + completion if total is None else total)
+
+
+def _text(value: Any) -> str | None:
+    """A string field of the answer (``finish_reason``), or None when the server sent something else."""
+    return value if isinstance(value, str) else None
 
 
 def _read_tool_calls(raw_calls: list[Any]) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
@@ -251,4 +342,4 @@ def _read_tool_calls(raw_calls: list[Any]) -> tuple[tuple[ToolCall, ...], tuple[
     return tuple(good), tuple(bad)
 
 
-__all__ = ["OpenAICompatibleClient"]
+__all__ = ["TOO_LARGE", "BoundedTransport", "OpenAICompatibleClient", "ResponseTooLarge"]

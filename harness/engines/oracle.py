@@ -41,6 +41,7 @@ CLOSING_TEXT = "Done."
 """What the oracle answers when a turn's gold calls are all made: the plain answer that ends the turn."""
 
 _STOP_IDS: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+_STOP_IDS_KEPT = 64
 
 
 class OracleEngine:
@@ -101,7 +102,9 @@ class OracleEngine:
         cached = _STOP_IDS.get(key)
         if cached is None:
             extra = [ids[0] for ids in (tokenizer.encode(s) for s in stop) if len(ids) == 1]
-            cached = _STOP_IDS[key] = tuple(dict.fromkeys([*tokenizer.eos_ids, *extra]))
+            cached = tuple(dict.fromkeys([*tokenizer.eos_ids, *extra]))
+            if len(_STOP_IDS) < _STOP_IDS_KEPT:  # a server sees any stop lists: keep the first few
+                _STOP_IDS[key] = cached
         return cached
 
     def _target_compiled(self, artifact: Any) -> tuple[Any, float, bool]:
@@ -136,9 +139,7 @@ class OracleEngine:
         )
         tokenizer = get_tokenizer(self.family)
         ids = tokenizer.encode(text)
-        # The request's bound counts every token, the stop included (as the embedded engine counts): a
-        # gold answer longer than it is cut, as a model's would be (finish_reason "length").
-        bound = len(ids) + 1 if request.max_tokens is None else min(len(ids) + 1, request.max_tokens)
+        walk, cut = answer_bounds(tokenizer, ids, request.stop, request.max_tokens)
         diff: MaskDifference | None = None
         compile_ms: float | None = None
         cached: bool | None = None
@@ -149,20 +150,25 @@ class OracleEngine:
             compiled, compile_ms, cached = self._target_compiled(artifact)
             diff = mask_difference(self.target, compiled, self._compiled(artifact)[0], ids)
             result = decode(
-                compiled, GoldSource(ids), tokenizer, max_tokens=bound, mask_policy="always",
+                compiled, GoldSource(ids), tokenizer, max_tokens=walk, mask_policy="always",
                 stop_ids=self.target.stop_ids, matcher_stop_ids=self.target.stop_ids,
             )
         else:
             if artifact is not None:
                 compiled, compile_ms, cached = self._compiled(artifact)
             result = decode(
-                compiled, GoldSource(ids), tokenizer, max_tokens=bound, mask_policy="always",
+                compiled, GoldSource(ids), tokenizer, max_tokens=walk, mask_policy="always",
                 stop_ids=self._stop_ids(tokenizer, request.stop),
             )
         error = result.error
         if error is not None:
             self.rejected = error
-        content = result.text  # what went through the grammar, decoded: all of the gold text unless rejected
+        content = result.text  # what went through the grammar, decoded: all of the gold text unless rejected or cut
+        finish = "grammar_error" if error else "stop"
+        if error is None and cut is not None:
+            content = content[:cut]  # a stop string: the text before it, as a server answers
+        elif error is None and result.finish_reason == "length":
+            finish = "length"
         stats = EngineStats(
             compile_ms=compile_ms,
             compile_cached=cached,
@@ -177,11 +183,32 @@ class OracleEngine:
         )
         return CompletionResponse(
             content=content,
-            finish_reason="grammar_error" if error else result.finish_reason,
+            finish_reason=finish,
             latency_ms=(time.perf_counter() - started) * 1000.0,
             model=request.model,
             stats=stats,
         )
+
+
+def answer_bounds(
+    tokenizer: Any, ids: Sequence[int], stop: Sequence[str], max_tokens: int | None
+) -> tuple[int, int | None]:
+    """How much of a gold answer a server would send under the request's ``stop`` strings and
+    ``max_tokens``: (tokens to walk through the grammar, character index to cut the text at or None).
+
+    Without either, every token and then the end of the grammar (``len(ids) + 1``). A stop string in
+    the text ends the answer there (the walk stops with the token that starts it, the text is cut
+    before it); ``max_tokens`` smaller than that ends it after ``max_tokens`` tokens (``length``)."""
+    walk, cut = len(ids) + 1, None
+    if any(stop):
+        text = tokenizer.decode(list(ids))
+        hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+        if hits:
+            cut = min(hits)
+            walk = next((k for k in range(1, len(ids) + 1) if len(tokenizer.decode(list(ids[:k]))) > cut), len(ids))
+    if max_tokens is not None and max_tokens < walk:
+        return max_tokens, None
+    return walk, cut
 
 
 class ServedOracle:
@@ -196,7 +223,6 @@ class ServedOracle:
 
         self.families = FAMILIES
         self.model_ids = tuple(f"{SERVED_PREFIX}{f}" for f in FAMILIES)
-        self._grammar_cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
 
     def family_of(self, model: str) -> str:
@@ -221,7 +247,8 @@ class ServedOracle:
     ) -> CompletionResponse:
         family = self.family_of(request.model)
         calls, constraint = _read_oracle(request.extra_body.get("oracle"))
-        engine = OracleEngine(family, [calls], constraint=constraint, grammar_cache=self._grammar_cache)
+        # No grammar cache of its own: xgrammar's (bounded in a server) answers a repeated grammar.
+        engine = OracleEngine(family, [calls], constraint=constraint)
         with self._lock:
             response = engine.complete(request)
         if on_text is not None and response.content:

@@ -12,6 +12,11 @@ starts; the body is a pydantic model, ``harness.engines.chat_request``). The ser
 unconstrained when a constraint was asked for. The constraint is passed on in one canonical form,
 ``structured_outputs: {grammar|json|structural_tag: text}``.
 
+Bounded (``harness.engines.limits.ServeLimits``, named in every refusal): the body's size (413) and
+nesting, the constraint's size, a new grammar's compile time and memory (compiled first in a worker
+process that is killed at either bound: ``harness.engines.compile_guard``), the compiled-grammar cache,
+connections (503), and shutdown (generations in flight are told to stop).
+
 Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
 adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
 back as ``message.tool_calls`` (``finish_reason: "tool_calls"``) and ``content`` keeps only the text
@@ -29,6 +34,9 @@ client-disconnect handling, in far fewer lines than a hand-written one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import errno
 import json
 import socket
 import threading
@@ -38,7 +46,11 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from harness.agents.client import CompletionResponse, ModelCallError
+from harness.agents.constraint import ConstraintError
 from harness.engines.chat_request import BadRequest, Parsed, parse_body
+from harness.engines.compile_guard import CompileGuard
+from harness.engines.limits import MIB, ServeLimits
+from harness.files import InputError, load_json
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -108,37 +120,109 @@ def _model_error(exc: ModelCallError) -> Response:
     return _error(str(exc), 500, "InternalServerError")
 
 
-def create_app(engine: ServedEngine) -> Starlette:
-    """The ASGI app serving ``engine`` (loaded by the caller or on first request)."""
+async def _read_body(http: Request, limits: ServeLimits) -> bytes | Response:
+    """The request body, read no further than ``max_body_bytes`` (413 beyond)."""
+    bound = limits.max_body_bytes
+    too_big = f"the request body is over the bound max_body_bytes={bound} (bytes)"
+    declared = http.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > bound:
+        return _error(f"{too_big}: Content-Length is {declared}", 413, "RequestTooLargeError")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in http.stream():
+        size += len(chunk)
+        if size > bound:
+            return _error(too_big, 413, "RequestTooLargeError")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _Lifetime:
+    """What the app shares across requests: the compile guard and the generations in flight (told to
+    stop at shutdown, so a long answer does not hold the process)."""
+
+    def __init__(self, guard: CompileGuard | None) -> None:
+        self.guard = guard
+        self.cancels: set[threading.Event] = set()
+
+    def stop(self) -> None:
+        for cancel in list(self.cancels):
+            cancel.set()
+        if self.guard is not None:
+            self.guard.close()
+
+
+def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: CompileGuard | None = None) -> Starlette:
+    """The ASGI app serving ``engine`` (loaded by the caller or on first request) under ``limits``. With
+    a ``guard``, a grammar the server has not seen compiles first in its worker process (see
+    ``harness.engines.compile_guard``); without one it compiles in the server (tests, library use)."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
+    from harness.grammar.compile import compile_artifact
+
+    limits = limits or ServeLimits()
     created = int(time.time())
+    life = _Lifetime(guard)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        life.stop()
 
     async def models(_: Request) -> Response:
         data = [{"id": m, "object": "model", "created": created, "owned_by": "harness"} for m in engine.model_ids]
         return JSONResponse({"object": "list", "data": data})
 
     async def health(_: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        body: dict[str, Any] = {"status": "ok"}
+        if guard is not None:
+            body["compile_guard"] = dataclasses.asdict(guard.stats)
+        return JSONResponse(body)
+
+    async def constrain(parsed: Parsed) -> Response | None:
+        """Compile the request's constraint under the bounds; a 400 naming the problem, or None."""
+        if parsed.artifact is None:
+            return None
+        try:
+            if guard is not None:
+                await guard.compile(parsed.artifact, parsed.family)
+            else:
+                await asyncio.to_thread(compile_artifact, parsed.artifact, parsed.family)
+        except ConstraintError as exc:
+            return _error(str(exc), 400, "BadRequestError")
+        return None
 
     async def chat(http: Request) -> Response:
+        raw = await _read_body(http, limits)
+        if not isinstance(raw, bytes):
+            return raw
         try:
-            body = json.loads(await http.body())
-        except ValueError:
-            return _error("the request body is not JSON", 400, "BadRequestError")
+            body = load_json(raw, "the request body", max_depth=limits.max_json_depth, bound="max_json_depth")
+        except InputError as exc:
+            return _error(str(exc), 400, "BadRequestError")
         try:
-            parsed = await asyncio.to_thread(parse_body, body, engine)
+            parsed = await asyncio.to_thread(
+                parse_body, body, engine, max_constraint_bytes=limits.max_constraint_bytes, compile=False
+            )
         except BadRequest as exc:
             return _error(str(exc), exc.status, exc.kind)
+        refused = await constrain(parsed)
+        if refused is not None:
+            return refused
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time())}
         if parsed.request.stream:
-            return StreamingResponse(_sse(engine, parsed, head), media_type="text/event-stream")
+            return StreamingResponse(_sse(engine, parsed, head, life.cancels), media_type="text/event-stream")
+        cancel = threading.Event()
+        life.cancels.add(cancel)
         try:
-            response = await asyncio.to_thread(engine.complete, parsed.request)
+            response = await asyncio.to_thread(engine.complete, parsed.request, None, cancel)
         except ModelCallError as exc:
             return _model_error(exc)
+        finally:
+            cancel.set()  # a client that went away (the task cancelled) stops the generation
+            life.cancels.discard(cancel)
         content, calls, finish = shape_message(parsed, response)
         message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
         return JSONResponse({
@@ -151,14 +235,17 @@ def create_app(engine: ServedEngine) -> Starlette:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
-    ])
+    ], lifespan=lifespan)
 
 
-async def _sse(engine: ServedEngine, parsed: Parsed, head: dict[str, Any]) -> AsyncIterator[str]:
+async def _sse(
+    engine: ServedEngine, parsed: Parsed, head: dict[str, Any], cancels: set[threading.Event]
+) -> AsyncIterator[str]:
     """vLLM's chunk stream: role, content deltas (or tool-call deltas), finish, usage, [DONE]."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[str] = asyncio.Queue()
     cancel = threading.Event()
+    cancels.add(cancel)
     model = parsed.request.model
 
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
@@ -202,32 +289,71 @@ async def _sse(engine: ServedEngine, parsed: Parsed, head: dict[str, Any]) -> As
         yield "data: [DONE]\n\n"
     finally:
         cancel.set()  # a client that went away stops the generation
+        cancels.discard(cancel)
+
+
+class ServeError(ValueError):
+    """``harness serve`` cannot start: an address it cannot bind, an engine it cannot serve."""
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (0 = any free port)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    """A listening TCP socket on ``host:port`` (0 = any free port); ServeError says why not."""
+    if not 0 <= port <= 65535:
+        raise ServeError(f"--port {port}: a port is 0-65535 (0: any free port)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ServeError(f"--host {host!r}: not an address of this machine ({exc})") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted connections inherit TCP_NODELAY from this socket. Without it, a keep-alive client waits
     # ~40 ms per response (Nagle holding the body behind the headers against the client's delayed
     # ACK): every latency and TTFT measured through the server would carry it.
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise ServeError(f"cannot listen on {host}:{port}: {why}") from None
     sock.listen(128)  # connections queue from now on, before uvicorn's loop accepts them
     return sock
 
 
-def run_server(engine_name: str, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
-    """Load the engine, bind ``host:port`` (0 = any free port), print where it listens, serve."""
+def run_server(
+    engine_name: str, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits | None = None, **options: Any
+) -> None:
+    """Bind ``host:port`` (0 = any free port), load the engine, print where it listens, serve under
+    ``limits`` (default: ``ServeLimits()``, from the environment) until SIGINT/SIGTERM."""
     import uvicorn
 
-    from harness.engines.registry import build_served
+    from harness.engines.registry import EngineError, build_served
+    from harness.grammar.compile import set_cache_limit
 
-    engine = build_served(engine_name, **options)
-    engine.load()
-    sock = listen_socket(host, port)
-    bound = sock.getsockname()[1]
-    url = f"http://{host}:{bound}/v1"
-    print(f"harness serve: engine {engine_name} ({', '.join(engine.model_ids)}) listening on {url}", flush=True)
-    config = uvicorn.Config(create_app(engine), log_level="warning", timeout_graceful_shutdown=2)
-    uvicorn.Server(config).run(sockets=[sock])
+    limits = limits or ServeLimits()
+    try:
+        engine = build_served(engine_name, **options)
+    except EngineError as exc:
+        raise ServeError(str(exc)) from None
+    sock = listen_socket(host, port)  # before loading: a taken port fails at once
+    guard = CompileGuard(limits, sorted({engine.family_of(m) for m in engine.model_ids}))
+    try:
+        guard.start()  # loads its tokenizers while the engine loads
+        set_cache_limit(limits.grammar_cache_mb * MIB)
+        engine.load()
+        try:
+            guard.wait_ready()  # "listening" means grammars can be compiled under the bounds
+        except ConstraintError as exc:
+            raise ServeError(str(exc)) from None
+        bound = sock.getsockname()[1]
+        url = f"http://{host}:{bound}/v1"
+        print(f"harness serve: engine {engine_name} ({', '.join(engine.model_ids)}) listening on {url}", flush=True)
+        config = uvicorn.Config(
+            create_app(engine, limits, guard), log_level="warning", timeout_graceful_shutdown=limits.shutdown_timeout_s,
+            limit_concurrency=limits.max_connections,
+        )
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        guard.close()
+        sock.close()

@@ -1,21 +1,20 @@
-"""``validate_suite``: a suite's structure, plus its calls checked against the bundle's tools.
+"""``validate_suite``: a suite's structure, its bundle, and its calls checked against the bundle's tools.
 
-Where the tool schemas come from, in order: ``<bundle>/tools.json`` (OpenAI tools list); the bundle's
-``tools/*.pym`` read by the sandbox (``harness.sandbox.discover_tools``); if the sandbox cannot read
-them, the names of the ``.pym`` files with the built-in Gorilla parameter table. A missing bundle is a
-problem (``harness run`` could not run the suite); the calls are then checked against the built-in
-18 tools so the other problems still show.
+The bundle is checked as ``harness run`` loads it, strictly: ``bundle.yaml`` against its schema and
+the sandbox's limits (``harness.bundles.load_bundle``), ``tools_dir`` holding ``.pym`` tools, and every
+``.pym`` parsed and type-checked by the sandbox (``harness.sandbox.load_script``), each broken script
+reported, not just the first. The calls are then checked against the tools' schemas; when the bundle
+is missing or broken they are checked against the built-in 18 file-system tools, so the other
+problems still show.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import field as default_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from harness.agents.types import ToolSchema
 from harness.eval.fs_tools import builtin_fs_schemas
@@ -33,6 +32,8 @@ from harness.eval.suite import (
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
+BUILTIN_ORIGIN = "built-in Gorilla file-system tools"
+
 
 @dataclass(frozen=True)
 class ToolSet:
@@ -40,38 +41,41 @@ class ToolSet:
 
     schemas: dict[str, ToolSchema | None]
     origin: str
+    problems: list[str] = default_field(default_factory=list)
+    """What is wrong with the bundle they come from (empty: it loads as ``harness run`` loads it)."""
 
 
-def _tools_dir(bundle_dir: Path) -> str:
-    """``tools_dir`` of the bundle's bundle.yaml, default ``tools``."""
-    try:
-        raw = yaml.safe_load((bundle_dir / "bundle.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return "tools"
-    value = raw.get("tools_dir") if isinstance(raw, dict) else None
-    return value if isinstance(value, str) and value else "tools"
+def _builtin(problems: list[str]) -> ToolSet:
+    return ToolSet(dict(builtin_fs_schemas()), BUILTIN_ORIGIN, problems)
 
 
 def bundle_tools(bundle_dir: Path) -> ToolSet:
-    """The tools a bundle offers (see the module docstring for the order of sources)."""
-    tools_json = bundle_dir / "tools.json"
-    if tools_json.is_file():
-        raw = json.loads(tools_json.read_text(encoding="utf-8"))
-        schemas = [ToolSchema.from_openai(t) for t in raw]
-        return ToolSet({s.name: s for s in schemas}, str(tools_json))
-    folder = bundle_dir / _tools_dir(bundle_dir)
-    pym = sorted(folder.glob("*.pym")) if folder.is_dir() else []
-    if pym:
-        try:
-            from harness.sandbox import discover_tools  # type: ignore[attr-defined]
+    """The tools of the bundle in ``bundle_dir``, loaded as ``harness run`` loads them, with every
+    problem of the bundle (see the module doc); the built-in tools when it does not load."""
+    from harness.agents.bundle import BundleError, bundle_file
+    from harness.bundles import load_bundle, tools_folder
+    from harness.sandbox import SandboxError, load_bundle_tools, load_script
 
-            found = {t.schema.name: t.schema for t in discover_tools(folder)}
-            return ToolSet(dict(found), f"{folder}/*.pym")
-        except Exception:  # the sandbox is optional here: fall back to file names
-            builtin = builtin_fs_schemas()
-            names = {p.stem: builtin.get(p.stem) for p in pym}
-            return ToolSet(names, f"{folder}/*.pym (names) + built-in parameters")
-    return ToolSet(dict(builtin_fs_schemas()), "built-in Gorilla file-system tools")
+    file = bundle_file(bundle_dir)
+    try:
+        config = load_bundle(file)
+        folder = tools_folder(file, config)
+    except BundleError as exc:
+        return _builtin([f"{exc.path}: {p}" for p in exc.problems])
+    broken = []
+    for script in sorted(folder.glob("*.pym")):
+        try:
+            load_script(script)
+        except SandboxError as exc:
+            message = str(exc)
+            broken.append(message if str(script) in message else f"{script}: {message}")
+    if broken:
+        return _builtin(broken)
+    try:
+        tools = load_bundle_tools(file, config)
+    except BundleError as exc:
+        return _builtin([f"{exc.path}: {p}" for p in exc.problems])
+    return ToolSet({t.schema.name: t.schema for t in tools}, f"{folder}/*.pym")
 
 
 _ORDER = {"additionalProperties": 0, "required": 2}
@@ -150,9 +154,10 @@ def validate_loaded(suite: Suite, tools: ToolSet | None = None) -> list[str]:
         bundle = suite.bundle_dir
         if not bundle.is_dir():
             problems.append(f"{suite.path / 'suite.yaml'}: bundle: {suite.spec.bundle!r} not found (looked at {bundle})")
-            tools = ToolSet(dict(builtin_fs_schemas()), "built-in Gorilla file-system tools")
+            tools = _builtin([])
         else:
             tools = bundle_tools(bundle)
+            problems.extend(tools.problems)
     lines = case_line_numbers(suite.cases_path)
     where = str(suite.cases_path)
     for case in suite.cases:

@@ -58,6 +58,7 @@ from harness.eval.suite import (
     format_loc,
     write_suite,
 )
+from harness.files import InputError, check_depth, load_json, read_text
 
 GORILLA_CLASS = "GorillaFileSystem"
 BFCL_ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
@@ -122,11 +123,8 @@ def _json_field(raw: Mapping[str, Any], key: str) -> Any:
         raise ValueError(f"missing field {key!r}")
     value = raw[key]
     if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{key}: not a JSON string: {exc.msg}") from None
-    return value
+        return load_json(value, key)
+    return check_depth(value, key)
 
 
 def _call(raw: Any, where: str) -> CallSpec:
@@ -137,10 +135,7 @@ def _call(raw: Any, where: str) -> CallSpec:
         raise ValueError(f"{where}: no function name")
     args = fn.get("arguments", fn.get("parameters", {}))
     if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}.arguments: not JSON: {exc.msg}") from None
+        args = load_json(args, f"{where}.arguments") if args.strip() else {}
     if args is None:
         args = {}
     if not isinstance(args, dict):
@@ -185,17 +180,22 @@ def _key(obj: Any) -> str:
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        data = json.loads(text)
-        yield from enumerate(data, start=1)
-        return
+    """(line, value) per JSON line of ``path`` (or per item of a JSON list); a line that is not JSON
+    comes as a ValueError in place of its value. ImportFailure when the file cannot be read."""
+    try:
+        text = read_text(path)
+        if text.lstrip().startswith("["):
+            data = load_json(text, path)
+            yield from enumerate(data, start=1)
+            return
+    except InputError as exc:
+        raise ImportFailure([str(exc)]) from None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield lineno, ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})")
+                yield lineno, load_json(line, f"line {lineno}")
+            except InputError as exc:
+                yield lineno, ValueError(exc.reason)
 
 
 def import_shellper(

@@ -38,6 +38,7 @@ from harness.eval.records import (
     SummaryRow,
     Versions,
 )
+from harness.files import InputError, TooDeep, load_json, read_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -150,12 +151,10 @@ def _json_text(value: BaseModel | Sequence[BaseModel]) -> str:
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise RunDirError(path, "file not found")
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(path, f"cannot read: {exc}") from exc
+        return read_text(path)
+    except InputError as exc:
+        raise RunDirError(path, exc.reason) from None
 
 
 def _read_rows(path: Path, model: type[R]) -> list[R]:
@@ -213,13 +212,16 @@ class SampleLog:
     duplicates: int = 0
 
 
-def _sample_line(raw: bytes) -> SampleRecord | None:
-    """The record of one line; None when the line is not JSON at all (a torn write)."""
+def _sample_line(raw: bytes, where: str) -> SampleRecord | None:
+    """The record of one line; None when the line is not JSON at all (a torn write). InputError for
+    JSON nested too deep to be a sample."""
     try:
-        json.loads(raw)
-    except ValueError:
+        value = load_json(raw, where)
+    except TooDeep:
+        raise
+    except InputError:
         return None
-    return SampleRecord.model_validate_json(raw)
+    return SampleRecord.model_validate(value)
 
 
 def load_samples(path: Path) -> SampleLog:
@@ -230,7 +232,10 @@ def load_samples(path: Path) -> SampleLog:
     path = Path(path)
     if not path.exists():
         return log
-    lines = path.read_bytes().split(b"\n")
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise RunDirError(path, "is a directory, expected a file" if path.is_dir() else f"cannot read: {exc}") from None
     offset = 0
     for number, raw in enumerate(lines, start=1):
         start, offset = offset, offset + len(raw) + 1
@@ -241,14 +246,16 @@ def load_samples(path: Path) -> SampleLog:
         if not raw.strip():
             continue
         try:
-            record = _sample_line(raw)
+            record = _sample_line(raw, f"line {number}")
         except ValidationError as exc:
             raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc)}") from exc
+        except InputError as exc:
+            raise RunDirError(path, str(exc)) from None
         if record is None:
             if number == len(lines) - 1 and not lines[-1]:
                 log.torn_tail_at = start  # a complete-looking last line that is not JSON: torn too
                 break
-            raise RunDirError(path, f"line {number}: not JSON")
+            raise RunDirError(path, f"line {number}: not JSON (or not UTF-8 text)")
         if record.sample_id in log.samples:
             log.duplicates += 1
         log.samples[record.sample_id] = record

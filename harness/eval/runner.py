@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from harness.eval.sample import (
 )
 from harness.eval.suite import Case, NextCallCase, Suite, load_suite
 from harness.eval.token_bound import token_bound
+from harness.files import InputError, check_output_dir
 
 RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
 LOG_FILE = "run.log"
@@ -71,12 +73,15 @@ class RunSpec:
     families: list[str] | None = None
     strategies: list[str] | None = None
     limit: int | None = None
+    """Only the first N cases; None = all (on resume: the recorded limit)."""
     concurrency: int | None = None
     """Samples in flight; None = the engine's default (its ``EngineInfo.concurrency``)."""
-    epochs: int = 1
+    epochs: int | None = None
+    """Repetitions of every case; None = 1 (on resume: the recorded number)."""
     out: Path | None = None
     resume: bool = False
     sample_timeout_s: float = 300.0
+    """Seconds one sample may take (positive and finite)."""
     max_steps_per_turn: int | None = None
     """Model calls per user turn of an episode; None = the bundle's ``kernel.max_steps``. When the
     last one still calls tools, the episode ends there and its state_match fails with
@@ -171,7 +176,7 @@ class Runner:
             _Job(agent, case, epoch, make_sample_id(case.id, agent.family, agent.constraint.strategy, epoch))
             for agent in self.agents
             for case in cases
-            for epoch in range(1, self.spec.epochs + 1)
+            for epoch in range(1, (self.spec.epochs or 1) + 1)
         ]
 
     async def _attempt(self, job: _Job) -> SampleOutcome:
@@ -311,17 +316,46 @@ def _check_names(families: list[str] | None, strategies: list[str] | None) -> No
             raise RunError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")
 
 
+def _check_options(spec: RunSpec) -> None:
+    """Options a run cannot start with; RunError names the option."""
+    if not (math.isfinite(spec.sample_timeout_s) and spec.sample_timeout_s > 0):
+        raise RunError(f"--sample-timeout must be a positive, finite number of seconds, got {spec.sample_timeout_s:g}")
+    for value, option in ((spec.epochs, "--epochs"), (spec.concurrency, "--concurrency"), (spec.limit, "--limit"),
+                          (spec.max_tokens, "--max-tokens")):
+        if value is not None and value < 1:
+            raise RunError(f"{option} must be >= 1, got {value}")
+
+
+MATRIX_FIELDS = ("engine", "target", "families", "strategies", "epochs", "limit", "max_tokens", "max_steps_per_turn")
+"""What a run's samples depend on, beside its suite: a resumed run must ask for the same (or leave it
+out to take the recorded value). Concurrency and the sample timeout may change between sessions."""
+
+
 def _check_resume(run_dir: Path, spec: RunSpec, suite: Suite) -> RunRecord:
-    """The saved run.json, when ``spec`` continues the same suite on the same engine."""
+    """The saved run.json, once ``spec`` asks for exactly the recorded matrix: options left out take
+    the recorded values; an option given with another value is a RunError listing every difference
+    (a resumed run never mixes two matrices in one samples.jsonl)."""
     try:
         previous = read_run(run_dir)
     except RunDirError as exc:
         raise RunError(f"cannot resume: {exc}") from None
-    saved = {"engine": previous.engine, "suite": previous.suite.name}
-    now = {"engine": spec.engine, "suite": suite.name}
-    mismatched = [f"{k} {saved[k]!r} != {now[k]!r}" for k in now if saved[k] != now[k]]
-    if mismatched:
-        raise RunError(f"{run_dir}: cannot resume: {'; '.join(mismatched)} (saved run.json vs this command)")
+    differences = []
+    if previous.suite.name != suite.name or previous.suite.version != suite.spec.version:
+        differences.append(f"suite {suite.name!r} v{suite.spec.version} (recorded: {previous.suite.name!r} "
+                           f"v{previous.suite.version})")
+    for name in MATRIX_FIELDS:
+        recorded, given = getattr(previous, name), getattr(spec, name)
+        if given is None:
+            setattr(spec, name, recorded)
+        elif (name in ("families", "strategies") and set(given) != set(recorded)) or (name not in (
+                "families", "strategies") and given != recorded):
+            differences.append(f"{name} {given!r} (recorded: {recorded!r})")
+    if differences:
+        raise RunError(
+            f"{run_dir}: cannot resume: this command asks for another run than run.json records: "
+            f"{'; '.join(differences)}. Leave these options out to continue the recorded run, or use another --out."
+        )
+    spec.families, spec.strategies = list(previous.families), list(previous.strategies)  # the recorded order
     return previous
 
 
@@ -339,28 +373,32 @@ async def run_suite(
 
     started = time.perf_counter()
     run_log = RunLog(log)
+    _check_options(spec)
     suite = load_suite(spec.suite_dir)
     try:
         info = registry.get_engine(spec.engine)
     except registry.EngineError as exc:
         raise RunError(str(exc)) from None
-    if spec.concurrency is None:
-        spec.concurrency = info.concurrency
-    if spec.epochs < 1 or spec.concurrency < 1 or (spec.limit is not None and spec.limit < 1):
-        raise RunError("--epochs, --concurrency and --limit must be >= 1")
     _check_names(spec.families, spec.strategies)
     run_dir = _run_dir(spec, suite)
+    try:
+        check_output_dir(run_dir)
+    except InputError as exc:
+        raise RunError(str(exc)) from None
     samples_path = run_dir / SAMPLES_FILE
-    resuming = spec.resume and (run_dir / RUN_FILE).is_file()
+    resuming = spec.resume and (run_dir / RUN_FILE).exists()
     if spec.resume and not resuming:
-        if samples_path.exists() and samples_path.stat().st_size > 0:
+        if samples_path.exists() and (not samples_path.is_file() or samples_path.stat().st_size > 0):
             raise RunError(f"{run_dir}: samples but no {RUN_FILE}: not a run directory this runner wrote")
         run_log(f"resume: {run_dir} holds no run yet (killed before its first sample?): starting it")
-    if resuming:
-        previous = _check_resume(run_dir, spec, suite)
+    previous = _check_resume(run_dir, spec, suite) if resuming else None
+    if spec.concurrency is None:
+        spec.concurrency = info.concurrency
+    if previous is not None:
         # Unless given again, a resumed run keeps the matrix it was started with.
         spec.families = spec.families or previous.families
         spec.strategies = spec.strategies or previous.strategies
+    spec.epochs = spec.epochs or 1
     agent = load_agent(suite.bundle_dir)
     spec.max_steps_per_turn = spec.max_steps_per_turn or agent.config.kernel.max_steps
     bound = token_bound(spec.max_tokens, suite, agent)
@@ -378,7 +416,7 @@ async def run_suite(
     families = families or list(suite.spec.families)
     strategies = spec.strategies or list(suite.spec.strategies)
     done: set[str] = set()
-    if resuming:
+    if previous is not None:
         try:
             log_file = repair_samples(samples_path)
         except RunDirError as exc:
@@ -386,12 +424,18 @@ async def run_suite(
         if log_file.torn_tail_at is not None:
             run_log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
         done = set(log_file.samples)
-    elif samples_path.exists() and samples_path.stat().st_size > 0:
+    elif samples_path.exists() and (not samples_path.is_file() or samples_path.stat().st_size > 0):
         raise RunError(f"{run_dir} already holds samples: use --resume to continue it, or another --out")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"--out {str(run_dir)!r}: cannot create the directory: {exc.strerror or exc}") from None
     with run_log.to_file(run_dir / LOG_FILE):
         try:
             runner = Runner(spec, suite, engine, families, strategies, agent)
+            if previous is not None and previous.model and engine.model_id != previous.model:
+                raise RunError(f"{run_dir}: cannot resume: the engine serves model {engine.model_id!r}, run.json "
+                               f"records {previous.model!r}. Pass the recorded --model, or use another --out.")
             jobs = runner.jobs()
             todo = [j for j in jobs if j.sample_id not in done]
             run = RunRecord(
@@ -405,8 +449,7 @@ async def run_suite(
                 versions=versions(),
                 machine=machine(), git_commit=git_commit(), started_at=utc_now(),
             )
-            if resuming:
-                previous = read_run(run_dir)
+            if previous is not None:
                 run = run.model_copy(update={"started_at": previous.started_at,
                                              "resumed_at": [*previous.resumed_at, utc_now()]})
             write_run(run_dir, run)

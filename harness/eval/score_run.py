@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.eval.records import RunRecord, SummaryRow
+from harness.eval.records import RunRecord, SampleRecord, SummaryRow
 from harness.eval.results import (
+    RUN_FILE,
     SAMPLES_FILE,
+    RunDirError,
     load_samples,
     read_run,
     write_errors,
@@ -25,26 +27,45 @@ def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
     for candidate in candidates:
         if (candidate / "suite.yaml").is_file():
             return load_suite(candidate)
-    raise FileNotFoundError(
-        f"{run_dir / 'run.json'}: suite {path!r} not found from {Path.cwd()}; pass the suite directory"
+    raise RunDirError(
+        run_dir / RUN_FILE, f"suite {path!r} not found from {Path.cwd()}; pass the suite directory (--suite)"
     )
+
+
+def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[SampleRecord]) -> None:
+    """Every sample belongs to the run run.json records (its suite kind, families, strategies and
+    epochs): a results directory holding samples of two runs would mix them in every figure."""
+    lanes = {(f, s) for f in run.families for s in run.strategies}
+    cases = {case.id for case in suite.cases}
+    for sample in samples:
+        if sample.case_id not in cases:
+            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r}: the suite {suite.name!r} "
+                              f"({suite.path}) has no case {sample.case_id!r} (is --suite the run's suite?)")
+        if sample.kind != suite.kind:
+            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r} is of kind {sample.kind}; the "
+                              f"suite {suite.name!r} is of kind {suite.kind} (is --suite the run's suite?)")
+        if (sample.family, sample.strategy) not in lanes or sample.epoch > run.epochs:
+            raise RunDirError(
+                run_dir / SAMPLES_FILE,
+                f"sample {sample.sample_id!r} is not part of the run {RUN_FILE} records (families "
+                f"{', '.join(run.families)}; strategies {', '.join(run.strategies)}; {run.epochs} epoch(s)): "
+                "samples of two runs are mixed here",
+            )
 
 
 async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[SummaryRow]:
     """Re-score every saved sample of ``run_dir``; returns the summary rows it wrote."""
-    from harness.agents.bundle import bundle_file
-    from harness.bundles import load_bundle
+    from harness.bundles import load_tools
     from harness.eval.execution import SandboxStates
     from harness.eval.scoring import Scorer
     from harness.eval.summary import error_counts, summarize
-    from harness.sandbox import load_bundle_tools
 
     run_dir = Path(run_dir)
     run = read_run(run_dir)
     suite = suite or _suite_for(run_dir, run, suite_dir)
-    file = bundle_file(suite.bundle_dir)
-    tools = load_bundle_tools(file, load_bundle(file))
+    _, tools = load_tools(suite.bundle_dir)
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
+    _check_matrix(run_dir, run, suite, samples)
     states = SandboxStates(tools, echo_mode=suite.spec.echo_mode)
     scorer = Scorer(suite.cases, [t.schema for t in tools], run.engine, states)
     rows = await scorer.score_all(samples)

@@ -41,6 +41,7 @@ from pydantic import (
 from harness.agents.constraint import STRATEGIES
 from harness.agents.families import FAMILIES
 from harness.agents.types import Message, ToolCall
+from harness.files import InputError, load_json, read_text, read_yaml
 
 SuiteKind = Literal["next_call", "episode"]
 EchoMode = Literal["overwrite", "append"]
@@ -368,11 +369,9 @@ def _semantic_problems(case: Case) -> list[tuple[str, str]]:
 def load_spec(suite_dir: Path) -> SuiteSpec:
     where = str(suite_dir / "suite.yaml")
     try:
-        raw = yaml.safe_load((suite_dir / "suite.yaml").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SuiteError([f"{where}: not found"]) from None
-    except yaml.YAMLError as exc:
-        raise SuiteError([f"{where}: invalid YAML: {exc}"]) from None
+        raw = read_yaml(suite_dir / "suite.yaml")
+    except InputError as exc:
+        raise SuiteError([str(exc)]) from None
     if not isinstance(raw, dict):
         raise SuiteError([f"{where}: expected a mapping"])
     try:
@@ -389,17 +388,17 @@ def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple
     problems: list[str] = []
     first_line: dict[str, int] = {}
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return [], [f"{where}: not found"]
+        text = read_text(path)
+    except InputError as exc:
+        return [], [f"{where}: {exc.reason}"]
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         at = f"{where}:{lineno}"
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{at}: invalid JSON: {exc.msg} (column {exc.colno})")
+            raw = load_json(line, at)
+        except InputError as exc:
+            problems.append(str(exc))
             continue
         if not isinstance(raw, dict):
             problems.append(f"{at}: expected a JSON object, got {type(raw).__name__}")
@@ -423,10 +422,14 @@ def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple
 def case_line_numbers(path: Path) -> dict[str, int]:
     """Case id -> line number, for reporting problems found after loading."""
     out: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = read_text(path)
+    except InputError:
+        return out
+    for lineno, line in enumerate(text.splitlines(), start=1):
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError:
+            raw = load_json(line, path)
+        except InputError:
             continue
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             out.setdefault(raw["id"], lineno)

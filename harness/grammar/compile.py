@@ -19,9 +19,11 @@ already compiled the same (kind, text) in this process (xgrammar's cache answers
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,11 +49,25 @@ class CompiledConstraint:
 
 _LOCK = threading.Lock()
 _COMPILERS: dict[str, Any] = {}
-_SEEN: dict[str, set[tuple[str, str]]] = {}
+_SEEN: dict[str, OrderedDict[bytes, None]] = {}
+SEEN_KEPT = 4096
+"""Artifacts per family remembered as compiled (by digest), for the ``cached`` flag."""
+_CACHE_LIMIT_BYTES = -1
+
+
+def set_cache_limit(limit_bytes: int) -> None:
+    """Bound the memory of xgrammar's compile cache, per family (``-1``: no bound, the default; a
+    long-running server sets one). Compilers made before are dropped, so the bound holds from now on."""
+    global _CACHE_LIMIT_BYTES
+    with _LOCK:
+        _CACHE_LIMIT_BYTES = limit_bytes
+        _COMPILERS.clear()
+        _SEEN.clear()
 
 
 def get_compiler(family: str) -> Any:
-    """The process-wide ``xgr.GrammarCompiler`` of ``family`` (``max_threads=2``, cache enabled)."""
+    """The process-wide ``xgr.GrammarCompiler`` of ``family`` (``max_threads=2``, cache enabled, bounded
+    by ``set_cache_limit``)."""
     with _LOCK:
         compiler = _COMPILERS.get(family)
         if compiler is None:
@@ -60,10 +76,11 @@ def get_compiler(family: str) -> Any:
             from harness.grammar.tokenizers import get_tokenizer
 
             compiler = xgr.GrammarCompiler(
-                get_tokenizer(family).info, max_threads=COMPILER_THREADS, cache_enabled=True
+                get_tokenizer(family).info, max_threads=COMPILER_THREADS, cache_enabled=True,
+                cache_limit_bytes=_CACHE_LIMIT_BYTES,
             )
             _COMPILERS[family] = compiler
-            _SEEN[family] = set()
+            _SEEN[family] = OrderedDict()
         return compiler
 
 
@@ -72,16 +89,28 @@ def clear_compile_cache(family: str) -> None:
     compiler = get_compiler(family)
     with _LOCK:
         compiler.clear_cache()
-        _SEEN[family] = set()
+        _SEEN[family] = OrderedDict()
+
+
+def was_compiled(artifact: ConstraintArtifact, family: str) -> bool:
+    """Whether this process compiled ``artifact`` for ``family`` lately (so a compile is most likely a
+    cache hit; xgrammar may have evicted it since, under its cache bound)."""
+    with _LOCK:
+        return _digest(artifact) in _SEEN.get(family, ())
+
+
+def _digest(artifact: ConstraintArtifact) -> bytes:
+    return hashlib.blake2b(f"{artifact.kind}\0{artifact.value}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def compile_artifact(artifact: ConstraintArtifact, family: str) -> CompiledConstraint:
     """Compile ``artifact`` for ``family``'s tokenizer. Raises ConstraintError when xgrammar
     refuses the artifact (bad EBNF, bad schema, bad tag) or the kind is unknown."""
     compiler = get_compiler(family)
-    key = (artifact.kind, artifact.value)
+    key = _digest(artifact)
     with _LOCK:
-        cached = key in _SEEN[family]
+        seen = _SEEN.setdefault(family, OrderedDict())
+        cached = key in seen
     t0 = time.perf_counter_ns()
     try:
         compiled = _compile(compiler, artifact)
@@ -92,7 +121,10 @@ def compile_artifact(artifact: ConstraintArtifact, family: str) -> CompiledConst
         raise ConstraintError(f"xgrammar cannot compile the {artifact.kind} artifact: {first}") from exc
     ms = (time.perf_counter_ns() - t0) / 1e6
     with _LOCK:
-        _SEEN[family].add(key)
+        seen[key] = None
+        seen.move_to_end(key)
+        while len(seen) > SEEN_KEPT:
+            seen.popitem(last=False)
     return CompiledConstraint(
         compiled=compiled, compile_ms=ms, cached=cached, kind=artifact.kind, family=family
     )

@@ -195,6 +195,14 @@ async def test_parse_errors_reported_in_step_and_event() -> None:
     assert [p.split(":")[0] + ":" + p.split(":")[1] for p in ev.parse_errors] == kinds
 
 
+async def test_malformed_server_calls_are_bad_arguments_not_no_call() -> None:
+    """A server's tool call whose arguments are not an object: the answer held a call, a bad one."""
+    client = ScriptedClient([reply(None, malformed_tool_calls=['{"function": {"name": "echo", "arguments": "{oops"}}'])])
+    kernel, _ = make_kernel(client)
+    step = await kernel.step(USER, [echo_tool()])
+    assert [e.kind for e in step.parse_errors] == ["parse:bad_arguments"]
+
+
 async def test_native_tool_calls_are_executed() -> None:
     call = ToolCall(id="srv_1", name="echo", arguments={"q": "x"})
     client = ScriptedClient([reply(None, tool_calls=[call]), reply("done")])

@@ -42,6 +42,7 @@ class Reply:
     body: Any = None  # dict -> JSON; str -> raw text
     sleep_s: float = 0.0
     sse: list[dict[str, Any]] | None = None  # streamed chunks
+    unsized: bytes | None = None  # a body sent without Content-Length (connection closed after it)
 
 
 @dataclass
@@ -84,6 +85,14 @@ def _handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             try:
                 if reply.sse is not None:
                     self._stream(reply.sse)
+                    return
+                if reply.unsized is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(reply.unsized)
+                    self.close_connection = True
                     return
                 payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
                 data = payload.encode()
@@ -333,3 +342,64 @@ async def test_no_key_configured_sends_placeholder(
     monkeypatch.delenv("HARNESS_TEST_KEY", raising=False)
     await client_for(server, api_key_env="HARNESS_TEST_KEY").chat_completion(request())
     assert server.seen[0].headers["authorization"] == "Bearer EMPTY"
+
+
+# -- bounds and hostile answers (issue 14) ---------------------------------------------------------------
+
+LIMIT = 64 * 1024
+HUGE = "x" * (5 * LIMIT)
+
+
+def _huge_stream() -> list[dict[str, Any]]:
+    return [_chunk({"role": "assistant", "content": ""})] + [_chunk({"content": "y" * 4096}) for _ in range(40)]
+
+
+TOO_LARGE: list[tuple[str, Reply, bool]] = [
+    ("sized body", Reply(body=completion(HUGE)), False),
+    ("unsized body", Reply(unsized=json.dumps(completion(HUGE)).encode()), False),
+    ("streamed answer", Reply(sse=_huge_stream()), True),
+]
+
+
+@pytest.mark.parametrize(("label", "reply", "stream"), TOO_LARGE, ids=[t[0] for t in TOO_LARGE])
+async def test_an_answer_over_max_response_bytes_is_a_named_error_not_retried(
+    server: FakeOpenAIServer, label: str, reply: Reply, stream: bool
+) -> None:
+    server.script = [reply, Reply(body=completion())]
+    client = client_for(server, max_response_bytes=LIMIT)
+    with pytest.raises(ModelCallError) as info:
+        await client.chat_completion(request(stream=stream))
+    assert info.value.kind == "model:response_too_large"
+    assert f"max_response_bytes={LIMIT}" in str(info.value)
+    assert len(server.seen) == 1 and client.retries == 0  # the server would send it again
+
+
+def test_the_default_bound_is_the_client_limits_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_CLIENT_MAX_RESPONSE_BYTES", "123456")
+    assert OpenAICompatibleClient("http://127.0.0.1:9/v1").max_response_bytes == 123456
+
+
+BAD_USAGE: list[Any] = [
+    {"prompt_tokens": "11", "completion_tokens": 3, "total_tokens": 14},
+    {"prompt_tokens": -1, "completion_tokens": 3},
+    {"prompt_tokens": True, "completion_tokens": 3},
+    {"prompt_tokens": 1.5, "completion_tokens": 3},
+    "lots",
+    [1, 2],
+]
+
+
+@pytest.mark.parametrize("usage", BAD_USAGE, ids=str)
+async def test_a_bad_usage_field_keeps_the_answer(server: FakeOpenAIServer, usage: Any) -> None:
+    body = completion("the answer")
+    body["usage"] = usage
+    server.script = [Reply(body=body)]
+    resp = await client_for(server).chat_completion(request())
+    assert resp.content == "the answer" and resp.usage is None
+
+
+async def test_a_bad_usage_field_keeps_a_streamed_answer(server: FakeOpenAIServer) -> None:
+    bad = {"prompt_tokens": "many", "completion_tokens": 2, "total_tokens": 3}
+    server.script = [Reply(sse=[_chunk({"content": "the answer"}, finish=5), _chunk({}, usage=bad)])]  # type: ignore[arg-type]
+    resp = await client_for(server).chat_completion(request(stream=True))
+    assert resp.content == "the answer" and resp.usage is None and resp.finish_reason is None

@@ -31,7 +31,7 @@ def test_elsewhere_the_defaults_say_what_to_pass(tmp_path: Path, monkeypatch: py
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("{not json", "not valid JSON"), ("[]", "non-empty JSON list"), ('[{"type": "function"}]', "tool 0:")],
+    [("{not json", "invalid JSON"), ("[]", "non-empty JSON list"), ('[{"type": "function"}]', "tool 0:")],
 )
 def test_bad_tools_files_name_the_file(tmp_path: Path, text: str, problem: str) -> None:
     path = tmp_path / "tools.json"

@@ -21,6 +21,11 @@ def body(**fields: Any) -> dict[str, Any]:
 
 
 DROP = object()
+
+
+def _tool(parameters: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": "ls", "parameters": parameters}}
+
 CALL = {"id": "c1", "function": {"name": "ls", "arguments": "[1]"}}
 
 REFUSED = [
@@ -46,8 +51,32 @@ REFUSED = [
     (body(max_tokens="5"), "max_tokens: Input should be a valid integer"),
     (body(temperature=-1), "temperature: Input should be greater than or equal to 0"),
     (body(seed=1.5), "seed: Input should be a valid integer"),
-    (body(tools=[{"type": "function"}]), "tools: not an OpenAI tool"),
+    (body(tools=[{"type": "function"}]), "tools[0]: not an OpenAI tool"),
     ([1, 2], "the request body must be a JSON object"),
+    # issue 14's malformed bodies: each a 400 naming the field, never a 500 or a 200
+    (body(stop=5), "stop"),
+    (body(stop={}), "stop"),
+    (body(messages=[{"role": "assistant", "tool_calls": 5}]), "messages[0].tool_calls"),
+    (body(stream_options="x"), "stream_options"),
+    (body(temperature=float("nan")), "temperature: Input should be a finite number"),
+    (body(temperature=float("inf")), "temperature: Input should be a finite number"),
+    (body(temperature=2.5), "temperature: Input should be less than or equal to 2"),
+    (body(max_tokens=True), "max_tokens: Input should be a valid integer"),
+    (body(seed=True), "seed: Input should be a valid integer"),
+    (body(seed=2**64), "seed: Input should be less than or equal to"),
+    (body(stream="yes"), "stream: Input should be a valid boolean"),
+    (body(skip_special_tokens="no"), "skip_special_tokens: Input should be a valid boolean"),
+    (body(tool_choice=5), "tool_choice"),
+    (body(tools=[_tool("x")]), "tools[0]: tool 'ls': function.parameters must be a JSON schema object, got str"),
+    (body(tools=[_tool({"type": "object", "properties": 5})]), "function.parameters.properties must be an object"),
+    (body(tools=[_tool({"type": "object", "properties": {"a": 5}})]), "function.parameters.properties.a must be"),
+    (body(tools=[_tool({"type": "object", "required": "a"})]), "function.parameters.required must be a list"),
+    (body(structured_outputs={"grammar": "root ::= " + " | ".join(f'"{i}"' for i in range(40_000))}),
+     "structured_outputs is 468911 bytes: over the bound max_constraint_bytes=262144"),
+    (body(structured_outputs={"choice": [str(i) for i in range(100_000)]}), "over the bound max_constraint_bytes"),
+    (body(tools=[_tool({"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 60}
+                                                        for i in range(3000)}})], tool_choice="required"),
+     "the json constraint built from this request is"),
 ]
 
 

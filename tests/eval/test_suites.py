@@ -149,6 +149,29 @@ def test_missing_bundle_is_a_problem(tmp_path: Path) -> None:
                                  f"{(d / '..' / 'no-such-bundle').resolve()})"]
 
 
+def test_every_broken_part_of_the_bundle_is_reported(tmp_path: Path) -> None:
+    """harness validate loads the bundle as harness run does and reports each problem, each .pym too."""
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(REPO / "bundles" / "shellper", bundle)
+    (bundle / "tools" / "broken.pym").write_text('"""Broken."""\ndef f(:\n', encoding="utf-8")
+    (bundle / "tools" / "typed.pym").write_text('"""Typed."""\nx: int = "no"\n{"ok": x}\n', encoding="utf-8")
+    d = make_suite(tmp_path, [json.dumps(point("a", {"name": "pwd"}))], bundle=str(bundle))
+    problems = validate_suite(d)
+    assert [p.split(":")[0] for p in problems] == [str(bundle / "tools" / "broken.pym"), str(bundle / "tools" / "typed.pym")]
+    (bundle / "tools" / "broken.pym").unlink()
+    (bundle / "tools" / "typed.pym").unlink()
+    text = (bundle / "bundle.yaml").read_text(encoding="utf-8")
+    (bundle / "bundle.yaml").write_text(text.replace("max_steps: 8", "max_steps: 0").replace(
+        "max_concurrency: 1", "max_concurrency: -1"), encoding="utf-8")
+    problems = validate_suite(d)
+    assert len(problems) == 2 and all(p.startswith(f"{bundle / 'bundle.yaml'}: kernel.max_") for p in problems)
+    (bundle / "bundle.yaml").write_text(text.replace("limits: default", "limits: bogus"), encoding="utf-8")
+    (problem,) = validate_suite(d)  # the limits are checked once the schema holds
+    assert problem.startswith(f"{bundle / 'bundle.yaml'}: limits")
+
+
 def test_cli_validate_exit_codes(tmp_path: Path) -> None:
     good = make_suite(tmp_path, [json.dumps(point("a", {"name": "cat", "arguments": {"file_name": "a.txt"}}))])
     res = CliRunner().invoke(app, ["validate", str(good)])
