@@ -20,8 +20,9 @@ class Preset(StrEnum):
 
 
 _FILES_HELP = (
-    "A host directory served read-only as the virtual file system /fs/<DIR name> (the current directory "
-    "of the file-system tools). Without it the tools see an empty /fs/workspace."
+    "A host directory read into the file-system tree /fs/<DIR name> (the current directory of the "
+    "file-system tools); symbolic links are never followed (each one skipped is named on stderr). "
+    "Without it the tools see an empty /fs/workspace."
 )
 
 
@@ -37,7 +38,8 @@ def run(
     """Run SCRIPT once with ARGS in a fresh sandbox session.
 
     Prints one JSON object {"output": ..., "is_error": bool, "error_kind": str|null} and exits 1 when
-    is_error. A script that does not load is reported the same way (error_kind tool:load_error).
+    is_error. A script that does not load is reported the same way (error_kind tool:load_error). A
+    --files directory that cannot be read or is too large is a usage error (exit 2).
     """
     import asyncio
     import json
@@ -57,13 +59,23 @@ def run(
         arguments = json.loads(args)
     except json.JSONDecodeError as e:
         report(f"--args is not JSON: {e}", True, "tool:bad_arguments")
+    except RecursionError:
+        report("--args is nested too deeply to read", True, "tool:bad_arguments")
     if not isinstance(arguments, dict):
         report(f"--args must be a JSON object, got {type(arguments).__name__}", True, "tool:bad_arguments")
     try:
         tool = PymTool(load_script(script), limits=limits.value)
     except SandboxError as e:
         report(f"{e.kind}: {e}", True, e.error_kind)
-    state = FileSystemState.from_directory(files) if files is not None else FileSystemState("workspace")
+    def skipped(path: Path, why: str) -> None:
+        typer.echo(f"--files: skipped {path} ({why}: links are not followed)", err=True)
+
+    try:
+        state = (
+            FileSystemState.from_directory(files, on_skip=skipped) if files is not None else FileSystemState("workspace")
+        )
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--files") from e
     context = ToolContext(call_id="call_cli", workspace=Workspace.filesystem(state))
     result = asyncio.run(tool.execute(ToolCall.create(tool.name, arguments), context))
     report(result.output, result.is_error, result.error_kind)

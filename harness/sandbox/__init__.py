@@ -10,9 +10,10 @@
   mutations) is what the kernel passes to tools as ``ToolContext.workspace``;
   ``Workspace.filesystem(FileSystemState)`` serves the Gorilla file-system tools.
 
-Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, on a small
-thread pool so the event loop never blocks); see ``harness/sandbox/pool.py`` for the measurements
-behind that choice. pydantic-monty itself is imported only when a script is loaded or run.
+Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, driven from
+runner threads so the event loop never blocks, with admission so that an overdue call is never charged
+to a healthy one); see ``harness/sandbox/pool.py`` for the measurements behind that choice.
+pydantic-monty itself is imported only when a script is loaded or run.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from harness.sandbox.errors import (
     OutputError,
     ParseError,
     SandboxError,
+    UnavailableError,
 )
-from harness.sandbox.fs import MOUNT, FileSystemState, MutationError
+from harness.sandbox.fs import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
 from harness.sandbox.limits import PRESETS, Limits
 from harness.sandbox.script import ExternalSpec, InputSpec, Script, load_script, parse_script
 from harness.sandbox.tool import PymTool, discover_tools, split_envelope
@@ -88,6 +90,9 @@ __all__ = [
     "SandboxError",
     "Script",
     "StaticDataProvider",
+    "TreeLimitError",
+    "TreeLimits",
+    "UnavailableError",
     "Workspace",
     "bundle_limits",
     "close_pool",
