@@ -2,7 +2,7 @@
 
 The tree is nested dicts: a directory is ``{name: node}`` (insertion order = listing order, as in
 BFCL's ``Directory.contents``), a file is its content string. The scripts in
-``bundles/shellper/tools`` see it read-only as virtual files under ``/fs/<root name>/...`` and return
+``bundles/shellper/tools`` get it as inputs (``here``, ``root``; paths under ``/fs/<root name>/...``) and return
 mutations; ``apply`` performs them, all or none. Equality compares the trees only (names and contents,
 order-free), like BFCL's ``GorillaFileSystem.__eq__``; the current directory is not part of it.
 

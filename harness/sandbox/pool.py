@@ -198,7 +198,7 @@ class SandboxPool:
         """Hand ``job``'s outcome to its loop, once (``feed`` does it before it gives its session back,
         so the caller does not wait for that)."""
         with self._lock:
-            if job.finished:
+            if job.finished or job.started is None:  # settled already, or not a job a runner took
                 return
             job.finished = True
             if job.stuck:  # abandoned while it ran: its runner was replaced, and leaves unless needed

@@ -149,3 +149,18 @@ async def test_a_call_that_cannot_start_in_time_is_unavailable_not_a_limit(scrip
     assert await _settled(busy) == ["late"] * get_pool().capacity
     await _pool_is_whole()
     assert await scripts["healthy"].run({}, limits=Limits(max_wait="300ms")) == 45
+
+
+async def test_a_job_fed_outside_the_runners_leaves_the_counts_alone(scripts) -> None:
+    """The bench feeds a job on the caller's thread to time the hop: no runner took it, so nothing is counted."""
+    from harness.sandbox.pool import Job
+    from harness.sandbox.vfs import TreeOS
+
+    pool = get_pool()
+    before = pool.stats()
+    job = Job(asyncio.get_running_loop(), lambda job: None)
+    code = scripts["healthy"].code
+    value = pool.feed(job, "healthy.pym", code, limits={}, inputs={}, external_lookup={},
+                      os_handler=TreeOS({}), print_callback=lambda stream, text: None)
+    assert value == 45 and pool.stats() == before and not job.future.done()
+    assert await scripts["healthy"].run({}) == 45

@@ -3,6 +3,7 @@ the 18 bundled tools against SHELLper's tool list."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -82,11 +83,13 @@ def test_declaration_lines_are_blanked_not_rewritten(write_script) -> None:
     source = (write_script(TYPED, name="typed.pym")).read_text().splitlines()
     code = script.code.splitlines()
     assert len(code) == len(source)
-    for original, fed in zip(source, code, strict=True):
-        if "Input" in original:
+    docstring_lines = ast.parse("\n".join(source)).body[0].end_lineno or 1
+    for n, (original, fed) in enumerate(zip(source, code, strict=True)):
+        if "Input" in original or n < docstring_lines:  # a declaration, or the docstring (the description)
             assert fed == ""
         else:
             assert fed == original
+    assert script.description.startswith(source[0].strip('"'))
 
 
 def test_stubs_declare_inputs_externals_and_open(write_script) -> None:
