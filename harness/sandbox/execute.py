@@ -42,7 +42,7 @@ from harness.sandbox.errors import (
 from harness.sandbox.limits import Limits
 from harness.sandbox.pool import Abandoned, Job, get_pool
 from harness.sandbox.values import nesting_depth_over, size_over
-from harness.sandbox.vfs import TreeOS, build_tree
+from harness.sandbox.vfs import TreeOS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -214,7 +214,7 @@ async def _execute(
     pool = get_pool()
     fname = script.filename
     try:
-        os_handler = TreeOS(build_tree(files), environ or {})
+        os_handler = TreeOS.mounting(files, environ)
     except (TypeError, ValueError) as e:
         raise InputError(f"{fname}: bad virtual files: {e}", from_model=False, script=fname) from e
     lookup = {name: run.wrap(name, fn) for name, fn in externals.items()}

@@ -29,13 +29,12 @@ from typing import TYPE_CHECKING, Any
 from harness.agents.types import ToolSchema
 from harness.sandbox.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.errors import InputError, ParseError
-from harness.sandbox.validation import compile_validator, first_error_of, first_problem
+from harness.sandbox.validation import SchemaCheck, compile_validator, first_error_of, first_problem
 from harness.sandbox.values import lone_surrogate
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from jsonschema import Draft202012Validator
     from pydantic import BaseModel
 
     from harness.agents.events import Event
@@ -56,7 +55,7 @@ class Script:
     stubs: str
     inputs: Mapping[str, InputSpec]
     externals: Mapping[str, ExternalSpec]
-    _validators: dict[str, Draft202012Validator] = field(
+    _validators: dict[str, SchemaCheck] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -88,7 +87,7 @@ class Script:
         required = [s.name for s in self.inputs.values() if s.required]
         return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
-    def validator(self, *, include_hidden: bool) -> Draft202012Validator:
+    def validator(self, *, include_hidden: bool) -> SchemaCheck:
         """The compiled validator of ``validation_schema`` (built once)."""
         key = "all" if include_hidden else "visible"
         found = self._validators.get(key)
@@ -98,7 +97,7 @@ class Script:
             )
         return found
 
-    def _input_validator(self, name: str) -> Draft202012Validator:
+    def _input_validator(self, name: str) -> SchemaCheck:
         key = "input:" + name
         found = self._validators.get(key)
         if found is None:

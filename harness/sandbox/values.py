@@ -12,16 +12,20 @@ _CONTAINERS = (list, tuple, dict)
 
 
 def nesting_depth_over(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists, tuples and dicts more than ``limit`` deep (``[[1]]`` is 2 deep)."""
-    if not isinstance(value, _CONTAINERS):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
+    """Whether ``value`` nests lists, tuples and dicts more than ``limit`` deep (``[[1]]`` is 2 deep).
+    Level by level: a 100k-deep value costs ``limit`` levels, a wide one its width."""
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > limit:
             return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((child, depth + 1) for child in children if isinstance(child, _CONTAINERS))
+        below = []
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                if isinstance(child, _CONTAINERS):
+                    below.append(child)
+        level = below
     return False
 
 
