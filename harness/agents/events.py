@@ -125,7 +125,7 @@ class ScriptCompleteEvent:
 
 @dataclass(frozen=True, slots=True)
 class ScriptErrorEvent:
-    """A sandboxed script failed; ``kind`` is one of the seven sandbox error kinds."""
+    """A sandboxed script failed; ``kind`` is one of the sandbox's error kinds."""
 
     tool_name: str
     script: str

@@ -13,8 +13,9 @@ from harness.cli.options import LimitsPreset, example
 app = make_app(help="Run sandboxed .pym tools.")
 
 _FILES_HELP = (
-    "A host directory served read-only as the virtual file system /fs/<DIR name> (the current directory "
-    "of the file-system tools). Without it the tools see an empty /fs/workspace."
+    "A host directory read into the file-system tree /fs/<DIR name> (the current directory of the "
+    "file-system tools); symbolic links are never followed (each one skipped is named on stderr). "
+    "Without it the tools see an empty /fs/workspace."
 )
 
 
@@ -31,7 +32,8 @@ def run(
     """Run SCRIPT once with ARGS in a fresh sandbox session.
 
     Prints one JSON object {"output": ..., "is_error": bool, "error_kind": str|null} and exits 1 when
-    is_error. A script that does not load is reported the same way (error_kind tool:load_error).
+    is_error. A script that does not load is reported the same way (error_kind tool:load_error). A
+    --files directory that cannot be read or is too large is a usage error (exit 2).
     """
     import asyncio
     import json
@@ -58,7 +60,15 @@ def run(
         tool = PymTool(load_script(script), limits=limits.value)
     except SandboxError as e:
         report(f"{e.kind}: {e}", True, e.error_kind)
-    state = FileSystemState.from_directory(files) if files is not None else FileSystemState("workspace")
+    def skipped(path: Path, why: str) -> None:
+        typer.echo(f"--files: skipped {path} ({why}: links are not followed)", err=True)
+
+    try:
+        state = (
+            FileSystemState.from_directory(files, on_skip=skipped) if files is not None else FileSystemState("workspace")
+        )
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--files") from e
     context = ToolContext(call_id="call_cli", workspace=Workspace.filesystem(state))
     result = asyncio.run(tool.execute(ToolCall.create(tool.name, arguments), context))
     report(result.output, result.is_error, result.error_kind)

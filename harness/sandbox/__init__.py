@@ -4,15 +4,17 @@
   lines (errors keep the ``.pym`` line numbers) and type-checks the script once.
 - ``PymTool`` implements the kernel's Tool protocol; ``discover_tools(folder)`` loads a folder of them;
   ``load_bundle_tools`` loads a bundle's, with its limits and per-tool overrides (the kernel's ToolLoader).
-- ``Limits`` (presets strict/default/permissive, "16mb"/"2s", merge) bound every run, plus a host-side
-  wall clock.
-- ``Workspace`` (a ``DataProvider`` of virtual files and hidden inputs, a ``ResultHandler`` of
+- ``Limits`` (presets strict/default/permissive, "16mb"/"2s", merge) bound every run, in the sandbox and
+  on the host (wall clock, wait for a worker, prints, value depth, mutations); ``TreeLimits`` bound a
+  file-system tree.
+- ``Workspace`` (a ``DataProvider`` of hidden inputs and virtual files, a ``ResultHandler`` of
   mutations) is what the kernel passes to tools as ``ToolContext.workspace``;
-  ``Workspace.filesystem(FileSystemState)`` serves the Gorilla file-system tools.
+  ``Workspace.filesystem(FileSystemState)`` serves the Gorilla file-system tools (the state as inputs).
 
-Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, on a small
-thread pool so the event loop never blocks); see ``harness/sandbox/pool.py`` for the measurements
-behind that choice. pydantic-monty itself is imported only when a script is loaded or run.
+Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, driven from
+runner threads so the event loop never blocks, with admission so that an overdue call is never charged
+to a healthy one); see ``harness/sandbox/pool.py`` for the measurements behind that choice.
+pydantic-monty itself is imported only when a script is loaded or run.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from harness.sandbox.errors import (
     OutputError,
     ParseError,
     SandboxError,
+    UnavailableError,
 )
-from harness.sandbox.fs import MOUNT, FileSystemState, MutationError
+from harness.sandbox.fs import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
 from harness.sandbox.limits import PRESETS, Limits
 from harness.sandbox.script import ExternalSpec, InputSpec, Script, load_script, parse_script
 from harness.sandbox.tool import PymTool, discover_tools, split_envelope
@@ -88,6 +91,9 @@ __all__ = [
     "SandboxError",
     "Script",
     "StaticDataProvider",
+    "TreeLimitError",
+    "TreeLimits",
+    "UnavailableError",
     "Workspace",
     "bundle_limits",
     "close_pool",

@@ -1,4 +1,4 @@
-"""The seven ways a sandboxed ``.pym`` tool can fail.
+"""The ways a sandboxed ``.pym`` tool can fail: the seven kinds of a script, and one of the sandbox.
 
 Every failure the sandbox reports is one of these, each with a message that names the line of the
 ``.pym`` file or the input concerned. ``kind`` is the class name (what ``ScriptErrorEvent.kind``
@@ -87,7 +87,13 @@ class ExecutionError(SandboxError):
 
 
 class LimitError(SandboxError):
-    """A resource limit was breached: ``limit`` is memory, duration, recursion, suspensions, sleep or wall_clock."""
+    """A resource limit was breached: ``limit`` names it.
+
+    The sandbox's own: ``memory`` (also what an external hands back, and a worker killed for its
+    memory), ``duration``, ``recursion``, ``suspensions``, ``sleep``. The host's: ``wall_clock``,
+    ``print``, ``output_depth``, ``mutations``, and the file-system tree's ``tree_depth``,
+    ``tree_entries``, ``tree_bytes``.
+    """
 
     error_kind = "tool:limit"
 
@@ -104,6 +110,13 @@ class OutputError(SandboxError):
     error_kind = "tool:bad_output"
 
 
+class UnavailableError(SandboxError):
+    """The call never started: no sandbox worker was free within its ``max_wait`` (every one busy, or
+    stuck in externals past their wall clock). Not a limit of the call's own: it did not run."""
+
+    error_kind = "tool:unavailable"
+
+
 ERROR_KINDS: tuple[type[SandboxError], ...] = (
     ParseError,
     CheckError,
@@ -112,5 +125,6 @@ ERROR_KINDS: tuple[type[SandboxError], ...] = (
     ExecutionError,
     LimitError,
     OutputError,
+    UnavailableError,
 )
-"""The seven kinds, in the order a call can meet them."""
+"""Every kind, in the order a call can meet them (the seven of a script, then the sandbox's own)."""

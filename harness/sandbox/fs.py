@@ -2,17 +2,25 @@
 
 The tree is nested dicts: a directory is ``{name: node}`` (insertion order = listing order, as in
 BFCL's ``Directory.contents``), a file is its content string. The scripts in
-``bundles/shellper/tools`` see it read-only as virtual files under ``/fs/<root name>/...`` and return
-mutations; ``apply`` performs them. Equality compares the trees only (names and contents, order-free),
-like BFCL's ``GorillaFileSystem.__eq__``; the current directory is not part of it.
+``bundles/shellper/tools`` get it as inputs (``here``, ``root``; paths under ``/fs/<root name>/...``) and return
+mutations; ``apply`` performs them, all or none. Equality compares the trees only (names and contents,
+order-free), like BFCL's ``GorillaFileSystem.__eq__``; the current directory is not part of it.
+
+A tree is bounded (``TreeLimits``: depth, entries, characters), when a state is built and before each
+mutation is applied, so that no script can grow the host's memory without bound (a copy into a
+sibling doubles a tree: 74 such copies took a host to +256 MB before these bounds) and every walk of
+the tree stays shallow. Walks here are iterative.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping, Sequence
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness.sandbox.values import valid_text
 
 Tree = dict[str, Any]
 MOUNT = "/fs"
@@ -23,18 +31,51 @@ class MutationError(ValueError):
     """A mutation a script returned cannot be applied (its message says which and why)."""
 
 
+class TreeLimitError(MutationError):
+    """A tree would break one of its ``TreeLimits``: ``limit`` is ``tree_depth``, ``tree_entries`` or
+    ``tree_bytes`` (a tool call that causes it is ``tool:limit``)."""
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLimits:
+    """Bounds on a file-system tree, checked when a state is built and before each mutation applies."""
+
+    max_depth: int = 64
+    """Names below the root on the longest path (``docs/a.txt`` is 2 deep)."""
+    max_entries: int = 10_000
+    """Files and folders in the whole tree."""
+    max_bytes: int = 4 * 1024**2
+    """Characters of all the files' contents together. Each tool call hands the tree to the sandbox,
+    whose memory limit must hold it (8 MB under the strict preset)."""
+
+
 class FileSystemState:
-    """A BFCL GorillaFileSystem state: ``root_name``, the ``tree`` below it, and ``cwd`` (names below root)."""
+    """A BFCL GorillaFileSystem state: ``root_name``, the ``tree`` below it, and ``cwd`` (names below root).
+
+    ``limits`` bound the tree (``TreeLimits``); a tree given that breaks them, holds a name no path can
+    reach or a string that is not valid text is refused with ValueError naming where.
+    """
 
     def __init__(
-        self, root_name: str = "workspace", tree: Tree | None = None, cwd: Sequence[str] = ()
+        self,
+        root_name: str = "workspace",
+        tree: Tree | None = None,
+        cwd: Sequence[str] = (),
+        *,
+        limits: TreeLimits | None = None,
     ) -> None:
         if not root_name or "/" in root_name:
             raise ValueError(f"bad root directory name {root_name!r}")
         self.root_name = root_name
         self.tree: Tree = tree if tree is not None else {}
         self.cwd: tuple[str, ...] = tuple(cwd)
-        _check_names(self.tree, root_name)
+        self.limits = limits or TreeLimits()
+        self._totals: tuple[int, int] | None = None
+        _scan(self.tree, root_name, self.limits)
         if not isinstance(self._node(self.cwd), dict):
             raise ValueError(f"current directory {'/'.join(self.cwd)!r} is not a directory of the tree")
 
@@ -58,22 +99,61 @@ class FileSystemState:
         return {"root": {self.root_name: {"type": "directory", "contents": _tree_to_bfcl(self.tree)}}}
 
     @classmethod
-    def from_directory(cls, path: str | Path) -> FileSystemState:
-        """A host directory read into memory (text files, utf-8 with replacement); the root is its name."""
+    def from_directory(
+        cls,
+        path: str | Path,
+        *,
+        limits: TreeLimits | None = None,
+        on_skip: Callable[[Path, str], None] | None = None,
+    ) -> FileSystemState:
+        """A host directory read into memory (text files, utf-8 with replacement); the root is its name.
+
+        Nothing outside ``path`` is read: symbolic links are never followed (a link to a host file or
+        folder is skipped, as are sockets, pipes and devices; ``on_skip(path, why)`` hears of each).
+        Raises ValueError naming the path for a directory that cannot be read or breaks ``limits``.
+        """
         base = Path(path)
-        if not base.is_dir():
-            raise ValueError(f"not a directory: {base}")
-
-        def read(d: Path) -> Tree:
-            out: Tree = {}
-            for entry in sorted(d.iterdir()):
-                if entry.is_dir():
-                    out[entry.name] = read(entry)
-                elif entry.is_file():
-                    out[entry.name] = entry.read_text(encoding="utf-8", errors="replace")
-            return out
-
-        return cls(base.resolve().name or "root", read(base))
+        limits = limits or TreeLimits()
+        try:
+            if not stat.S_ISDIR(base.lstat().st_mode):
+                raise ValueError(f"not a directory (links are not followed): {base}")
+        except OSError as e:
+            raise ValueError(f"cannot read {base}: {e.strerror or e}") from e
+        root: Tree = {}
+        entries = chars = 0
+        stack: list[tuple[Path, Tree, int]] = [(base, root, 0)]
+        while stack:
+            folder, out, depth = stack.pop()
+            try:
+                children = sorted(folder.iterdir())
+            except OSError as e:
+                raise ValueError(f"cannot read {folder}: {e.strerror or e}") from e
+            for entry in children:
+                try:
+                    mode = entry.lstat().st_mode
+                except OSError as e:
+                    raise ValueError(f"cannot read {entry}: {e.strerror or e}") from e
+                if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                    if on_skip is not None:
+                        on_skip(entry, "a symbolic link" if stat.S_ISLNK(mode) else "not a file or folder")
+                    continue
+                entries += 1
+                _bound(entries, limits.max_entries, "tree_entries", f"{base}: more than {limits.max_entries} entries")
+                _bound(depth + 1, limits.max_depth, "tree_depth", f"{entry}: deeper than {limits.max_depth} levels")
+                if stat.S_ISDIR(mode):
+                    child: Tree = {}
+                    out[entry.name] = child
+                    stack.append((entry, child, depth + 1))
+                    continue
+                try:
+                    with entry.open("rb") as handle:  # read no more than the bound allows
+                        data = handle.read(limits.max_bytes - chars + 1)
+                except OSError as e:
+                    raise ValueError(f"cannot read {entry}: {e.strerror or e}") from e
+                out[entry.name] = text = data.decode("utf-8", errors="replace")
+                chars += len(text)
+                _bound(chars, limits.max_bytes, "tree_bytes", f"{base}: more than {limits.max_bytes} characters of files")
+        return cls(base.resolve().name or "root", root, limits=limits)
 
     # ------------------------------------------------------------ paths
     @property
@@ -94,6 +174,14 @@ class FileSystemState:
     def virtual_files(self) -> dict[str, Any]:
         """The tree as virtual files for a script (shared, not copied: scripts cannot write)."""
         return {self.root_path: self.tree}
+
+    @property
+    def here(self) -> Tree:
+        """The current directory's entries (the tree's own dict: a script gets its copy)."""
+        node = self._node(self.cwd)
+        if not isinstance(node, dict):
+            raise ValueError(f"current directory {self.pwd!r} is no longer a directory of the tree")
+        return node
 
     def _split(self, virtual: str) -> tuple[str, ...]:
         """Virtual path -> names below the root; MutationError when outside the tree."""
@@ -133,51 +221,86 @@ class FileSystemState:
 
         Ops (paths are virtual, ``/fs/<root>/...``): ``mkdir path``; ``write path content`` (create or
         replace a file); ``append path content`` (create or extend); ``delete path`` (file or whole
-        directory); ``move src dst``; ``copy src dst`` (deep); ``chdir path``.
+        directory); ``move src dst``; ``copy src dst`` (deep); ``chdir path``. All or none: when one
+        fails (TreeLimitError when it would break the tree's limits), the state is as it was before.
         """
-        for m in mutations:
-            if not isinstance(m, Mapping):
-                raise MutationError(f"a mutation must be an object, got {type(m).__name__}")
-            op = m.get("op")
-            handler = _OPS.get(op) if isinstance(op, str) else None
-            if handler is None:
-                raise MutationError(f"unknown mutation op {op!r} (expected one of {', '.join(_OPS)})")
-            handler(self, m)
+        undo: list[Callable[[], None]] = []
+        cwd = self.cwd
+        self._totals = None  # (entries, characters), counted when first needed
+        try:
+            for m in mutations:
+                if not isinstance(m, Mapping):
+                    raise MutationError(f"a mutation must be an object, got {type(m).__name__}")
+                op = m.get("op")
+                handler = _OPS.get(op) if isinstance(op, str) else None
+                if handler is None:
+                    raise MutationError(f"unknown mutation op {op!r} (expected one of {', '.join(_OPS)})")
+                handler(self, m, undo)
+        except MutationError:
+            for step in reversed(undo):
+                step()
+            self.cwd = cwd
+            raise
+
+    def _grow(self, entries: int, chars: int, where: str) -> None:
+        """Count ``entries`` and ``chars`` more into the tree, or raise TreeLimitError (nothing changed)."""
+        if self._totals is None:
+            self._totals = _measure(self.tree)
+        total_entries, total_chars = self._totals[0] + entries, self._totals[1] + chars
+        limits = self.limits
+        _bound(total_entries, limits.max_entries, "tree_entries", f"{where}: the tree would hold more than {limits.max_entries} entries")
+        _bound(total_chars, limits.max_bytes, "tree_bytes", f"{where}: the tree would hold more than {limits.max_bytes} characters")
+        self._totals = (total_entries, total_chars)
+
+    def _deep(self, names: tuple[str, ...], height: int, where: str) -> None:
+        _bound(len(names) + height, self.limits.max_depth, "tree_depth", f"{where}: the tree would be more than {self.limits.max_depth} levels deep")
 
     def _arg(self, m: Mapping[str, Any], key: str) -> Any:
         if key not in m:
             raise MutationError(f"{m.get('op')}: missing {key!r}")
         return m[key]
 
-    def _mkdir(self, m: Mapping[str, Any]) -> None:
+    def _mkdir(self, m: Mapping[str, Any], undo: list[Callable[[], None]]) -> None:
         names = self._split(self._arg(m, "path"))
         parent = self._parent(names, "mkdir")
         if names[-1] in parent:
             raise MutationError(f"mkdir: {names[-1]!r} already exists")
+        self._deep(names, 0, "mkdir")
+        self._grow(1, 0, "mkdir")
         parent[names[-1]] = {}
+        undo.append(lambda: parent.pop(names[-1]))
 
-    def _write(self, m: Mapping[str, Any], append: bool = False) -> None:
+    def _write(self, m: Mapping[str, Any], undo: list[Callable[[], None]], append: bool = False) -> None:
         op = "append" if append else "write"
         names = self._split(self._arg(m, "path"))
         content = self._arg(m, "content")
         if not isinstance(content, str):
             raise MutationError(f"{op}: content must be a string")
         parent = self._parent(names, op)
-        existing = parent.get(names[-1])
+        name = names[-1]
+        existing = parent.get(name)
         if isinstance(existing, dict):
-            raise MutationError(f"{op}: {names[-1]!r} is a directory")
-        parent[names[-1]] = (existing or "") + content if append else content
+            raise MutationError(f"{op}: {name!r} is a directory")
+        new = (existing or "") + content if append else content
+        self._deep(names, 0, op)
+        self._grow(existing is None, len(new) - len(existing or ""), op)
+        parent[name] = new
+        undo.append(lambda: parent.pop(name) if existing is None else parent.__setitem__(name, existing))
 
-    def _delete(self, m: Mapping[str, Any]) -> None:
+    def _delete(self, m: Mapping[str, Any], undo: list[Callable[[], None]]) -> None:
         names = self._split(self._arg(m, "path"))
         parent = self._parent(names, "delete")
         if names[-1] not in parent:
             raise MutationError(f"delete: no {names[-1]!r}")
-        del parent[names[-1]]
+        undo.append(_restorer(parent))
+        node = parent.pop(names[-1])
+        if self._totals is not None:
+            gone = _measure(node) if isinstance(node, dict) else (0, len(node))
+            self._totals = (self._totals[0] - gone[0] - 1, self._totals[1] - gone[1])
         if self.cwd[: len(names)] == names:  # the current directory went with it
             self.cwd = names[:-1]
 
-    def _transfer(self, m: Mapping[str, Any], keep_source: bool) -> None:
+    def _transfer(self, m: Mapping[str, Any], undo: list[Callable[[], None]], keep_source: bool) -> None:
         op = "copy" if keep_source else "move"
         src = self._split(self._arg(m, "src"))
         dst = self._split(self._arg(m, "dst"))
@@ -190,14 +313,21 @@ class FileSystemState:
         if dst[-1] in dst_parent:
             raise MutationError(f"{op}: {'/'.join(dst)!r} already exists")
         node = src_parent[src[-1]]
+        if len(dst) > len(src) or keep_source:
+            self._deep(dst, _height(node), op)
         if keep_source:
-            dst_parent[dst[-1]] = copy.deepcopy(node)
+            size = _measure(node) if isinstance(node, dict) else (0, len(node))
+            self._grow(size[0] + 1, size[1], op)
+            dst_parent[dst[-1]] = copy_tree(node) if isinstance(node, dict) else node
+            undo.append(lambda: dst_parent.pop(dst[-1]))
         else:
+            undo.append(_restorer(src_parent))
+            undo.append(lambda: dst_parent.pop(dst[-1]))
             dst_parent[dst[-1]] = src_parent.pop(src[-1])
             if self.cwd[: len(src)] == src:
                 self.cwd = dst + self.cwd[len(src) :]
 
-    def _chdir(self, m: Mapping[str, Any]) -> None:
+    def _chdir(self, m: Mapping[str, Any], undo: list[Callable[[], None]]) -> None:
         names = self._split(self._arg(m, "path"))
         if not isinstance(self._node(names), dict):
             raise MutationError(f"chdir: {'/'.join((self.root_name, *names))!r} is not a directory")
@@ -206,7 +336,7 @@ class FileSystemState:
     # ------------------------------------------------------------ comparison
     def copy(self) -> FileSystemState:
         twin = object.__new__(FileSystemState)  # a checked state's copy needs no second check
-        twin.root_name, twin.tree, twin.cwd = self.root_name, copy.deepcopy(self.tree), self.cwd
+        twin.root_name, twin.tree, twin.cwd, twin.limits = self.root_name, copy_tree(self.tree), self.cwd, self.limits
         return twin
 
     def __eq__(self, other: object) -> bool:
@@ -228,27 +358,101 @@ class FileSystemState:
         return out
 
 
-_OPS = {
+_Op = Callable[[FileSystemState, Mapping[str, Any], list[Callable[[], None]]], None]
+_OPS: dict[str, _Op] = {
     "mkdir": FileSystemState._mkdir,
     "write": FileSystemState._write,
-    "append": lambda s, m: FileSystemState._write(s, m, append=True),
+    "append": lambda s, m, u: FileSystemState._write(s, m, u, append=True),
     "delete": FileSystemState._delete,
-    "move": lambda s, m: FileSystemState._transfer(s, m, keep_source=False),
-    "copy": lambda s, m: FileSystemState._transfer(s, m, keep_source=True),
+    "move": lambda s, m, u: FileSystemState._transfer(s, m, u, keep_source=False),
+    "copy": lambda s, m, u: FileSystemState._transfer(s, m, u, keep_source=True),
     "chdir": FileSystemState._chdir,
 }
 
 
-def _check_names(tree: Tree, where: str) -> None:
-    """Every name must be addressable as one path part: not empty, not ``.`` or ``..``, no ``/``
-    (the tools' virtual paths could not reach such an entry, and a path walk would leave the tree)."""
-    for name, node in tree.items():
-        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name:
-            raise ValueError(f"{where}: invalid file or directory name {name!r} (not '', '.', '..', no '/')")
-        if isinstance(node, dict):
-            _check_names(node, f"{where}/{name}")
-        elif not isinstance(node, str):
-            raise ValueError(f"{where}/{name}: a file's content must be a string, got {type(node).__name__}")
+def _bound(value: int, limit: int, name: str, message: str) -> None:
+    if value > limit:
+        raise TreeLimitError(message, limit=name)
+
+
+def _restorer(folder: Tree) -> Callable[[], None]:
+    """Puts ``folder``'s entries back as they are now, in this order (listing order is insertion order)."""
+    items = list(folder.items())
+
+    def restore() -> None:
+        folder.clear()
+        folder.update(items)
+
+    return restore
+
+
+def _scan(tree: Tree, where: str, limits: TreeLimits) -> None:
+    """Every name must be addressable as one path part: not empty, not ``.`` or ``..``, no ``/`` (the
+    tools' virtual paths could not reach such an entry, and a path walk would leave the tree); names and
+    contents must be valid text; the tree must keep within ``limits``."""
+    entries = chars = 0
+    stack: list[tuple[Tree, str, int]] = [(tree, where, 1)]
+    while stack:
+        folder, path, depth = stack.pop()
+        for name, node in folder.items():
+            if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or not valid_text(name):
+                raise ValueError(f"{path}: invalid file or directory name {name!r} (not '', '.', '..', no '/')")
+            entries += 1
+            _bound(entries, limits.max_entries, "tree_entries", f"{where}: more than {limits.max_entries} entries")
+            _bound(depth, limits.max_depth, "tree_depth", f"{path}/{name}: deeper than {limits.max_depth} levels")
+            if isinstance(node, dict):
+                stack.append((node, f"{path}/{name}", depth + 1))
+            elif not isinstance(node, str):
+                raise ValueError(f"{path}/{name}: a file's content must be a string, got {type(node).__name__}")
+            elif not valid_text(node):
+                raise ValueError(f"{path}/{name}: the content is not valid text (a lone surrogate)")
+            else:
+                chars += len(node)
+    _bound(chars, limits.max_bytes, "tree_bytes", f"{where}: more than {limits.max_bytes} characters of files")
+
+
+def _measure(tree: Tree) -> tuple[int, int]:
+    """(entries, characters of contents) below ``tree``."""
+    entries = chars = 0
+    stack = [tree]
+    while stack:
+        for node in stack.pop().values():
+            entries += 1
+            if isinstance(node, dict):
+                stack.append(node)
+            else:
+                chars += len(node)
+    return entries, chars
+
+
+def _height(node: Any) -> int:
+    """How many levels a node adds below its own name: 0 for a file or an empty folder."""
+    height = 0
+    stack = [(node, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if isinstance(folder, dict):
+            for child in folder.values():
+                height = max(height, depth + 1)
+                stack.append((child, depth + 1))
+    return height
+
+
+def copy_tree(tree: Tree) -> Tree:
+    """A deep copy of a tree (iterative; strings are shared, they are immutable)."""
+    root: Tree = {}
+    stack = [(tree, root)]
+    while stack:
+        source, target = stack.pop()
+        for name, node in source.items():
+            if isinstance(node, dict):
+                child: Tree = {}
+                target[name] = child
+                stack.append((node, child))
+            else:
+                target[name] = node
+    return root
+
 
 
 def _tree_from_bfcl(contents: Mapping[str, Any], where: str) -> Tree:

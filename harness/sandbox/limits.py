@@ -2,9 +2,12 @@
 
 ``Limits`` is a frozen pydantic model that rejects unknown fields, so a typo such as ``max_mmeory``
 fails loudly. Sizes accept ``"16mb"``/``"512kb"``/bytes, durations ``"2s"``/``"500ms"``/``"1m"``/seconds.
-``to_monty()`` maps the fields onto pydantic-monty 1.4's ``ResourceLimits`` keys; ``wall_clock`` is
-enforced on the host (``asyncio.wait_for``) because time a script spends waiting on the host (an
-external, a sleep) is not counted by the sandbox's own duration limit.
+``to_monty()`` maps the sandbox's own fields onto pydantic-monty 1.4's ``ResourceLimits`` keys. The
+others are enforced on the host, for costs the sandbox cannot see: ``wall_clock`` (time a script spends
+waiting on the host, an external or a sleep, is not counted by the sandbox's duration limit),
+``max_wait`` (a call waiting for a free worker), ``max_print``, ``max_output_depth`` and
+``max_mutations``. A breach of any of them is ``tool:limit`` (``LimitError.limit`` names it), except
+``max_wait``, which is ``tool:unavailable``: a call that never started is not charged a limit.
 """
 
 from __future__ import annotations
@@ -89,22 +92,42 @@ class Limits(BaseModel):
     max_sleep: float | None = Field(default=None, description="Total seconds of time.sleep/asyncio.sleep.")
     gc_interval: int | None = Field(default=None, gt=0, description="Collect garbage every N allocations.")
     wall_clock: float | None = Field(
-        default=None, description="Host-side bound on the whole call, waiting on externals included ('5s')."
+        default=None,
+        description="Host-side bound on a call from the moment it starts, waiting on externals included ('5s'). "
+        "An overdue call is abandoned: its worker is killed, its thread replaced.",
+    )
+    max_wait: float | None = Field(
+        default=None,
+        description="Host-side bound on the time a call waits for a free sandbox worker before it starts ('60s'); "
+        "not part of wall_clock. Beyond it the call ends as tool:unavailable.",
+    )
+    max_print: int | None = Field(
+        default=None,
+        description="Bytes of print() output the host keeps for one run ('1mb'); more ends the run (limit 'print').",
+    )
+    max_output_depth: int | None = Field(
+        default=None,
+        gt=0,
+        description="How deeply the script's value may nest (lists and dicts); a deeper value is refused (limit "
+        "'output_depth') instead of coming back cut.",
+    )
+    max_mutations: int | None = Field(
+        default=None, gt=0, description="Mutations one call may return (limit 'mutations')."
     )
 
-    @field_validator("max_memory", mode="before")
+    @field_validator("max_memory", "max_print", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int | None:
         return parse_size(value)
 
-    @field_validator("max_duration", "max_sleep", "wall_clock", mode="before")
+    @field_validator("max_duration", "max_sleep", "wall_clock", "max_wait", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> float | None:
         return parse_duration(value)
 
     @classmethod
     def strict(cls) -> Limits:
-        """Small and fast: 8 MB, 0.5 s, recursion 200, 1 s on the wall clock."""
+        """Small and fast: 8 MB, 0.5 s, recursion 200, 1 s on the wall clock, 64 KB of prints."""
         return cls.model_validate(
             {
                 "max_memory": "8mb",
@@ -113,12 +136,16 @@ class Limits(BaseModel):
                 "max_suspensions": 200,
                 "max_sleep": "200ms",
                 "wall_clock": "1s",
+                "max_wait": "10s",
+                "max_print": "64kb",
+                "max_output_depth": 100,
+                "max_mutations": 100,
             }
         )
 
     @classmethod
     def default(cls) -> Limits:
-        """The everyday preset: 16 MB, 2 s, recursion 400, 5 s on the wall clock."""
+        """The everyday preset: 16 MB, 2 s, recursion 400, 5 s on the wall clock, 1 MB of prints."""
         return cls.model_validate(
             {
                 "max_memory": "16mb",
@@ -127,12 +154,16 @@ class Limits(BaseModel):
                 "max_suspensions": 1000,
                 "max_sleep": "1s",
                 "wall_clock": "5s",
+                "max_wait": "60s",
+                "max_print": "1mb",
+                "max_output_depth": 100,
+                "max_mutations": 1000,
             }
         )
 
     @classmethod
     def permissive(cls) -> Limits:
-        """Room for heavy scripts: 64 MB, 10 s, recursion 1000, 30 s on the wall clock."""
+        """Room for heavy scripts: 64 MB, 10 s, recursion 1000, 30 s on the wall clock, 8 MB of prints."""
         return cls.model_validate(
             {
                 "max_memory": "64mb",
@@ -141,6 +172,10 @@ class Limits(BaseModel):
                 "max_suspensions": 10000,
                 "max_sleep": "10s",
                 "wall_clock": "30s",
+                "max_wait": "300s",
+                "max_print": "8mb",
+                "max_output_depth": 100,
+                "max_mutations": 10000,
             }
         )
 
@@ -170,7 +205,7 @@ class Limits(BaseModel):
         return self.model_copy(update=changes)
 
     def to_monty(self) -> dict[str, Any]:
-        """pydantic-monty 1.4 ``ResourceLimits`` (``wall_clock`` is host-side and not included)."""
+        """pydantic-monty 1.4 ``ResourceLimits`` (the host-side fields are not included)."""
         out: dict[str, Any] = {}
         if self.max_memory is not None:
             out["max_memory"] = self.max_memory

@@ -1,76 +1,122 @@
-"""Running scripts: one process-wide pydantic-monty pool, a fresh session per call, errors mapped.
+"""The process-wide sandbox: pydantic-monty's sync worker pool, driven from runner threads with admission.
 
-Pool choice, measured on this 2-core machine (same script: one virtual-file read, fresh session,
-interleaved, 540 runs each, load average ~5): ``AsyncMonty`` p50 452 us / p90 644 us; the sync
-``Monty`` pool called on the event loop's thread p50 299 us (p90 1.9 ms: it competes with the loop);
-the sync pool on a worker thread p50 302 us / p90 489 us. The async pool is also the one that can
-abort the interpreter at exit (observed in 16 of 60 short processes with 1.4.0). So: the sync pool, driven from a small dedicated
-thread pool (``run_in_executor``; the hop costs ~40-50 us, ``harness bench sandbox`` reports it as
-``bare_feed_thread_us_p50`` vs ``bare_feed_inline_us_p50``). A sync ``feed_run`` blocks its thread for
-the whole run, and a script may legitimately run up to its duration limit (2 s by default) or wait on
-a slow external: on the loop's thread that would freeze every other task of the kernel (model calls,
-other agents), so it never runs there. Host coroutines used as externals run on the caller's loop
-(``run_coroutine_threadsafe``), where the wall-clock bound can cancel them.
+Why the sync pool on threads, measured on this 2-core machine: pydantic-monty's ``AsyncMonty`` costs
+~0.3 ms a fresh session against ~0.1 ms for the sync pool, and it is the one that can abort the
+interpreter at exit (16 of 60 short processes with 1.4.0). A sync ``feed_run`` blocks its thread for
+the whole run, and a script may legitimately run up to its duration limit or wait on a slow external,
+so it never runs on the event loop's thread: it runs on one of the pool's runner threads. A runner
+takes jobs from a queue and hands each result back with ``call_soon_threadsafe`` (a plain queue and
+one wake-up each way: ~30 us for the round trip, against ~57 us for ``run_in_executor``).
+
+Admission, so that a starved or overdue call is never charged to a healthy one:
+
+- At most ``capacity`` calls run at once; the others wait in the queue, in order. Waiting is not
+  running: a call's wall clock starts when a runner starts it (``Job.started``), and a call that waits
+  longer than its ``max_wait`` ends as ``tool:unavailable``, never as a limit of its own.
+- A call past its wall clock is abandoned: its worker process is killed (so a script that caught the
+  cancellation cannot go on), and its runner, which may be stuck in a synchronous external that
+  nothing can interrupt, stops counting against the capacity: a new runner takes its place. Up to
+  ``max_stuck`` runners may be stuck at once; beyond that the capacity shrinks until they come back.
+- pydantic-monty counts a killed worker against its own cap until the stuck runner leaves the session,
+  so its pool may hold ``capacity + max_stuck`` workers (~8 MB each, started only when needed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import concurrent.futures
-import functools
-import hashlib
-import inspect
-import json
 import os
+import queue
+import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import pydantic_monty as pm
 
-from harness.agents.events import (
-    Event,
-    ScriptCompleteEvent,
-    ScriptErrorEvent,
-    ScriptPrintEvent,
-    ScriptStartEvent,
-)
-from harness.sandbox.errors import (
-    CheckError,
-    ExecutionError,
-    ExternalError,
-    InputError,
-    LimitError,
-    OutputError,
-    ParseError,
-    SandboxError,
-)
-from harness.sandbox.limits import Limits
-from harness.sandbox.vfs import TreeOS, build_tree
+from harness.sandbox.vfs import TreeOS
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
 
-    from harness.sandbox.script import Script
+class Abandoned(Exception):
+    """Raised in a runner when its job was abandoned before the script started."""
 
-CHECK_SENTINEL = "PYM_CHECK_ONLY"
-"""A name prepended on its own line when type-checking: its lookup suspends the feed before any code runs."""
+
+class Job:
+    """One script run handed to the pool: its future on the caller's loop, and where it stands."""
+
+    __slots__ = (
+        "_lock", "abandoned", "finished", "fn", "future", "loop", "pid", "queued", "replaced", "started", "stuck"
+    )
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fn: Callable[[Job], Any]) -> None:
+        self.loop = loop
+        self.fn = fn
+        self.future: asyncio.Future[Any] = loop.create_future()
+        self.queued = time.perf_counter()
+        self.started: float | None = None
+        """``perf_counter()`` when a runner started the job (set by the runner thread)."""
+        self.pid: int | None = None
+        """The worker process running the script, while it runs."""
+        self.abandoned = False
+        self.stuck = False
+        """Abandoned while it ran: its runner no longer counts against the capacity."""
+        self.finished = False
+        self.replaced = False
+        """Its runner was replaced while the job was stuck, and leaves when it is done."""
+        self._lock = threading.Lock()
+
+    def attach(self, pid: int | None) -> None:
+        """Called by the runner once it holds a session: from here an abandon kills ``pid``."""
+        with self._lock:
+            if self.abandoned:
+                raise Abandoned
+            self.pid = pid
+
+    def detach(self) -> None:
+        """Called by the runner before it gives the session back: the worker is no longer this job's."""
+        with self._lock:
+            self.pid = None
+
+    def kill(self) -> None:
+        """Mark the job abandoned and kill its worker if the script is running (never another job's:
+        the runner cannot give the session back while the lock is held)."""
+        with self._lock:
+            self.abandoned = True
+            if self.pid is not None:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def _settle(job: Job, value: Any, error: BaseException | None) -> None:
+    if job.future.done():
+        return
+    if error is None:
+        job.future.set_result(value)
+    else:
+        job.future.set_exception(error)
 
 
 class SandboxPool:
-    """A lazily started pydantic-monty worker pool plus the threads that drive its sessions."""
+    """A lazily started pydantic-monty worker pool plus the runner threads that drive its sessions."""
 
-    def __init__(self, *, min_processes: int = 1, max_processes: int | None = None, threads: int = 8) -> None:
+    def __init__(self, *, capacity: int | None = None, max_stuck: int | None = None, min_processes: int = 1) -> None:
+        self.capacity = capacity or max(4, os.cpu_count() or 1)
+        """Calls that run at once; the others wait in order."""
+        self.max_stuck = max_stuck if max_stuck is not None else 2 * self.capacity
+        """Runners that may be stuck in an abandoned call before the capacity shrinks."""
         self._min = min_processes
-        self._max = max_processes or max(4, os.cpu_count() or 1)
-        self._threads = threads
         self._lock = threading.Lock()
         self._monty: pm.Monty | None = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False
+        self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._active = 0  # runner threads that count against the capacity (not stuck)
+        self._stuck = 0  # runner threads busy with an abandoned job
+        self._pending = 0  # jobs in the queue
+        self._busy = 0  # jobs running and not abandoned
+        self._threads: list[threading.Thread] = []
 
     @property
     def monty(self) -> pm.Monty:
@@ -81,24 +127,97 @@ class SandboxPool:
                 if self._closed:
                     raise RuntimeError("the sandbox pool is closed")
                 if self._monty is None:
-                    pool = pm.Monty(min_processes=self._min, max_processes=self._max)
+                    pool = pm.Monty(min_processes=self._min, max_processes=self.capacity + self.max_stuck)
                     pool.__enter__()
                     self._monty = pool
                 monty = self._monty
         return monty
 
-    @property
-    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
-        if self._executor is None:
-            with self._lock:
-                if self._executor is None:
-                    self._executor = concurrent.futures.ThreadPoolExecutor(
-                        max_workers=self._threads, thread_name_prefix="pym-sandbox"
-                    )
-        return self._executor
+    def stats(self) -> dict[str, int]:
+        """Runner threads and jobs by state (for tests and diagnostics)."""
+        with self._lock:
+            return {"active": self._active, "stuck": self._stuck, "pending": self._pending, "busy": self._busy}
 
+    # ------------------------------------------------------------ admission
+    def submit(self, loop: asyncio.AbstractEventLoop, fn: Callable[[Job], Any]) -> Job:
+        """Queue ``fn(job)`` for a runner thread; its value or exception settles ``job.future`` on ``loop``."""
+        if self._monty is None:
+            _ = self.monty  # start the pool on the caller's thread (and fail there when closed)
+        job = Job(loop, fn)
+        with self._lock:
+            self._pending += 1
+            self._grow()
+        self._queue.put(job)
+        return job
+
+    def abandon(self, job: Job) -> None:
+        """Give up on ``job`` (overdue or no longer wanted): kill its worker; a stuck runner is replaced."""
+        job.kill()
+        with self._lock:
+            if job.started is not None and not job.stuck and not job.finished:
+                job.stuck = True
+                self._busy -= 1
+                self._active -= 1
+                self._stuck += 1
+                self._grow()
+
+    def _limit(self) -> int:
+        return self.capacity - max(0, self._stuck - self.max_stuck)
+
+    def _grow(self) -> None:
+        """Start a runner when jobs wait and the capacity allows one more (lock held)."""
+        if self._closed:
+            return
+        while self._active < self._limit() and self._pending + self._busy > self._active:
+            self._active += 1
+            thread = threading.Thread(target=self._runner, name="pym-sandbox", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _runner(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            with self._lock:
+                self._pending -= 1
+                skip = job.abandoned
+                if not skip:
+                    self._busy += 1
+                    job.started = time.perf_counter()
+            if skip:
+                continue
+            try:
+                self.finish(job, job.fn(job), None)
+            except BaseException as e:  # handed to the caller's loop, raised there
+                self.finish(job, None, e)
+            if job.replaced:
+                return
+
+    def finish(self, job: Job, value: Any, error: BaseException | None) -> None:
+        """Hand ``job``'s outcome to its loop, once (``feed`` does it before it gives its session back,
+        so the caller does not wait for that)."""
+        with self._lock:
+            if job.finished or job.started is None:  # settled already, or not a job a runner took
+                return
+            job.finished = True
+            if job.stuck:  # abandoned while it ran: its runner was replaced, and leaves unless needed
+                self._stuck -= 1
+                if self._active >= self._limit() or self._closed:
+                    job.replaced = True
+                else:
+                    self._active += 1
+            else:
+                self._busy -= 1
+        try:
+            job.loop.call_soon_threadsafe(_settle, job, value, error)
+        except RuntimeError:  # the caller's loop is closed: nobody waits for this result
+            pass
+
+    # ------------------------------------------------------------ running
     def feed(
         self,
+        job: Job,
         script_name: str,
         code: str,
         *,
@@ -108,24 +227,32 @@ class SandboxPool:
         os_handler: TreeOS,
         print_callback: Callable[[str, str], None],
     ) -> Any:
-        """Run ``code`` in a fresh session; blocks the calling thread. Raises pydantic-monty errors."""
+        """Run ``code`` in a fresh session for ``job`` (on a runner thread). Raises pydantic-monty errors."""
         with self.monty.checkout(script_name=script_name, limits=limits) as session:  # type: ignore[arg-type]
-            return session.feed_run(
-                code,
-                inputs=inputs,
-                external_lookup=external_lookup,
-                print_callback=print_callback,  # type: ignore[arg-type]
-                os=os_handler,
-            )
+            job.attach(session.worker_pid)
+            try:
+                value = session.feed_run(
+                    code,
+                    inputs=inputs,
+                    external_lookup=external_lookup,
+                    print_callback=print_callback,  # type: ignore[arg-type]
+                    os=os_handler,
+                )
+            finally:
+                job.detach()
+            self.finish(job, value, None)  # before the session is given back (~15 us the caller need not wait)
+            return value
 
     def close(self) -> None:
-        """Stop the workers and the threads. Idempotent; registered at exit for the process-wide pool."""
+        """Stop the runners and the workers. Idempotent; registered at exit for the process-wide pool."""
         with self._lock:
             self._closed = True
             monty, self._monty = self._monty, None
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._queue.put(None)
+        for thread in threads:
+            thread.join(timeout=0.5)  # an idle runner leaves at once; a stuck one is a daemon
         if monty is not None:
             monty.__exit__(None, None, None)
 
@@ -152,314 +279,3 @@ def close_pool() -> None:
         pool, _POOL = _POOL, None
     if pool is not None:
         pool.close()
-
-
-# ---------------------------------------------------------------- type check at load
-
-
-def _check_cache_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("harness")) / "pym-check"
-
-
-def type_check_script(script: Script) -> None:
-    """Type-check ``script`` once (pydantic-monty's checker with the script's stubs); no code runs.
-
-    A passing check is remembered on disk, keyed by the code, the stubs and the pydantic-monty version.
-    Raises CheckError (type errors, with the ``.pym`` lines) or ParseError (syntax Monty rejects).
-    """
-    stubs = script.stubs + f"{CHECK_SENTINEL}: Any\n"
-    key = hashlib.sha256(f"{pm.__version__}\0{script.code}\0{stubs}".encode()).hexdigest()
-    marker = _check_cache_dir() / key
-    if marker.exists():
-        return
-    fname = script.filename
-    code = f"{CHECK_SENTINEL}\n{script.code}"
-    with get_pool().monty.checkout(
-        script_name=fname, type_check=True, type_check_stubs=stubs, type_check_format="concise"
-    ) as session:
-        try:
-            snapshot = session.feed_start(code)
-        except pm.MontyTypingError as e:
-            raise CheckError(
-                f"{fname}: type check failed:\n{_shift_lines(e.display(), fname)}", script=fname
-            ) from e
-        except pm.MontySyntaxError as e:
-            line = _frame_line(e, shift=1)
-            raise ParseError(f"{fname} line {line}: {e.display('msg')}", script=fname, line=line) from e
-        except pm.MontyRuntimeError as e:
-            line = _frame_line(e, shift=1)
-            cls = ParseError if isinstance(e.exception(), NotImplementedError) else CheckError
-            raise cls(f"{fname} line {line}: {e.display('type-msg')}", script=fname, line=line) from e
-    if not (isinstance(snapshot, pm.NameLookupSnapshot) and snapshot.variable_name == CHECK_SENTINEL):
-        raise CheckError(
-            f"{fname}: the type check did not stop before the script ran ({snapshot!r})", script=fname
-        )
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass
-
-
-def _shift_lines(text: str, fname: str) -> str:
-    """Diagnostics name ``fname:LINE:COL``; take back the sentinel line added in front of the code."""
-    import re
-
-    pattern = re.compile(rf"^({re.escape(fname)}):(\d+):", re.MULTILINE)
-    return pattern.sub(lambda m: f"{m.group(1)}:{int(m.group(2)) - 1}:", text).rstrip()
-
-
-def _frame_line(error: pm.MontySyntaxError | pm.MontyRuntimeError, shift: int = 0) -> int | None:
-    frames = error.traceback()
-    return frames[-1].line - shift if frames else None
-
-
-# ---------------------------------------------------------------- running
-
-
-class _Externals:
-    """Host functions exposed to one run; records what they raised; async ones run on the caller's loop."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.futures: set[concurrent.futures.Future[Any]] = set()
-        self.raised: list[tuple[str, frozenset[str], str]] = []
-        """(external, names of the exception's classes, message) for each exception an external raised."""
-
-    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                result = fn(*args, **kwargs)
-                if inspect.isawaitable(result):
-                    result = self._await(name, result)
-                return result
-            except BaseException as exc:
-                classes = frozenset(c.__name__ for c in type(exc).__mro__)
-                self.raised.append((name, classes, str(exc)))
-                raise
-
-        return call
-
-    def _await(self, name: str, awaitable: Awaitable[Any]) -> Any:
-        async def _run() -> Any:
-            return await awaitable
-
-        future = asyncio.run_coroutine_threadsafe(_run(), self.loop)
-        self.futures.add(future)
-        try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            raise TimeoutError(
-                f"external {name}() was cancelled: the call ran past its wall-clock limit"
-            ) from None
-        finally:
-            self.futures.discard(future)
-
-    def cancel_all(self) -> None:
-        for future in list(self.futures):
-            future.cancel()
-
-
-async def _emit(emit: Callable[[Event], Awaitable[None] | None] | None, event: Event) -> None:
-    if emit is None:
-        return
-    result = emit(event)
-    if inspect.isawaitable(result):
-        await result
-
-
-async def run_script(
-    script: Script,
-    inputs: Mapping[str, Any] | None,
-    *,
-    host_inputs: Mapping[str, Any] | None = None,
-    files: Mapping[str, Any] | None = None,
-    externals: Mapping[str, Callable[..., Any]] | None = None,
-    limits: Limits | None = None,
-    output_model: type[BaseModel] | None = None,
-    environ: Mapping[str, str] | None = None,
-    emit: Callable[[Event], Awaitable[None] | None] | None = None,
-    tool_name: str,
-    arguments_checked: bool = False,
-) -> Any:
-    """See ``Script.run``."""
-    fname = script.filename
-    limits = limits or Limits.default()
-    if emit is not None:
-        await _emit(emit, ScriptStartEvent(tool_name=tool_name, script=fname, input_count=len(inputs or {})))
-    started = time.perf_counter()
-    prints: list[ScriptPrintEvent] = []
-    try:
-        values = script.resolve_inputs(inputs, host_inputs, given_checked=arguments_checked)
-        _check_externals(script, externals)
-        value = await _execute(script, values, files, externals or {}, limits, environ, prints, tool_name)
-        _check_output(fname, value, output_model)
-    except SandboxError as err:
-        if emit is not None:
-            for event in prints:
-                await _emit(emit, event)
-            ms = (time.perf_counter() - started) * 1e3
-            await _emit(emit, ScriptErrorEvent(tool_name, fname, ms, err.kind, str(err)))
-        raise
-    if emit is not None:
-        for event in prints:
-            await _emit(emit, event)
-        ms = (time.perf_counter() - started) * 1e3
-        await _emit(emit, ScriptCompleteEvent(tool_name=tool_name, script=fname, duration_ms=ms))
-    return value
-
-
-def _check_externals(script: Script, externals: Mapping[str, Callable[..., Any]] | None) -> None:
-    given = dict(externals or {})
-    for name, spec in script.externals.items():
-        if name not in given:
-            raise ExternalError(
-                f"{script.filename} line {spec.lineno}: external {name!r} is declared but the host supplied no implementation",
-                function_name=name,
-                script=script.filename,
-                line=spec.lineno,
-            )
-        if not callable(given[name]):
-            raise ExternalError(
-                f"{script.filename}: external {name!r} is not callable",
-                function_name=name,
-                script=script.filename,
-            )
-    for name in given:
-        if name not in script.externals:
-            raise ExternalError(
-                f"{script.filename}: external {name!r} was supplied but the script declares no such @external",
-                function_name=name,
-                script=script.filename,
-            )
-
-
-async def _execute(
-    script: Script,
-    values: dict[str, Any],
-    files: Mapping[str, Any] | None,
-    externals: Mapping[str, Callable[..., Any]],
-    limits: Limits,
-    environ: Mapping[str, str] | None,
-    prints: list[ScriptPrintEvent],
-    tool_name: str,
-) -> Any:
-    loop = asyncio.get_running_loop()
-    pool = get_pool()
-    calls = _Externals(loop)
-    fname = script.filename
-
-    def on_print(stream: str, text: str) -> None:
-        prints.append(ScriptPrintEvent(tool_name=tool_name, script=fname, stream=stream, text=text))
-
-    try:
-        os_handler = TreeOS(build_tree(files), environ or {})
-    except (TypeError, ValueError) as e:
-        raise InputError(f"{fname}: bad virtual files: {e}", from_model=False, script=fname) from e
-    job = functools.partial(
-        pool.feed,
-        fname,
-        script.code,
-        limits=limits.to_monty(),
-        inputs=values,
-        external_lookup={name: calls.wrap(name, fn) for name, fn in externals.items()},
-        os_handler=os_handler,
-        print_callback=on_print,
-    )
-    future = loop.run_in_executor(pool.executor, job)
-    expired: list[bool] = []
-
-    def expire() -> None:  # cheaper than asyncio.wait_for (~20 us a call); the thread finishes on its own
-        expired.append(True)
-        future.cancel()
-
-    timer = loop.call_later(limits.wall_clock, expire) if limits.wall_clock is not None else None
-    try:
-        return await future
-    except asyncio.CancelledError:
-        if not expired:
-            raise  # the caller cancelled us
-        raise LimitError(
-            f"{fname}: wall-clock limit of {limits.wall_clock:g}s exceeded (time waiting on externals counts)",
-            limit="wall_clock",
-            script=fname,
-        ) from None
-    except pm.MontyError as e:
-        raise map_error(e, fname, calls.raised) from e
-    finally:
-        if timer is not None:
-            timer.cancel()
-        calls.cancel_all()
-
-
-_LIMIT_MARKERS = (
-    ("MemoryError", "memory limit exceeded", "memory"),
-    ("TimeoutError", "time limit exceeded", "duration"),
-    ("TimeoutError", "sleep limit exceeded", "sleep"),
-    ("RecursionError", "", "recursion"),
-    ("RuntimeError", "suspension limit", "suspensions"),
-)
-
-
-def map_error(
-    error: pm.MontyError, fname: str, raised: list[tuple[str, frozenset[str], str]] | None = None
-) -> SandboxError:
-    """A pydantic-monty error as one of the seven sandbox kinds, its message naming the ``.pym`` line."""
-    if isinstance(error, pm.MontyCrashedError):
-        if error.timed_out:
-            return LimitError(
-                f"{fname}: the sandbox worker timed out and was replaced", limit="wall_clock", script=fname
-            )
-        return ExecutionError(f"{fname}: the sandbox worker crashed and was replaced: {error}", script=fname)
-    if isinstance(error, pm.MontyTypingError):
-        return CheckError(f"{fname}: type check failed:\n{error.display()}", script=fname)
-    if isinstance(error, pm.MontySyntaxError):
-        line = _frame_line(error)
-        return ParseError(f"{fname} line {line}: {error.display('msg')}", script=fname, line=line)
-    if isinstance(error, pm.MontyConversionError):
-        return InputError(
-            f"{fname}: a value cannot cross into the sandbox: {error}", from_model=False, script=fname
-        )
-    if not isinstance(error, pm.MontyRuntimeError):
-        return ExecutionError(f"{fname}: {type(error).__name__}: {error}", script=fname)
-    inner = error.exception()
-    exc_type = type(inner).__name__
-    message = str(inner)
-    line = _frame_line(error)
-    where = f"{fname} line {line}" if line else fname
-    for type_name, marker, limit in _LIMIT_MARKERS:
-        if exc_type == type_name and marker in message:
-            return LimitError(f"{where}: {exc_type}: {message}", limit=limit, script=fname, line=line)
-    for name, raised_classes, raised_message in raised or ():
-        # an exception class the sandbox does not know arrives as its nearest builtin base
-        if exc_type in raised_classes and raised_message == message:
-            return ExternalError(
-                f"{where}: external {name}() raised {exc_type}: {message}",
-                function_name=name,
-                script=fname,
-                line=line,
-            )
-    return ExecutionError(f"{where}: {exc_type}: {message}", exc_type=exc_type, script=fname, line=line)
-
-
-def _check_output(fname: str, value: Any, output_model: type[BaseModel] | None) -> None:
-    if output_model is not None:
-        from pydantic import ValidationError
-
-        try:
-            output_model.model_validate(value)
-        except ValidationError as e:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in e.errors()[:3]
-            )
-            raise OutputError(
-                f"{fname}: the value does not match {output_model.__name__}: {problems}", script=fname
-            ) from e
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise OutputError(
-            f"{fname}: the value is not JSON ({type(value).__name__}): {e}", script=fname
-        ) from e

@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 from harness.agents.types import ToolSchema
 from harness.sandbox.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.errors import InputError, ParseError
-from harness.sandbox.validation import compile_validator, first_error_of, first_problem
+from harness.sandbox.validation import SchemaCheck, compile_validator, first_error_of, first_problem
+from harness.sandbox.values import lone_surrogate
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from jsonschema import Draft202012Validator
     from pydantic import BaseModel
 
     from harness.agents.events import Event
@@ -55,7 +55,7 @@ class Script:
     stubs: str
     inputs: Mapping[str, InputSpec]
     externals: Mapping[str, ExternalSpec]
-    _validators: dict[str, Draft202012Validator] = field(
+    _validators: dict[str, SchemaCheck] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -87,7 +87,7 @@ class Script:
         required = [s.name for s in self.inputs.values() if s.required]
         return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
-    def validator(self, *, include_hidden: bool) -> Draft202012Validator:
+    def validator(self, *, include_hidden: bool) -> SchemaCheck:
         """The compiled validator of ``validation_schema`` (built once)."""
         key = "all" if include_hidden else "visible"
         found = self._validators.get(key)
@@ -97,7 +97,7 @@ class Script:
             )
         return found
 
-    def _input_validator(self, name: str) -> Draft202012Validator:
+    def _input_validator(self, name: str) -> SchemaCheck:
         key = "input:" + name
         found = self._validators.get(key)
         if found is None:
@@ -146,6 +146,13 @@ class Script:
                 )
         if not given_checked:
             _check_types(self, values)
+            where = lone_surrogate(given)
+            if where is not None:
+                raise InputError(
+                    f"{self.filename}: input {where!r} is not valid text (it holds a lone surrogate)",
+                    input_name=where.split(".")[0].split("[")[0],
+                    script=self.filename,
+                )
             return values
         for name in from_host:
             problem = first_error_of(self._input_validator(name), values[name])
@@ -175,10 +182,10 @@ class Script:
         """Run once in a fresh sandbox session and return the script's value.
 
         ``files`` maps absolute virtual paths to a file's content (str/bytes) or a directory (a dict of
-        name -> content or dict). Raises one of the seven SandboxError kinds; emits ScriptStart/Print/
+        name -> content or dict). Raises one of the SandboxError kinds; emits ScriptStart/Print/
         Complete/Error events through ``emit`` when given. ``arguments_checked``: see ``resolve_inputs``.
         """
-        from harness.sandbox.pool import run_script
+        from harness.sandbox.execute import run_script
 
         return await run_script(
             self,
@@ -219,7 +226,7 @@ def load_script(path: str | Path, *, type_check: bool = True) -> Script:
         raise ParseError(f"cannot read {path}: {e}", script=path.name) from e
     script = parse_script(source, path)
     if type_check:
-        from harness.sandbox.pool import type_check_script
+        from harness.sandbox.typecheck import type_check_script
 
         type_check_script(script)
     return script

@@ -1,12 +1,14 @@
 """``PymTool``: a loaded ``.pym`` script behind the kernel's Tool protocol; ``discover_tools``.
 
 Per call: the model's arguments are checked against the tool's schema with jsonschema (unknown,
-missing or wrong-typed -> ``tool:bad_arguments``, the script never runs); the workspace supplies the
-virtual files and hidden inputs; the script runs in a fresh sandbox session; a value of the form
-``{"output": X, "mutations": [...]}`` shows ``X`` to the model and hands the mutations to the
-workspace's ResultHandler. Failures come back as error results, never as exceptions:
-``tool:script_error`` (the script raised, or an external did), ``tool:limit``, ``tool:bad_output``
-(output model, not JSON, malformed or impossible mutations), ``tool:load_error``.
+missing or wrong-typed, or a string that is not valid text -> ``tool:bad_arguments``, the script never
+runs); the workspace supplies the hidden inputs and virtual files; the script runs in a fresh sandbox
+session; a value of the form ``{"output": X, "mutations": [...]}`` shows ``X`` to the model and hands
+the mutations to the workspace's ResultHandler. Failures come back as error results, never as
+exceptions: ``tool:script_error`` (the script raised, or an external did), ``tool:limit`` (the
+sandbox's limits and the host's: more than ``max_mutations``, a tree past its ``TreeLimits``, ...),
+``tool:bad_output`` (output model, not JSON, malformed or impossible mutations), ``tool:load_error``,
+``tool:unavailable`` (no sandbox worker free in time: the call never started).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall, ToolResult, ToolSchema
-from harness.sandbox.errors import OutputError, SandboxError
+from harness.sandbox.errors import LimitError, OutputError, SandboxError
+from harness.sandbox.fs import TreeLimitError
 from harness.sandbox.limits import Limits
 from harness.sandbox.script import Script, load_script
 from harness.sandbox.validation import first_problem
+from harness.sandbox.values import lone_surrogate
 from harness.sandbox.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -97,6 +101,10 @@ class PymTool:
         problem = first_problem(self._validator, arguments)
         if problem is not None:
             return self._result(call, f"{self.name}: {problem[0]}", started, "tool:bad_arguments")
+        where = lone_surrogate(arguments)
+        if where is not None:
+            message = f"{self.name}: argument {where!r} is not valid text (it holds a lone surrogate)"
+            return self._result(call, message, started, "tool:bad_arguments")
         workspace = context.workspace if isinstance(context.workspace, Workspace) else None
         try:
             if workspace is None:
@@ -131,14 +139,20 @@ class PymTool:
             tool_name=self.name,
             arguments_checked=True,
         )
-        output, mutations = split_envelope(value, self.script.filename)
+        fname = self.script.filename
+        output, mutations = split_envelope(value, fname)
         if mutations:
+            cap = self.limits.max_mutations
+            if cap is not None and len(mutations) > cap:
+                raise LimitError(f"{fname}: returned {len(mutations)} mutations (limit {cap})", limit="mutations", script=fname)
             if workspace is None:
                 return value  # nobody applies them: show them rather than drop them
             try:
                 workspace.results.handle(self.name, mutations)
+            except TreeLimitError as e:
+                raise LimitError(f"{fname}: cannot apply its mutations: {e}", limit=e.limit, script=fname) from e
             except ValueError as e:
-                raise OutputError(f"{self.script.filename}: cannot apply its mutations: {e}") from e
+                raise OutputError(f"{fname}: cannot apply its mutations: {e}", script=fname) from e
         return output
 
 

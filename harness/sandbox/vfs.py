@@ -90,8 +90,30 @@ class TreeOS(pm.AbstractOS):
     """pydantic-monty's OS handler over a tree of dicts: reads, listings, stat, walk; no writes."""
 
     def __init__(self, root: dict[str, Any], environ: Mapping[str, str] | None = None) -> None:
-        self.root = root
+        self._root: dict[str, Any] | None = root
+        self._files: Mapping[str, Any] | None = None
         self.environ = dict(environ or {})
+
+    @classmethod
+    def mounting(cls, files: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> TreeOS:
+        """A handler over ``files`` (see ``build_tree``), mounted on first use: a script that reads no
+        file never pays for it. Raises TypeError/ValueError now for contents that are not files or
+        folders, or a mount over the root; clashes between mounts are found when they are mounted."""
+        handler = cls({}, environ)
+        if files:
+            for path, node in files.items():
+                if not isinstance(node, dict | str | bytes):
+                    raise TypeError(f"virtual file {path!r}: content must be str, bytes or a dict (a directory)")
+                if not _parts(path):
+                    raise ValueError(f"cannot mount over the virtual root: {path!r}")
+            handler._root, handler._files = None, files
+        return handler
+
+    @property
+    def root(self) -> dict[str, Any]:
+        if self._root is None:
+            self._root = build_tree(self._files)
+        return self._root
 
     def _get(self, path: Any) -> Any:
         node: Any = self.root

@@ -68,10 +68,14 @@ class RecordingResultHandler:
 class FileSystemBridge:
     """A FileSystemState as both DataProvider and ResultHandler for the Gorilla file-system tools.
 
-    Hidden inputs: ``cwd`` (the current directory's virtual path) and ``echo_mode``: ``"overwrite"``
-    (BFCL: ``echo`` replaces an existing file's content, a missing file is an error) or ``"append"``
-    (SHELLper's bash mapping ``echo "..." >> file``: creates the file if needed and appends the content
-    and a newline).
+    Hidden inputs (a script gets those it declares): ``here``, the current directory's entries (name ->
+    a file's content or a folder's dict, in listing order), and ``root``, the whole tree: the state in
+    one input each, copied into the sandbox with the call (one round trip, ~0.03 ms for 20 files,
+    instead of ~0.1-0.2 ms per virtual-file operation); ``cwd``, the current directory's virtual path
+    (what mutations name); and ``echo_mode``: ``"overwrite"`` (BFCL: ``echo`` replaces an existing
+    file's content, a missing file is an error) or ``"append"`` (SHELLper's bash mapping ``echo "..."
+    >> file``: creates the file if needed and appends the content and a newline). The tree is also
+    served read-only as virtual files under ``/fs/<root name>``, for scripts that read files.
     """
 
     state: FileSystemState
@@ -81,7 +85,8 @@ class FileSystemBridge:
         return self.state.virtual_files()
 
     def host_inputs(self, tool_name: str) -> Mapping[str, Any]:
-        return {"cwd": self.state.cwd_path, "echo_mode": self.echo_mode}
+        state = self.state
+        return {"cwd": state.cwd_path, "echo_mode": self.echo_mode, "here": state.here, "root": state.tree}
 
     def handle(self, tool_name: str, mutations: Sequence[Mapping[str, Any]]) -> None:
         self.state.apply(mutations)

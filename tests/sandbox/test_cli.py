@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from sandbox_helpers import TOOLS_DIR
 from typer.testing import CliRunner
 
@@ -83,3 +84,37 @@ def test_bench_sandbox_prints_json_last() -> None:
     assert figures["n"] == 21 and figures["preset"] == "default" and figures["files"] == 20
     assert figures["error_results"] == 0
     assert set(figures["per_tool_us_p50"]) == {p.stem for p in TOOLS_DIR.glob("*.pym")}
+
+
+def test_tool_run_files_never_follows_a_link_out_of_the_directory(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "secret.txt").write_text("host secret")
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.txt").write_text("mine")
+    (root / "secret.txt").symlink_to(host / "secret.txt")
+    (root / "hostdir").symlink_to(host, target_is_directory=True)
+    result = runner.invoke(app, ["tool", "run", str(TOOLS_DIR / "cat.pym"), "--args", '{"file_name": "secret.txt"}',
+                                 "--files", str(root)])
+    assert json.loads(result.stdout.strip())["output"] == {"error": "cat: 'secret.txt': No such file or directory"}
+    assert "skipped" in result.stderr and "secret.txt" in result.stderr and "hostdir" in result.stderr
+    code, out = run_tool(str(TOOLS_DIR / "find.pym"), "--files", str(root))
+    assert (code, out["output"]) == (0, {"matches": ["./a.txt"]})
+
+
+@pytest.mark.parametrize("make", ["link-to-a-directory", "too-deep"])
+def test_tool_run_files_that_cannot_be_read_is_a_usage_error(tmp_path: Path, make: str) -> None:
+    target = tmp_path / "dir"
+    (target / "/".join(["d"] * 70)).mkdir(parents=True)
+    if make == "link-to-a-directory":
+        (tmp_path / "link").symlink_to(target, target_is_directory=True)
+        target = tmp_path / "link"
+    result = runner.invoke(app, ["tool", "run", str(TOOLS_DIR / "ls.pym"), "--files", str(target)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--files" in result.stderr and ("links are not followed" in result.stderr or "deeper than" in result.stderr)
+
+
+def test_tool_run_args_nested_too_deeply_is_bad_arguments() -> None:
+    code, out = run_tool(str(TOOLS_DIR / "ls.pym"), "--args", "[" * 100_000 + "]" * 100_000)
+    assert code == 1 and out["error_kind"] == "tool:bad_arguments"

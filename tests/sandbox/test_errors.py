@@ -1,4 +1,4 @@
-"""Each of the seven error kinds, produced by a real script, with the line or input in its message;
+"""Each error kind, produced by a real script, with the line or input in its message;
 and how PymTool turns them into error results."""
 
 from __future__ import annotations
@@ -251,15 +251,16 @@ async def test_pymtool_impossible_mutation_is_bad_output(write_script, state) ->
     assert "outside the file system" in result.output
 
 
-def test_error_kinds_are_seven() -> None:
+def test_error_kinds_are_the_seven_of_a_script_and_the_sandbox_s_own() -> None:
     from harness.sandbox import ERROR_KINDS
 
-    assert [k.__name__ for k in ERROR_KINDS] == [
-        "ParseError",
-        "CheckError",
-        "InputError",
-        "ExternalError",
-        "ExecutionError",
-        "LimitError",
-        "OutputError",
+    assert [(k.__name__, k.error_kind) for k in ERROR_KINDS] == [
+        ("ParseError", "tool:load_error"),
+        ("CheckError", "tool:load_error"),
+        ("InputError", "tool:script_error"),  # tool:bad_arguments when the model gave the input
+        ("ExternalError", "tool:script_error"),
+        ("ExecutionError", "tool:script_error"),
+        ("LimitError", "tool:limit"),
+        ("OutputError", "tool:bad_output"),
+        ("UnavailableError", "tool:unavailable"),
     ]

@@ -3,13 +3,22 @@ the 18 bundled tools against SHELLper's tool list."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 from sandbox_helpers import TOOLS_DIR
 
-from harness.sandbox import CheckError, ParseError, discover_tools, load_script, parse_script
+from harness.sandbox import (
+    CheckError,
+    FileSystemState,
+    ParseError,
+    Workspace,
+    discover_tools,
+    load_script,
+    parse_script,
+)
 
 SHELLPER_TOOLS = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
 
@@ -74,11 +83,13 @@ def test_declaration_lines_are_blanked_not_rewritten(write_script) -> None:
     source = (write_script(TYPED, name="typed.pym")).read_text().splitlines()
     code = script.code.splitlines()
     assert len(code) == len(source)
-    for original, fed in zip(source, code, strict=True):
-        if "Input" in original:
+    docstring_lines = ast.parse("\n".join(source)).body[0].end_lineno or 1
+    for n, (original, fed) in enumerate(zip(source, code, strict=True)):
+        if "Input" in original or n < docstring_lines:  # a declaration, or the docstring (the description)
             assert fed == ""
         else:
             assert fed == original
+    assert script.description.startswith(source[0].strip('"'))
 
 
 def test_stubs_declare_inputs_externals_and_open(write_script) -> None:
@@ -167,7 +178,8 @@ def test_bundled_tools_match_shellpers_tool_list() -> None:
             assert mine.get("default") == spec.get("default"), (name, prop)
             assert mine.get("description"), (name, prop)
         hidden = {s.name for s in tool.script.inputs.values() if s.hidden}
-        assert "cwd" in hidden, name
+        served = set(Workspace.filesystem(FileSystemState("alex")).data.host_inputs(name))
+        assert hidden and hidden <= served, name  # the state comes in as inputs the bridge serves
 
 
 def test_discover_tools_fails_loudly_on_a_broken_script(tmp_path: Path) -> None:
