@@ -47,8 +47,8 @@ def engine(
     policies: str = typer.Option("lazy,always", "--policies", help="Mask policies to time (lazy is the engine's)."),
     tools: str | None = typer.Option(None, "--tools", help="Tools: OpenAI JSON list or .pym folder (default: SHELLper)."),
 ) -> None:
-    """The embedded engine: tokens/s constrained vs unconstrained, time to first token cold vs
-    with the tool prompt cached; JSON last."""
+    """The embedded engine: tokens/s constrained (with and without jump-forward) vs unconstrained, the
+    forced-token fraction, time to first token cold vs with the tool prompt cached; JSON last."""
     import json
 
     from harness.agents.constraint import CONSTRAINED_STRATEGIES
@@ -68,12 +68,59 @@ def engine(
     except (FileNotFoundError, ValueError) as e:
         raise typer.BadParameter(str(e)) from e
     typer.echo(
-        f"constrained {figures['constrained_tok_s']} tok/s (worst strategy), unconstrained "
-        f"{figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']}; ttft first "
+        f"constrained {figures['constrained_tok_s']} tok/s (worst strategy, jump-forward verify), "
+        f"unconstrained {figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']} "
+        f"(append {figures['constrained_over_unconstrained_append']}, without jump-forward "
+        f"{figures['constrained_over_unconstrained_plain']}), forced "
+        f"{figures['forced_fraction']}; ttft first "
         f"{figures['ttft_ms_first']} ms, repeat {figures['ttft_ms_repeat']} ms, next-case speedup "
         f"{figures['ttft_speedup_next_case']}x; goals met: {figures['goals_met']}"
     )
     typer.echo(json.dumps(figures))
+
+
+@app.command("jump")
+def jump(
+    suite: str = typer.Argument("suites/shellper", help="Suite directory."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N cases."),
+    strategies: str | None = typer.Option(
+        None, "--strategies", help="Comma-separated (default: every constrained strategy)."
+    ),
+    out: str | None = typer.Option(None, "--out", help="Output folder (default results/bench/jump-<UTC time>)."),
+) -> None:
+    """Jump-forward against the plain decoding loop on a suite (embedded engine): the suite run and
+    scored with each loop (plain, append, verify), each request of the jump-forward runs also decoded
+    by the plain loop; how many outputs differ and why, tokens/s and model steps. Writes plain/,
+    append/, verify/, pairs.jsonl, jump.json; JSON last."""
+    import json
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from harness.agents.constraint import CONSTRAINED_STRATEGIES
+    from harness.bench.jump import run_jump_bench
+
+    chosen = [s.strip() for s in (strategies or ",".join(CONSTRAINED_STRATEGIES)).split(",") if s.strip()]
+    bad = [s for s in chosen if s not in CONSTRAINED_STRATEGIES]
+    if bad:
+        raise typer.BadParameter(f"unknown strategies {bad}: expected {', '.join(CONSTRAINED_STRATEGIES)}")
+    folder = Path(out) if out else Path("results") / "bench" / f"jump-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    try:
+        result = run_jump_bench(Path(suite), folder, strategies=chosen, limit=limit, log=typer.echo)
+    except (FileNotFoundError, ValueError) as e:
+        raise typer.BadParameter(str(e)) from e
+    for mode, per in result["per_mode"].items():
+        for strategy, fig in per.items():
+            scores = " ".join(
+                f"{m} {fig['scores_plain'].get(m, {}).get('value')}->{fig['scores'].get(m, {}).get('value')}"
+                for m in ("validity", "exact_match")
+            )
+            typer.echo(
+                f"{mode:>6} {strategy:>14}: {scores}; samples differing {fig['samples_differing']}; requests "
+                f"{fig['requests']}, same tokens {fig['same_tokens']}, differ {fig['differ']}; speedup "
+                f"{fig['speedup_median']}x, forced {fig['forced_fraction']}"
+            )
+    typer.echo(f"wrote {folder}/jump.json, pairs.jsonl, plain/, append/ and verify/")
+    typer.echo(json.dumps(result))
 
 
 @app.command("grammar")
