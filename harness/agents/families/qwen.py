@@ -90,6 +90,8 @@ def call_head(name: str) -> str:
 
 
 CALL_TAIL = "}\n" + CALL_END
+CALL_PREFIX = f'{CALL_START}\n{{"name": '
+"""What every call's head starts with (``call_head``)."""
 
 
 def _is_tool_response(text: str) -> bool:
@@ -163,9 +165,11 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool
         hint = rule_name(f"t{i}", tool.name)
         members = builder.members(tool.parameters, hint, closed=True)
         args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
-        body = f"{ebnf_literal(call_head(tool.name))} {args} {ebnf_literal(CALL_TAIL)}"
-        alts.append(builder.add(f"{hint}-call", body))
-    call = builder.add("call", " | ".join(alts))
+        alts.append(builder.add(f"{hint}-call", f"{ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])} {args}"))
+    # The text every call shares stays outside the alternatives: xgrammar compiles a grammar position
+    # by position, and a prefix repeated in each tool's alternative is paid once per tool.
+    tool_call = builder.add("tool-call", " | ".join(alts))
+    call = builder.add("call", f"{ebnf_literal(CALL_PREFIX)} {tool_call} {ebnf_literal(CALL_TAIL)}")
     calls = f'{call} ("\\n" {call})*' if parallel else call
     if text_answer:
         return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
