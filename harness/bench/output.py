@@ -64,9 +64,12 @@ def summarize(bench: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     summary["forced_fraction"] = {f"{r['family']}/{r['strategy']}": r.get("forced_fraction") for r in xgr}
     summary["steps_over_plain"] = {f"{r['family']}/{r['strategy']}": r.get("steps_over_plain") for r in xgr}
     summary["retokenized"] = sum(r.get("retokenized") or 0 for r in xgr)
+    at_100 = [r for r in bench.get("growth_tools") or [] if r["engine"] == "xgrammar" and r["tools"] == 100]
+    summary["compile_ms_cold_100_tools"], worst_at["compile_ms_cold_100_tools"] = _worst(at_100, "compile_ms_cold")
     summary["goals"] = {
         k: {"goal": g, "worst": summary[k], "met": summary[k] is not None and summary[k] <= g}
         for k, g in goals.items()
+        if k in summary and (summary[k] is not None or k != "compile_ms_cold_100_tools")
     }
     summary["goals_met"] = all(v["met"] for v in summary["goals"].values()) and summary["gold_rejected"] == 0
     llg_all = [r for r in bench["main"] if r["engine"] == "llguidance"]
