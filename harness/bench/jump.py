@@ -9,8 +9,8 @@ inputs (episodes follow that run's own answers).
 
 Where a pair's tokens differ, the first differing position says why (``cause``):
 
-- ``split``: jump-forward appended a forced token there and the plain loop's model wrote the same
-  forced text with other tokens (a base model spelling ``<start_function_call>`` in pieces, say);
+- ``split``: ``append`` put a forced token there and the plain loop's model wrote the same forced
+  text with other tokens (a base model spelling ``<start_function_call>`` in pieces, say);
 - ``rounding``: both chose from the same tokens before: the scores differ because tokens were
   evaluated in one batch, which llama.cpp's kernels round differently from one at a time;
 - ``end``: one output is a prefix of the other (one stopped, the other went on).
@@ -64,11 +64,13 @@ class Pair:
     jump_text: str
 
 
-def first_difference(plain: Sequence[int], jumped: Sequence[int], forced_at: Sequence[int]) -> tuple[int | None, str | None]:
-    """Where two decodes' tokens part and why (None, None when they do not)."""
+def first_difference(plain: Sequence[int], jumped: Sequence[int], unchecked: Sequence[int]) -> tuple[int | None, str | None]:
+    """Where two decodes' tokens part and why (None, None when they do not); ``unchecked``: the
+    positions jump-forward filled without the model's scores (``append``'s forced tokens; ``verify``
+    has none: each of its tokens was the model's choice)."""
     for i, (p, j) in enumerate(zip(plain, jumped, strict=False)):
         if p != j:
-            return i, "split" if i in set(forced_at) else "rounding"
+            return i, "split" if i in set(unchecked) else "rounding"
     if len(plain) == len(jumped):
         return None, None
     return min(len(plain), len(jumped)), "end"
@@ -95,19 +97,23 @@ class ShadowClient:
             plain_decode = self.engine.last_decode
             self.engine.jump = self.mode
             jumped = self.engine.complete(request)
-            self.pairs.append(_pair(request, self.engine.tokenizer, plain, plain_decode, jumped, self.engine.last_decode))
+            self.pairs.append(
+                _pair(request, self.engine.tokenizer, plain, plain_decode, jumped, self.engine.last_decode, self.mode)
+            )
             return jumped  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         """The engine belongs to the bench (two runs share it)."""
 
 
-def _pair(request: CompletionRequest, tok: Any, plain: CompletionResponse, pd: Any, jumped: CompletionResponse, jd: Any) -> Pair:
+def _pair(
+    request: CompletionRequest, tok: Any, plain: CompletionResponse, pd: Any, jumped: CompletionResponse, jd: Any, mode: str
+) -> Pair:
     from harness.agents.constraint import STRATEGY_OF_ARTIFACT
     from harness.grammar.request import constraint_from_request
 
     artifact = constraint_from_request(request.extra_body, request.extra_body.get("response_format"))
-    at, cause = first_difference(pd.token_ids, jd.token_ids, jd.forced_at)
+    at, cause = first_difference(pd.token_ids, jd.token_ids, jd.forced_at if mode == "append" else ())
 
     def token(ids: Sequence[int]) -> str | None:
         return tok.token_text(ids[at]) if at is not None and at < len(ids) else None
