@@ -69,6 +69,8 @@ class EngineStats:
     """Of those, steps where the target allows other tokens than the harness's grammar."""
     target_only_tokens: tuple[str, ...] = ()
     """A few tokens only the target allows there (e.g. ``<unused0>`` as text inside a string)."""
+    forced_tokens: int | None = None
+    """Tokens the grammar forced and the engine appended without a model step (jump-forward)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,10 +28,12 @@ from harness.bench.inputs import load_gold, load_tool_schemas
 GOALS = {
     "mask_us_p50": 25.0,
     "mask_us_p99": 250.0,
-    "compile_ms_cold": 150.0,
+    "compile_ms_cold": 50.0,
     "compile_ms_cached": 0.2,
+    "compile_ms_cold_100_tools": 100.0,
 }
-"""The project's goals for the 18-tool set (each figure must be at most its goal)."""
+"""The project's goals (each figure must be at most its goal): the 18-tool set's, and the cold compile
+of the growth curve's 100 synthetic tools (every family x strategy)."""
 
 Log = Callable[[str], None]
 

@@ -15,7 +15,9 @@ Figures (microseconds unless the name says ms):
 - ``apply_us_*``: ``xgr.apply_token_bitmask_inplace`` on a float32 logits tensor of the full
   vocabulary with the real masks of one gold walk (median of 5 per position; p50 and max over
   positions), ``apply_np_us_*`` the same for the decode loop's numpy path;
-- ``gold_accepted``/``gold_total``: gold outputs the grammar accepts (any rejection is a bug).
+- ``gold_accepted``/``gold_total``: gold outputs the grammar accepts (any rejection is a bug);
+- ``forced_fraction``, ``steps_over_plain``, ``retokenized``, ``jump_us_*``: jump-forward on the gold
+  outputs (``jump_walks``).
 
 A time budget bounds the timed walks (a grammar with a 100 ms mask would otherwise take minutes);
 outputs past the budget are still checked for acceptance with ``accept_token`` only (lazy policy),
@@ -140,6 +142,48 @@ def walk_outputs(
         "mask_us_max_retimed": max((x["retimed_us"] for x in slowest), default=None),
         "rejections": rejections,
         "slowest_masks": slowest,
+    }
+
+
+def jump_walks(compiled: Any, family: str, outputs: Sequence[GoldText]) -> dict[str, Any]:
+    """Jump-forward on the gold outputs, no model (``GoldTextSource``): how much of each output the
+    grammar forces, and whether the forced tokens are the tokenizer's own.
+
+    - ``forced_fraction``: tokens appended without a model step, over all tokens emitted (the stop
+      token included);
+    - ``steps_over_plain``: model steps with jump-forward over those of the plain loop (one per token
+      of the tokenizer's encoding, plus the stop);
+    - ``retokenized``: outputs whose tokens differ from the tokenizer's encoding of the whole text
+      (a forced stretch split otherwise); ``held_back``: forced tokens left to the model at a boundary;
+    - ``jump_us_*``: each lookup (forced string, tokenizing, the boundary check)."""
+    from harness.grammar import constrained_decode, get_tokenizer
+    from harness.grammar.decode import GoldTextSource
+
+    tok = get_tokenizer(family)
+    forced = emitted = plain = retokenized = held = 0
+    failed: list[str] = []
+    lookups: list[float] = []
+    for out in outputs:
+        canonical = tok.encode(out.text)
+        source = GoldTextSource(tok, out.text)
+        res = constrained_decode(
+            compiled, source, tok, max_tokens=2 * len(canonical) + 2, mask_policy="lazy", jump="append"
+        )
+        if source.diverged or not res.terminated or res.text != out.text:
+            failed.append(out.output_id)
+            continue
+        forced, emitted, plain = forced + res.forced, emitted + res.generated, plain + len(canonical) + 1
+        retokenized += list(res.token_ids) != canonical
+        held += res.held_back
+        lookups.extend(res.jump_us)
+    return {
+        "forced_fraction": round(forced / emitted, 4) if emitted else None,
+        "steps_over_plain": round((emitted - forced) / plain, 4) if plain else None,
+        "jump_outputs": len(outputs) - len(failed),
+        "retokenized": retokenized,
+        "held_back": held,
+        "jump_failed": failed[:REJECTIONS_KEPT],
+        **spread(lookups, "jump_us"),
     }
 
 
@@ -306,6 +350,7 @@ def measure_xgrammar(
     figures.update(compile_times(artifact, family, repeats))
     compiled = compile_artifact(artifact, family).compiled
     figures.update(walk_outputs(compiled, family, outputs, budget_s))
+    figures.update(jump_walks(compiled, family, outputs))
     if with_apply and outputs:
         longest = max(outputs, key=lambda o: len(o.text))
         figures.update(apply_times(family, sample_masks(compiled, family, longest.text)))

@@ -101,8 +101,8 @@ def engine(
     ] = None,
     tools: ToolsOpt = None,
 ) -> None:
-    """The embedded engine: tokens/s constrained vs unconstrained, time to first token cold vs
-    with the tool prompt cached; JSON last."""
+    """The embedded engine: tokens/s constrained (with and without jump-forward) vs unconstrained, the
+    forced-token fraction, time to first token cold vs with the tool prompt cached; JSON last."""
     import json
 
     from harness.bench.engine import run_engine_bench
@@ -116,8 +116,11 @@ def engine(
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
     typer.echo(
-        f"constrained {figures['constrained_tok_s']} tok/s (worst strategy), unconstrained "
-        f"{figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']}; ttft first "
+        f"constrained {figures['constrained_tok_s']} tok/s (worst strategy, jump-forward verify), "
+        f"unconstrained {figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']} "
+        f"(append {figures['constrained_over_unconstrained_append']}, without jump-forward "
+        f"{figures['constrained_over_unconstrained_plain']}), forced "
+        f"{figures['forced_fraction']}; ttft first "
         f"{figures['ttft_ms_first']} ms, repeat {figures['ttft_ms_repeat']} ms, next-case speedup "
         f"{figures['ttft_speedup_next_case']}x"
     )
@@ -130,6 +133,43 @@ def _goals(goals: Any) -> str:
     if not isinstance(goals, dict):
         return f"goals met: {goals}"
     return "goals: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in goals.items())
+
+
+@app.command("jump", epilog=example("harness bench jump suites/shellper --limit 10 --strategy ebnf"))
+def jump(
+    suite: Annotated[str, typer.Argument(metavar="SUITE", help="Suite directory.")] = "suites/shellper",
+    limit: Annotated[int | None, typer.Option("--limit", min=1, metavar="N", help="Only the first N cases.")] = None,
+    strategy: BenchStrategies = None,
+    out: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output folder (default results/bench/jump-<UTC time>).")] = None,
+) -> None:
+    """Jump-forward against the plain decoding loop on a suite (embedded engine): the suite run and
+    scored with each loop (plain, append, verify), each request of the jump-forward runs also decoded
+    by the plain loop; how many outputs differ and why, tokens/s and model steps. Writes plain/,
+    append/, verify/, pairs.jsonl, jump.json; JSON last."""
+    import json
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from harness.bench.jump import run_jump_bench
+
+    folder = Path(out) if out else Path("results") / "bench" / f"jump-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    try:
+        result = run_jump_bench(Path(suite), folder, strategies=list(strategy or CONSTRAINED), limit=limit, log=typer.echo)
+    except (FileNotFoundError, ValueError) as e:
+        fail(str(e))
+    for mode, per in result["per_mode"].items():
+        for name, fig in per.items():
+            scores = " ".join(
+                f"{m} {fig['scores_plain'].get(m, {}).get('value')}->{fig['scores'].get(m, {}).get('value')}"
+                for m in ("validity", "exact_match")
+            )
+            typer.echo(
+                f"{mode:>6} {name:>14}: {scores}; samples differing {fig['samples_differing']}; requests "
+                f"{fig['requests']}, same tokens {fig['same_tokens']}, differ {fig['differ']}; speedup "
+                f"{fig['speedup_median']}x, forced {fig['forced_fraction']}"
+            )
+    typer.echo(f"wrote {folder}/jump.json, pairs.jsonl, plain/, append/ and verify/")
+    typer.echo(json.dumps(result))
 
 
 @app.command("grammar", epilog=example("harness bench grammar --quick --family qwen --strategy ebnf --grammar-engine xgrammar"))

@@ -110,6 +110,9 @@ class StepStats(Record):
     """Of those, steps where vLLM's grammar allows other tokens than the harness's."""
     target_only_tokens: tuple[str, ...] = ()
     """A few tokens only vLLM's grammar allows there (special tokens as text, typically)."""
+    forced_tokens: int | None = None
+    """Of ``generated_tokens``, those the grammar forced and the engine appended without a model step
+    (jump-forward; None: the engine does not jump)."""
 
 
 class StepRecord(Record):

@@ -83,6 +83,7 @@ def _stats(response: CompletionResponse) -> StepStats | None:
         target_steps=s.target_steps,
         target_mask_diff_steps=s.target_mask_diff_steps,
         target_only_tokens=s.target_only_tokens,
+        forced_tokens=s.forced_tokens,
     )
 
 

@@ -1,7 +1,7 @@
 """The one constrained decoding loop, shared by the oracle engine, the embedded engine and
 ``harness grammar check``.
 
-A :class:`TokenSource` proposes each next token: a gold source (:class:`GoldSource`) proposes a fixed
+A :class:`TokenSource` proposes each next token: a gold source (``harness.grammar.sources``) proposes a fixed
 id, a model source proposes next-token logits (a 1-D numpy array). The loop asks the xgrammar matcher
 whether the token may come next, records what that cost, and feeds the chosen token back.
 
@@ -14,6 +14,27 @@ Mask policies:
   only when the matcher rejects it fill the mask and pick the best allowed token. A gold id rejected
   by ``accept_token`` is a ``grammar:rejected_gold`` as well. Cheaper when the model mostly agrees with
   the grammar; ``mask_us`` then has fewer entries than there are tokens.
+
+Jump-forward: before each step the loop asks the matcher for the text the grammar forces from here
+(xgrammar's ``find_jump_forward_string``: the longest text every valid continuation starts with).
+The tokenizer's tokens of that text need no model step to be chosen. Two ways to use them
+(``jump``):
+
+- ``"append"``: append them without asking the source (``harness.grammar.jump`` holds back the tail
+  where a model's token could run past the forced text). The source is fed them one by one; a model
+  source evaluates them in one batch with the next free position (``harness.engines.local.source``).
+  Outputs can differ from the plain loop's: where the model would have written the forced text with
+  other tokens (a base model spelling a control token in pieces), and where the scores after a batch
+  differ in rounding from those after one token at a time.
+- ``"verify"``: use them as a draft. A :class:`DraftingSource` evaluates the last chosen token and
+  the draft in one batch and returns the scores at every drafted position; the loop chooses each
+  token from those scores exactly as the plain loop would (greedy, lazy or masked, or sampled from
+  the same distribution) and keeps the draft while the choice agrees with it; the first choice that
+  differs is kept and the rest of the draft dropped. The output is the plain loop's (up to rounding
+  of batched scores); a stretch the model writes as the tokenizer does costs one forward pass.
+
+Either way ``forced`` counts the tokens no forward pass of their own produced. Where the grammar
+can only end (complete, and nothing but stop ids allowed), the stop id is appended without a step.
 
 The end: a stop id accepted by the matcher (``terminated``); a source with nothing more to propose
 (the loop then asks the matcher for a stop token: a gold text that the grammar cannot end after is
@@ -31,7 +52,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from harness.agents.constraint import REJECTED_GOLD
-from harness.grammar.mask import allocate_bitmask, masked_scores, pick_token, token_allowed
+from harness.grammar.jump import forced_prefix
+from harness.grammar.mask import allocate_bitmask, allows_only, masked_scores, pick_token, token_allowed
+from harness.grammar.sources import GoldSource, GoldTextSource
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -39,6 +62,8 @@ if TYPE_CHECKING:
     from harness.grammar.tokenizers import FamilyTokenizer
 
 MaskPolicy = Literal["always", "lazy"]
+JumpMode = Literal["off", "append", "verify"]
+JUMP_MODES: tuple[JumpMode, ...] = ("off", "append", "verify")
 FinishReason = Literal["stop", "length", "rejected"]
 DEAD_END = "grammar:dead_end"
 """The matcher allowed no token at all (a grammar bug; never expected)."""
@@ -54,20 +79,12 @@ class TokenSource(Protocol):
     def feed(self, token_id: int) -> None: ...
 
 
-class GoldSource:
-    """Replays fixed ids (a gold answer) one per step."""
+class DraftingSource(TokenSource, Protocol):
+    """A model source that can check drafted tokens (jump-forward ``verify``): ``propose_draft``
+    evaluates them in one batch and returns the logits before each and after the last (or None when
+    the source has nothing more); drafted tokens count as chosen only once fed back, in order."""
 
-    __slots__ = ("ids", "pos")
-
-    def __init__(self, ids: Sequence[int]) -> None:
-        self.ids = list(ids)
-        self.pos = 0
-
-    def propose(self) -> int | None:
-        return self.ids[self.pos] if self.pos < len(self.ids) else None
-
-    def feed(self, token_id: int) -> None:
-        self.pos += 1
+    def propose_draft(self, draft: Sequence[int]) -> Sequence[NDArray[np.floating[Any]]] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +120,28 @@ class DecodeResult:
     """Total time in the matcher and in picking allowed tokens."""
     fallbacks: int = 0
     """Lazy policy: steps where the proposal was rejected and the mask had to be applied."""
+    forced: int = 0
+    """Tokens appended by jump-forward (a forced stop id included): no source step chose them."""
+    jumps: int = 0
+    """Jump-forward appends (each one batch of forced tokens)."""
+    held_back: int = 0
+    """Tokens of forced text left to the model at a boundary (see ``harness.grammar.jump``)."""
+    forced_at: tuple[int, ...] = ()
+    """Indices into ``token_ids`` of the forced tokens."""
+    drafted: int = 0
+    """``verify``: drafted tokens evaluated (those the model did not choose were wasted)."""
+    jump_us: tuple[float, ...] = ()
+    """Microseconds of each jump-forward lookup that found text (forced string, tokenizing, the
+    boundary check's mask fills, accepts); those fills are not in ``mask_us``."""
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def steps(self) -> int:
+        """Source steps: tokens the source chose (``generated`` less the forced ones)."""
+        return self.generated - self.forced
 
 
 @dataclass(slots=True)
@@ -119,6 +154,12 @@ class _Run:
     grammar_ns: int = 0
     source_ns: int = 0
     fallbacks: int = 0
+    forced: int = 0
+    jumps: int = 0
+    held_back: int = 0
+    forced_at: list[int] = field(default_factory=list)
+    drafted: int = 0
+    jump_us: list[float] = field(default_factory=list)
 
 
 class _Decoder:
@@ -227,6 +268,83 @@ class _Decoder:
         self.run.accept_us.append(spent / 1000.0)
         return chosen
 
+    def jump(self, source: TokenSource, max_tokens: int) -> bool:
+        """Jump-forward ``append``: append what the grammar forces from here (see the module doc), the
+        stop included when the grammar can only end after it; True when the decode ended."""
+        while self.generated < max_tokens:
+            t0 = self.clock()
+            text = self.matcher.find_jump_forward_string()
+            if not text:
+                self.run.grammar_ns += self.clock() - t0
+                return self._forced_stop(source)
+            forced = forced_prefix(self.matcher, text, self.tokenizer, self.bitmask, max_tokens - self.generated)
+            dt = self.clock() - t0
+            self.run.grammar_ns += dt
+            self.run.jump_us.append(dt / 1000.0)
+            self.run.held_back += forced.held_back
+            if not forced.ids:
+                return False
+            self.run.jumps += 1
+            for token in forced.ids:
+                self.run.forced += 1
+                self.run.forced_at.append(len(self.run.ids))
+                if self.feed(source, token):
+                    return True
+            if forced.held_back:
+                return False
+        return False
+
+    def draft(self, source: DraftingSource, max_tokens: int) -> bool | None:
+        """Jump-forward ``verify``: the tokenizer's tokens of the forced text are a draft that one
+        batch evaluates with the chosen token before it; at each drafted position the token is chosen
+        from the model's scores as without jump-forward, and the draft is kept while they agree. True
+        when the decode ended, False after a batch, None when nothing is forced here (a plain step)."""
+        t0 = self.clock()
+        text = self.matcher.find_jump_forward_string()
+        draft = self.tokenizer.encode(text)[: max_tokens - self.generated - 1] if text else []
+        self.run.grammar_ns += self.clock() - t0
+        if not draft:
+            return True if self._forced_stop(source) else None
+        t0 = self.clock()
+        rows = source.propose_draft(draft)
+        self.run.source_ns += self.clock() - t0
+        if rows is None:
+            self.source_ended()
+            return True
+        self.run.jumps += 1
+        self.run.drafted += len(draft)
+        for i, row in enumerate(rows):
+            token = self.model_token(row)
+            if token is None:
+                return True
+            agreed = i < len(draft) and token == draft[i]
+            if agreed:
+                self.run.forced += 1
+                self.run.forced_at.append(len(self.run.ids))
+            if self.feed(source, token) or self.generated >= max_tokens:
+                return True
+            if not agreed:
+                return False
+        return False
+
+    def _forced_stop(self, source: TokenSource) -> bool:
+        """Where the grammar is complete and allows nothing but stop ids, append one (True: ended)."""
+        if not self.matcher.is_completed():
+            return False
+        self._fill()
+        t0 = self.clock()
+        chosen = None
+        if allows_only(self.bitmask, self.matcher.stop_token_ids, self.tokenizer.vocab_size):
+            chosen = next((s for s in self.stops if token_allowed(self.bitmask, s)), None)
+        if chosen is not None and not self.matcher.accept_token(chosen):
+            chosen = None
+        self.run.grammar_ns += self.clock() - t0
+        if chosen is None:
+            return False
+        self.run.forced += 1
+        self.run.jumps += 1
+        return self.feed(source, chosen)
+
     def gold_token(self, token: int) -> bool:
         """Check a gold id against the grammar; False (and the decode rejected) when it is forbidden."""
         if self.matcher is None:
@@ -326,6 +444,12 @@ class _Decoder:
             source_ms=run.source_ns / 1e6,
             grammar_us=run.grammar_ns / 1000.0,
             fallbacks=run.fallbacks,
+            forced=run.forced,
+            jumps=run.jumps,
+            held_back=run.held_back,
+            forced_at=tuple(run.forced_at),
+            drafted=run.drafted,
+            jump_us=tuple(run.jump_us),
         )
 
 
@@ -340,19 +464,35 @@ def decode(
     temperature: float = 0.0,
     rng: np.random.Generator | None = None,
     matcher_stop_ids: Sequence[int] | None = None,
+    jump: JumpMode = "off",
 ) -> DecodeResult:
     """Run ``source`` through ``compiled`` (an ``xgr.CompiledGrammar``; None = unconstrained).
 
     ``stop_ids`` default to the tokenizer's end-of-turn ids; with a grammar a stop id is only taken
-    where the grammar may end. ``max_tokens`` counts every token, the stop token included.
-    ``matcher_stop_ids`` overrides the stop tokens the grammar itself knows (as vLLM does with the
-    generation config's end ids); by default they are those of the tokenizer info it was compiled for.
+    where the grammar may end. ``max_tokens`` counts every token, the stop token included (forced
+    ones too). ``matcher_stop_ids`` overrides the stop tokens the grammar itself knows (as vLLM does
+    with the generation config's end ids); by default they are those of the tokenizer info it was
+    compiled for. ``jump``: what to do with text the grammar forces (module doc); ``verify`` needs a
+    :class:`DraftingSource`.
     """
     if mask_policy not in ("always", "lazy"):
         raise ValueError(f"unknown mask policy {mask_policy!r}: expected 'always' or 'lazy'")
+    if jump not in JUMP_MODES:
+        raise ValueError(f"unknown jump-forward mode {jump!r}: expected {', '.join(JUMP_MODES)}")
+    if jump == "verify" and not hasattr(source, "propose_draft"):
+        raise ValueError("jump-forward 'verify' needs a source that evaluates drafts (propose_draft)")
     stops = tuple(tokenizer.eos_ids if stop_ids is None else stop_ids)
     d = _Decoder(compiled, tokenizer, mask_policy, stops, temperature, rng, matcher_stop_ids)
+    mode = jump if d.matcher is not None else "off"
     while d.generated < max_tokens:
+        if mode == "append" and (d.jump(source, max_tokens) or d.generated >= max_tokens):
+            break
+        if mode == "verify":
+            ended = d.draft(source, max_tokens)  # type: ignore[arg-type]
+            if ended:
+                break
+            if ended is False:
+                continue
         proposal = d.propose(source)
         if proposal is None:
             d.source_ended()
@@ -414,3 +554,20 @@ def walk_text(compiled: Any, family: str | FamilyTokenizer, text: str) -> WalkRe
     return WalkResult(
         accepted=res.error is None and res.terminated, reason=reason, token_ids=tuple(ids), result=res
     )
+
+
+__all__ = [
+    "DEAD_END",
+    "JUMP_MODES",
+    "REJECTED_GOLD",
+    "DecodeResult",
+    "DraftingSource",
+    "GoldSource",
+    "GoldTextSource",
+    "JumpMode",
+    "MaskPolicy",
+    "TokenSource",
+    "WalkResult",
+    "decode",
+    "walk_text",
+]

@@ -7,6 +7,7 @@ kernel (cheaper on 262k logits: see ``masked_scores``). No torch is needed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +57,18 @@ def masked_scores(
     return masked[:limit], None
 
 
+def allows_only(bitmask: NDArray[np.int32], ids: Iterable[int], limit: int) -> bool:
+    """Whether row 0 of ``bitmask`` allows no id below ``limit`` other than ``ids``."""
+    nwords = (limit + 31) // 32
+    words = bitmask[0, :nwords].view(np.uint32).copy()
+    if limit % 32:
+        words[-1] &= np.uint32((1 << (limit % 32)) - 1)  # the bits past the vocabulary are padding
+    for i in ids:
+        if 0 <= i < limit:
+            words[i >> 5] &= np.uint32(~(1 << (i & 31)) & 0xFFFFFFFF)
+    return not words.any()
+
+
 def token_allowed(bitmask: NDArray[np.int32], token_id: int) -> bool:
     """Whether row 0 of ``bitmask`` allows ``token_id``."""
     return bool((int(bitmask[0, token_id >> 5]) >> (token_id & 31)) & 1)
@@ -79,4 +92,4 @@ def pick_token(
     return k if ids is None else int(ids[k])
 
 
-__all__ = ["allocate_bitmask", "allowed_ids", "masked_scores", "pick_token", "token_allowed"]
+__all__ = ["allocate_bitmask", "allowed_ids", "allows_only", "masked_scores", "pick_token", "token_allowed"]

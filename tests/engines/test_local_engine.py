@@ -70,12 +70,18 @@ def test_prompt_ids_agree_with_llama_cpp_tokenizer(local_engine, make_request):
 
 
 @slow
+@pytest.mark.parametrize("jump", ["verify", "append", "off"])
 @pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
 @pytest.mark.parametrize("parallel", [False, True])
-def test_constrained_output_is_valid_for_its_grammar(local_engine, make_request, strategy, parallel):
+def test_constrained_output_is_valid_for_its_grammar(local_engine, make_request, strategy, parallel, jump):
     request = make_request(strategy, parallel=parallel, max_tokens=40)
-    response = local_engine.complete(request)
+    try:
+        local_engine.jump = jump
+        response = local_engine.complete(request)
+    finally:
+        local_engine.jump = "verify"
     ids = local_engine.last_decode.token_ids
+    assert (response.stats.forced_tokens is None) is (jump == "off")
     assert response.stats.grammar_error is None
     walked = _walk_ids(request, ids)
     if response.finish_reason == "stop":
@@ -107,13 +113,49 @@ def test_lazy_mask_picks_the_same_tokens_as_always(local_engine, make_request, s
         local_engine.mask_policy = "always"
         always = local_engine.complete(request)
         fills_always = len(always.stats.mask_us)
+        steps_always = local_engine.last_decode.steps
         local_engine.mask_policy = "lazy"
         lazy = local_engine.complete(request)
     finally:
         local_engine.mask_policy = "lazy"
     assert lazy.content == always.content
-    assert fills_always == always.stats.generated_tokens or always.finish_reason == "length"
+    assert fills_always >= steps_always  # every model step filled the mask (forced tokens need none)
     assert len(lazy.stats.mask_us) < fills_always
+
+
+@slow
+@pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
+def test_verify_keeps_only_chosen_tokens_in_the_cache(local_engine, make_request, strategy):
+    """Drafted tokens the model did not choose leave the KV cache: it holds the prompt and the
+    answer (all but the last chosen token, which is never evaluated), and fewer forward passes ran
+    than tokens were chosen."""
+    request = make_request(strategy, parallel=True, max_tokens=48)
+    response = local_engine.complete(request)
+    result = local_engine.last_decode
+    prompt = local_engine.prompt_ids(request)
+    cached = local_engine.runtime.cached_ids
+    assert cached[: len(prompt)] == tuple(prompt)
+    answer = cached[len(prompt) :]
+    assert answer == result.token_ids[: len(answer)] and len(result.token_ids) - len(answer) <= 1
+    assert result.drafted >= result.forced > 0 and result.steps < result.generated
+    assert response.stats.forced_tokens == result.forced
+
+
+@slow
+def test_a_batch_gives_the_scores_after_each_of_its_tokens(local_engine, make_request):
+    rt = local_engine.runtime
+    prompt = local_engine.prompt_ids(make_request("none"))
+    tokens = local_engine.tokenizer.encode("<start_function_call>call:cat{")
+    rows = []
+    for _ in range(2):
+        rt.prefill(prompt)
+        rt.push(tokens, every_row=True)
+        rows.append([np.array(rt.logits(i)) for i in range(len(tokens))])
+        assert np.array_equal(rows[-1][-1], np.array(rt.logits()))
+    assert all(np.array_equal(a, b) for a, b in zip(*rows, strict=True))  # the same batch, the same scores
+    assert len({int(np.argmax(r)) for r in rows[0]}) > 1  # one row per position, not one row repeated
+    rt.discard(len(tokens) - 1)
+    assert rt.cached_ids == (*prompt, tokens[0])
 
 
 @slow
@@ -125,7 +167,7 @@ def test_prefix_reuse_gives_bit_identical_logits(local_engine, make_request):
     fresh = rt.prefill(a)
     assert fresh.reused_tokens == 0
     logits_fresh = np.array(rt.logits())
-    rt.push(int(np.argmax(logits_fresh)))  # the cache now also holds a generated token
+    rt.push([int(np.argmax(logits_fresh))])  # the cache now also holds a generated token
     rt.prefill(b)
     again = rt.prefill(a)
     assert again.reused_tokens >= len(a) - 2 * rt.block and again.reused_tokens % rt.block == 0

@@ -94,7 +94,9 @@ def test_structural_tag_follows_xgrammar_format_schema(family: str, parallel: bo
     tag = StructuralTag.from_json(payload(family, "structural_tag", parallel).artifact.value)
     assert isinstance(tag.format, TriggeredTagsFormat)
     assert tag.format.at_least_one and tag.format.stop_after_first is (not parallel)
-    assert len(tag.format.tags) == len(shellper_tools())
+    # One tag holding every tool: xgrammar compiles each tag's content on its own (with its own copy
+    # of the string rules), so one tag per tool costs several times the compile at 100 tools.
+    assert len(tag.format.tags) == 1
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -112,7 +114,10 @@ def test_qwen_structural_tag_matches_xgrammar_builtin_qwen_3(parallel: bool) -> 
     ours = json.loads(payload("qwen", "structural_tag", parallel).artifact.value)["format"]
     for key in ("type", "triggers", "at_least_one", "stop_after_first", "excludes"):
         assert ours[key] == builtin[key], key
-    assert [(t["begin"], t["end"]) for t in ours["tags"]] == [(t["begin"], t["end"]) for t in builtin["tags"]]
+    # One tag instead of the built-in's one per tool (tests/families/test_qwen_structural_tag.py):
+    # the built-in's begins all start with ours, and the end is the same.
+    [tag] = ours["tags"]
+    assert all(t["begin"].startswith(tag["begin"]) and t["end"] == tag["end"] for t in builtin["tags"])
     # Both accept the rendered calls.
     from xgrammar.testing import _is_grammar_accept_string
 

@@ -209,6 +209,22 @@ class Syntax:
     key_text: Callable[[str], str]
     bare_keys: bool = False
     """Keys are written without quotes (FunctionGemma): names must pass ``check_fg_name``."""
+    obj_empty: str = ""
+    """When set, the empty object is an alternative of its own spelled so (``"{" ws "}"``: one
+    whitespace run, as xgrammar's JSON-schema converter writes it); otherwise no members sit between
+    the whitespace after the opening brace and the one before the closing brace."""
+    arr_empty: str = ""
+    """The same for the empty array."""
+
+
+def _json_string_rules(string: str, rest: str, then: str) -> dict[str, str]:
+    """A JSON string as rule ``string`` (with every JSON escape), followed by ``then`` (a lookahead:
+    what may follow a string in JSON; it lets xgrammar precompute the masks of tokens that close a
+    string, without which a mask inside a string took ~100 ms on Qwen's vocabulary)."""
+    return {
+        string: f'"\\"" {rest}',
+        rest: f'("\\"" | [^"\\\\\\x00-\\x1f] {rest} | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{{4}}) {rest}) (= {then})',
+    }
 
 
 JSON_SYNTAX = Syntax(
@@ -223,15 +239,75 @@ JSON_SYNTAX = Syntax(
     generic_key="jstring",
     base_rules={
         "ws": f"[ \\n\\t]{{0,{MAX_JSON_WS}}}",
-        # The lookahead (what may follow a string in JSON) lets xgrammar precompute the masks of
-        # tokens that close a string; without it a mask inside a string took ~100 ms on Qwen's vocabulary.
-        "jstring": '"\\"" jrest',
-        "jrest": '("\\"" | [^"\\\\\\x00-\\x1f] jrest | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) jrest) '
-        "(= [ \\n\\t]* [,}\\]:])",
+        **_json_string_rules("jstring", "jrest", "[ \\n\\t]* [,}\\]:]"),
     },
     text=json_text,
     key_text=lambda k: json.dumps(k, ensure_ascii=False),
 )
+
+XGRAMMAR_JSON_SYNTAX = replace(
+    JSON_SYNTAX,
+    name="xgrammar_json",
+    string="xstring",
+    generic_key="xstring",
+    base_rules={
+        "ws": f"[ \\n\\r\\t]{{0,{MAX_JSON_WS}}}",
+        **_json_string_rules("xstring", "xrest", f"[ \\n\\r\\t]{{0,{MAX_JSON_WS}}} [,}}\\]:]"),
+        "int": '"0" | "-"? [1-9] [0-9]*',
+        "num": '"-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?',
+    },
+    obj_empty='"{" ws "}"',
+    arr_empty='"[" ws "]"',
+)
+"""The language xgrammar 0.2.8 compiles a JSON schema to with ``max_whitespace_cnt`` (what Qwen's
+structural tag gives each tool's arguments), for the schemas ``xgrammar_json_subset`` accepts:
+whitespace is space, newline, carriage return or tab, ``-0`` is a number but not an integer, and
+empty containers are their own alternative. A test checks it against xgrammar's converter text by
+text (``tests/families/test_qwen_structural_tag.py``)."""
+
+XGRAMMAR_JSON_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "minItems", "enum", "const",
+     "anyOf", "description", "title", "default", "examples"}
+)
+"""Schema keywords ``XGRAMMAR_JSON_SYNTAX`` spells as xgrammar does (annotations included)."""
+
+
+def xgrammar_json_subset(schema: Any, where: str = "parameters") -> str | None:
+    """None when ``schema`` (a strict tool schema) uses only what ``XGRAMMAR_JSON_SYNTAX`` spells as
+    xgrammar's converter does; else where and what does not fit (a keyword, an open object...)."""
+    if not isinstance(schema, Mapping):
+        return f"{where}: not an object schema"
+    unknown = sorted(set(schema) - XGRAMMAR_JSON_KEYWORDS)
+    if unknown:
+        return f"{where}: {', '.join(unknown)}"
+    types = schema.get("type")
+    type_list = types if isinstance(types, list) else [types]
+    if "enum" in schema or "const" in schema:
+        values = schema.get("enum", [schema.get("const")])
+        if not values or any(isinstance(v, (dict, list, float)) for v in values):
+            return f"{where}: enum or const of containers or floats"
+        return None
+    if "anyOf" in schema:
+        if set(schema) & {"type", "properties", "items"}:
+            return f"{where}: anyOf next to a type"
+        return next((r for i, sub in enumerate(schema["anyOf"]) if (r := xgrammar_json_subset(sub, f"{where}.anyOf[{i}]"))), None)
+    if not all(t in ("string", "integer", "number", "boolean", "null", "array", "object") for t in type_list):
+        return f"{where}: type {types!r}"
+    if "object" in type_list:
+        if schema.get("additionalProperties") is not False:
+            return f"{where}: an object open to other properties"
+        props = schema.get("properties") or {}
+        if set(schema.get("required") or ()) - set(props):
+            return f"{where}: a required property it does not describe"
+        for key, sub in props.items():
+            if (reason := xgrammar_json_subset(sub, f"{where}.{key}")) is not None:
+                return reason
+    if "array" in type_list:
+        if schema.get("minItems", 0) not in (0, 1) or "items" not in schema:
+            return f"{where}: an array without items or with minItems above 1"
+        return xgrammar_json_subset(schema["items"], f"{where}[]")
+    return None
+
 
 FG_SYNTAX = Syntax(
     name="function_gemma",
@@ -361,18 +437,29 @@ class EbnfBuilder:
         if type_ == "array":
             item = self.value(schema.get("items", True), f"{hint}-item")
             more = f"({s.item_sep} {item})*"
-            inner = f"{item} {more}" if schema.get("minItems", 0) >= 1 else f"({item} {more})?"
+            required = schema.get("minItems", 0) >= 1
+            if s.arr_empty:
+                full = f"{s.arr_open} {item} {more} {s.arr_close}"
+                return self.add(hint, full if required else f"{full} | {s.arr_empty}")
+            inner = f"{item} {more}" if required else f"({item} {more})?"
             return self.add(hint, f"{s.arr_open} {inner} {s.arr_close}")
         if type_ == "object":
+            if s.obj_empty:
+                members = self.members(schema, hint, allow_empty=False)
+                if not members:
+                    return self.add(hint, s.obj_empty)
+                full = f"{s.obj_open} {members} {s.obj_close}"
+                return self.add(hint, full if schema.get("required") else f"{full} | {s.obj_empty}")
             members = self.members(schema, hint)
             body = f"{s.obj_open} {members} {s.obj_close}" if members else f"{s.obj_open} {s.obj_close}"
             return self.add(hint, body)
         raise ConstraintError(f"unsupported type {type_!r} at {hint}")
 
-    def members(self, schema: Mapping[str, Any], hint: str, *, closed: bool = False) -> str:
+    def members(self, schema: Mapping[str, Any], hint: str, *, closed: bool = False, allow_empty: bool = True) -> str:
         """An expression for the members of an object (between its braces); "" when none may appear.
 
-        ``closed``: only the listed properties (tool parameters are always closed).
+        ``closed``: only the listed properties (tool parameters are always closed). ``allow_empty``
+        False: at least one member (the caller spells the empty object itself).
         """
         s = self.syntax
         props = schema.get("properties")
@@ -400,7 +487,8 @@ class EbnfBuilder:
             if i > 0:  # tail[0] would never be used
                 body = f"{with_sep} | {tail[i + 1] or _EMPTY}" if optional else with_sep
                 tail[i] = self.add(f"{hint}-t{i}", body)
-            head[i] = self.add(f"{hint}-h{i}", f"{first} | {head[i + 1] or _EMPTY}" if optional else first)
+            rest = head[i + 1] or (_EMPTY if allow_empty else None)
+            head[i] = self.add(f"{hint}-h{i}", f"{first} | {rest}" if optional and rest else first)
         return head[0] or ""
 
     def any_value(self) -> str:

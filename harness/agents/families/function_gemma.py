@@ -240,11 +240,24 @@ def _check_tools(tools: Sequence[ToolSchema]) -> None:
         raise ConstraintError("a constraint needs at least one tool")
 
 
-def arguments_grammar(tool: ToolSchema) -> str:
-    """EBNF of one tool's argument members (between ``call:NAME{`` and ``}``): a structural tag's content."""
+def _calls_rule(builder: EbnfBuilder, tools: Sequence[ToolSchema]) -> str:
+    """The rule of what follows ``call:`` up to ``<end_function_call>``: one tool's name and its
+    arguments in braces. The text every call shares (``<start_function_call>call:``) stays outside:
+    xgrammar compiles a grammar position by position, and a prefix repeated in each of 100 tools'
+    alternatives costs about a third of the compile (``harness bench grammar``'s growth figures)."""
+    alts = []
+    for i, tool in enumerate(tools):
+        members = builder.members(tool.parameters, rule_name(f"t{i}", tool.name), closed=True)
+        head = ebnf_literal(f"{tool.name}{{")
+        alts.append(builder.add(f"t{i}-{tool.name}-call", f"{head} {members} {ebnf_literal('}')}"))
+    return builder.add("tool-call", " | ".join(alts))
+
+
+def tag_content_grammar(tools: Sequence[ToolSchema]) -> str:
+    """EBNF of what follows ``<start_function_call>call:`` up to ``<end_function_call>`` (a
+    structural tag's content)."""
     builder = EbnfBuilder(FG_SYNTAX)
-    members = builder.members(tool.parameters, "args", closed=True)
-    return builder.render(members or '""')
+    return builder.render(_calls_rule(builder, tools))
 
 
 def build_ebnf(
@@ -257,12 +270,8 @@ def build_ebnf(
     """
     _check_tools(tools)
     builder = EbnfBuilder(FG_SYNTAX_PORTABLE if portable else FG_SYNTAX)
-    alts = []
-    for i, tool in enumerate(tools):
-        members = builder.members(tool.parameters, rule_name(f"t{i}", tool.name), closed=True)
-        head = ebnf_literal(f"{CALL_START}call:{tool.name}{{")
-        alts.append(builder.add(f"t{i}-{tool.name}-call", f"{head} {members} {ebnf_literal('}' + CALL_END)}"))
-    call = builder.add("call", " | ".join(alts))
+    tool_call = _calls_rule(builder, tools)
+    call = builder.add("call", f"{ebnf_literal(CALL_START + 'call:')} {tool_call} {ebnf_literal(CALL_END)}")
     calls = f"{call}+" if parallel else call
     if text_answer:
         return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
@@ -270,21 +279,24 @@ def build_ebnf(
 
 
 def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
-    """xgrammar 0.2.8 structural tag (JSON text): triggered by ``<start_function_call>``."""
+    """xgrammar 0.2.8 structural tag (JSON text): triggered by ``<start_function_call>``.
+
+    One tag, ``<start_function_call>call:`` ... ``<end_function_call>``, whose content grammar holds
+    every tool (name, then its arguments), rather than one tag per tool with the name in its begin:
+    the same language, but xgrammar compiles each tag's content as a grammar of its own, with its own
+    copy of the string rules and their token masks, so per-tool tags cost ~4x the compile time at 100
+    tools (``harness bench grammar``'s growth figures)."""
     _check_tools(tools)
-    tags = [
-        {
-            "type": "tag",
-            "begin": f"{CALL_START}call:{t.name}{{",
-            "content": {"type": "grammar", "grammar": arguments_grammar(t)},
-            "end": f"}}{CALL_END}",
-        }
-        for t in tools
-    ]
+    tag = {
+        "type": "tag",
+        "begin": f"{CALL_START}call:",
+        "content": {"type": "grammar", "grammar": tag_content_grammar(tools)},
+        "end": CALL_END,
+    }
     fmt = {
         "type": "triggered_tags",
         "triggers": [CALL_START],
-        "tags": tags,
+        "tags": [tag],
         "at_least_one": not text_answer,
         "stop_after_first": not parallel,
     }

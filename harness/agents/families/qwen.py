@@ -48,10 +48,12 @@ from harness.agents.families._calls import (
 from harness.agents.families._ebnf import (
     JSON_SYNTAX,
     MAX_JSON_WS,
+    XGRAMMAR_JSON_SYNTAX,
     EbnfBuilder,
     ebnf_literal,
     json_text,
     rule_name,
+    xgrammar_json_subset,
 )
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
 
@@ -90,6 +92,8 @@ def call_head(name: str) -> str:
 
 
 CALL_TAIL = "}\n" + CALL_END
+CALL_PREFIX = f'{CALL_START}\n{{"name": '
+"""What every call's head starts with (``call_head``)."""
 
 
 def _is_tool_response(text: str) -> bool:
@@ -163,9 +167,11 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool
         hint = rule_name(f"t{i}", tool.name)
         members = builder.members(tool.parameters, hint, closed=True)
         args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
-        body = f"{ebnf_literal(call_head(tool.name))} {args} {ebnf_literal(CALL_TAIL)}"
-        alts.append(builder.add(f"{hint}-call", body))
-    call = builder.add("call", " | ".join(alts))
+        alts.append(builder.add(f"{hint}-call", f"{ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])} {args}"))
+    # The text every call shares stays outside the alternatives: xgrammar compiles a grammar position
+    # by position, and a prefix repeated in each tool's alternative is paid once per tool.
+    tool_call = builder.add("tool-call", " | ".join(alts))
+    call = builder.add("call", f"{ebnf_literal(CALL_PREFIX)} {tool_call} {ebnf_literal(CALL_TAIL)}")
     calls = f'{call} ("\\n" {call})*' if parallel else call
     if text_answer:
         return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
@@ -173,22 +179,29 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool
 
 
 def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
-    """xgrammar 0.2.8 structural tag (JSON text): ``<tool_call>`` tags with each tool's JSON schema,
-    as xgrammar's built-in ``qwen_3`` tag (tool_choice="required", reasoning disabled) builds them."""
+    """xgrammar 0.2.8 structural tag (JSON text) triggered by ``<tool_call>``: the tags of xgrammar's
+    built-in ``qwen_3`` tag (tool_choice="required", reasoning disabled), with each tool's arguments
+    as xgrammar compiles its JSON schema but at most ``MAX_JSON_WS`` whitespace characters at a place
+    (the built-in allows any number).
+
+    Those tags give each tool a ``json_schema`` content (``per_tool_tags``); xgrammar converts each
+    content on its own, with its own copy of the JSON string rules and their token masks, which at
+    100 tools doubles the compile. When every schema uses only what ``XGRAMMAR_JSON_SYNTAX`` spells
+    as the converter does, one tag (``<tool_call>\n{"name": `` ... ``}\n</tool_call>``) holds every
+    tool in one grammar instead, the same language; otherwise (a ``pattern``, ``format``, length or
+    bound, an open object...) the tags are one per tool."""
     _check_tools(tools)
-    tags = [
-        {
-            "type": "tag",
-            "begin": call_head(t.name),
-            "content": {
-                "type": "json_schema",
-                "json_schema": strict_schema(t.parameters),
-                "max_whitespace_cnt": MAX_JSON_WS,
-            },
-            "end": CALL_TAIL,
-        }
-        for t in tools
-    ]
+    if any(xgrammar_json_subset(strict_schema(t.parameters)) is not None for t in tools):
+        tags = per_tool_tags(tools)
+    else:
+        builder = EbnfBuilder(XGRAMMAR_JSON_SYNTAX)
+        alts = []
+        for i, tool in enumerate(tools):
+            hint = rule_name(f"t{i}", tool.name)
+            head = ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])
+            alts.append(builder.add(f"{hint}-call", f"{head} {builder.value(strict_schema(tool.parameters), hint)}"))
+        content = builder.render(builder.add("tool-call", " | ".join(alts)))
+        tags = [{"type": "tag", "begin": CALL_PREFIX, "content": {"type": "grammar", "grammar": content}, "end": CALL_TAIL}]
     fmt = {
         "type": "triggered_tags",
         "triggers": [CALL_START],
@@ -198,6 +211,20 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
         "excludes": ["<think>", "</think>"],
     }
     return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
+
+
+def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
+    """One tag per tool, its arguments a ``json_schema`` content (the built-in ``qwen_3`` tags, with
+    bounded whitespace)."""
+    return [
+        {
+            "type": "tag",
+            "begin": call_head(t.name),
+            "content": {"type": "json_schema", "json_schema": strict_schema(t.parameters), "max_whitespace_cnt": MAX_JSON_WS},
+            "end": CALL_TAIL,
+        }
+        for t in tools
+    ]
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:

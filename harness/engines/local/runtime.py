@@ -2,8 +2,10 @@
 
 A thin layer over ``llama_cpp.Llama`` that the decoding loop drives one token at a time:
 ``prefill(ids)`` puts a prompt into the KV cache (reusing the prefix it shares with what is already
-there), ``logits()`` is a zero-copy numpy view of the next-token scores, ``push(token)`` evaluates one
-more token. ``Llama.scores`` is not used: llama-cpp-python 0.3.36 only fills it with
+there), ``logits()`` is a zero-copy numpy view of the next-token scores, ``push(tokens)`` evaluates the
+generated tokens since the last logits in one batch (with ``every_row``, the scores after each of them:
+jump-forward's drafts are checked that way), ``discard(n)`` drops the last ``n`` again. ``Llama.scores``
+is not used: llama-cpp-python 0.3.36 only fills it with
 ``logits_all=True`` (which computes 262k scores for every prompt token); ``llama_get_logits_ith``
 read through ``numpy.ctypeslib`` costs a few microseconds and copies nothing.
 
@@ -191,20 +193,36 @@ class LlamaRuntime:
         self._aligned = min(self._aligned, k)
 
     # -- decoding -------------------------------------------------------------------------
-    def logits(self) -> np.ndarray:
-        """Next-token scores after the last evaluated token: a view into llama.cpp's buffer, valid
-        until the next ``push``/``prefill`` (copy to keep; masking it in place is allowed)."""
+    def logits(self, row: int = -1) -> np.ndarray:
+        """Next-token scores after the last evaluated token (``row`` -1), or after the ``row``-th
+        token of the last ``push(..., every_row=True)``: a view into llama.cpp's buffer, valid until
+        the next ``push``/``prefill`` (copy to keep; masking it in place is allowed)."""
         import llama_cpp
 
-        ptr = llama_cpp.llama_get_logits_ith(self._ctx, -1)
+        ptr = llama_cpp.llama_get_logits_ith(self._ctx, row)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
-    def push(self, token: int) -> None:
-        """Evaluate one more token (a generated one)."""
-        if len(self._ids) >= self.n_ctx:
+    def push(self, tokens: list[int], *, every_row: bool = False) -> None:
+        """Evaluate generated tokens, all in one batch (one forward pass). The logits are those after
+        the last token; with ``every_row`` after each of them (``logits(i)``): a drafted stretch is
+        checked against the model's choice at every position."""
+        if len(self._ids) + len(tokens) > self.n_ctx:
             raise ContextOverflow(f"the context of {self.n_ctx} tokens is full")
-        self._llm.eval([token])
-        self._ids.append(token)
+        if every_row:
+            llm = self._llm
+            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)  # as Llama.eval does before a decode
+            llm._batch.set_batch(batch=tokens, n_past=llm.n_tokens, logits_all=True)
+            llm._ctx.decode(llm._batch)
+            llm.input_ids[llm.n_tokens : llm.n_tokens + len(tokens)] = tokens
+            llm.n_tokens += len(tokens)
+        else:
+            self._llm.eval(tokens)
+        self._ids.extend(tokens)
+
+    def discard(self, n: int) -> None:
+        """Forget the last ``n`` evaluated tokens (drafted tokens the model did not choose)."""
+        if n > 0:
+            self._truncate(len(self._ids) - n)
 
     def tokenize(self, text: str, *, special: bool = True) -> list[int]:
         """llama.cpp's own tokenization (no BOS), to cross-check the family tokenizer."""
