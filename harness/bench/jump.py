@@ -2,7 +2,7 @@
 
 The suite runs through the real runner once per decoding loop, each run scored as ``harness run``
 scores it: ``plain/`` (one model step per token), ``append/`` (forced tokens appended unchecked) and
-``verify/`` (forced tokens drafted and checked by the model in one batch, the engine's default); see
+``verify/`` (forced tokens drafted and checked by the model in one batch); see
 ``harness.grammar.decode``. In the ``append`` and ``verify`` runs every request is first decoded by
 the plain loop on the same prompt (``pairs.jsonl``), so outputs and speed compare on identical
 inputs (episodes follow that run's own answers).

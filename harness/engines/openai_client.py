@@ -207,23 +207,38 @@ class OpenAICompatibleClient:
             params["extra_body"] = request.extra_body
         return params
 
-    async def _once(self, request: CompletionRequest) -> CompletionResponse:
+    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The request's JSON body: the parameters with ``extra_body`` merged on top, as the SDK merges it."""
         params = self._params(request)
+        extra = params.pop("extra_body", None) or {}
+        return {**params, **extra}
+
+    # The body goes through the SDK's ``post`` (its documented road for any endpoint) rather than
+    # ``chat.completions.create``: ``create`` first walks every parameter against its TypedDicts to
+    # transform them (~2-9 ms of CPU per request with 18 tools, measured by ``harness bench client``),
+    # for a body that is already plain JSON. Retries, timeouts, headers and errors are the client's.
+    async def _once(self, request: CompletionRequest) -> CompletionResponse:
+        body = self._body(request)
         started = time.perf_counter()
         if request.stream:
-            return await self._stream(params, started)
-        raw = await self._client.chat.completions.with_raw_response.create(**params)
-        text = raw.http_response.text
+            return await self._stream(body, started)
+        text = await self._client.post("/chat/completions", body=body, cast_to=str)
         latency_ms = (time.perf_counter() - started) * 1e3
         try:
-            body = json.loads(text)
+            parsed = json.loads(text)
         except ValueError as exc:
             raise ModelCallError("model:bad_response", f"body is not JSON: {text[:200]!r}") from exc
-        return _parse_completion(body, latency_ms)
+        return _parse_completion(parsed, latency_ms)
 
-    async def _stream(self, params: dict[str, Any], started: float) -> CompletionResponse:
-        stream = await self._client.chat.completions.create(
-            **params, stream=True, stream_options={"include_usage": True}
+    async def _stream(self, body: dict[str, Any], started: float) -> CompletionResponse:
+        from openai.types.chat import ChatCompletionChunk
+
+        stream = await self._client.post(
+            "/chat/completions",
+            body={**body, "stream": True, "stream_options": {"include_usage": True}},
+            cast_to=ChatCompletionChunk,
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
         ttft_ms: float | None = None
         content: list[str] = []
