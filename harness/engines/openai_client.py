@@ -187,31 +187,24 @@ class OpenAICompatibleClient:
             raise
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
-    def _params(self, request: CompletionRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The request's JSON body; ``extra_body`` merged on top, as the SDK merges it."""
+        body: dict[str, Any] = {
             "model": request.model,
             "messages": [m.to_openai() for m in request.messages],
             "temperature": request.temperature,
         }
         if request.send_tools and request.tools:
-            params["tools"] = [t.to_openai() for t in request.tools]
+            body["tools"] = [t.to_openai() for t in request.tools]
             if request.tool_choice is not None:
-                params["tool_choice"] = request.tool_choice
+                body["tool_choice"] = request.tool_choice
         if request.stop:
-            params["stop"] = list(request.stop)
+            body["stop"] = list(request.stop)
         if request.max_tokens is not None:
-            params["max_tokens"] = request.max_tokens
+            body["max_tokens"] = request.max_tokens
         if request.seed is not None:
-            params["seed"] = request.seed
-        if request.extra_body:
-            params["extra_body"] = request.extra_body
-        return params
-
-    def _body(self, request: CompletionRequest) -> dict[str, Any]:
-        """The request's JSON body: the parameters with ``extra_body`` merged on top, as the SDK merges it."""
-        params = self._params(request)
-        extra = params.pop("extra_body", None) or {}
-        return {**params, **extra}
+            body["seed"] = request.seed
+        return {**body, **(request.extra_body or {})}
 
     # The body goes through the SDK's ``post`` (its documented road for any endpoint) rather than
     # ``chat.completions.create``: ``create`` first walks every parameter against its TypedDicts to

@@ -127,7 +127,7 @@ def test_server_renders_the_harness_prompt_with_tools_in_grammar_order(vllm_serv
     messages = adapter.format_messages([Message("system", "You manage files."), Message("user", "copy a.txt to b")])
     request = CompletionRequest(model=server.model.served_name, messages=tuple(messages),
                                 tools=tuple(canonical_schema(t) for t in tools))
-    params = OpenAICompatibleClient(server.base_url)._params(request)
+    params = OpenAICompatibleClient(server.base_url)._body(request)
     body = {"model": params["model"], "messages": params["messages"], "tools": params["tools"],
             "add_generation_prompt": True, **adapter.build_payload(tools, DecodingConstraint("ebnf")).extra_body}
     body.pop("structured_outputs"), body.pop("skip_special_tokens", None)
