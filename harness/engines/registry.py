@@ -162,7 +162,12 @@ def get_engine(name: str) -> EngineInfo:
 
 
 def open_engine(name: str, options: EngineOptions) -> tuple[RunEngine, list[str] | None]:
-    """Set engine ``name`` up for a run (see ``Opener``)."""
+    """Set engine ``name`` up for a run (see ``Opener``). An engine that cannot run here is an EngineError
+    naming what is missing and how to install it: never another engine in its place (a stand-in would
+    report its figures as the asked-for engine's)."""
+    why = unavailable(name)
+    if why is not None:
+        raise EngineError(f"--engine {name} cannot run on this machine: {why}")
     opener: Opener = _load(get_engine(name).opener)
     return opener(options)
 

@@ -290,12 +290,15 @@ def local_unavailable() -> str | None:
     """None when the embedded engine can run here, else why not (llama-cpp-python missing...)."""
     import importlib.util
 
+    install = ("install it with: CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e '.[local]' (or pick another "
+               "--engine: vllm or openai serve a model; oracle replays the gold answers: it measures grammars, "
+               "not a model)")
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"llama-cpp-python is not installed; {install}"
     try:
         import harness.engines.local.engine  # noqa: F401
     except ImportError as exc:
-        return str(exc)
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed (pip install -e '.[local]')"
+        return f"{exc}; {install}"
     return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.agents.bundle import ModelConfig
@@ -136,3 +138,25 @@ def test_an_unreachable_server_is_a_clear_engine_error() -> None:
 
     with pytest.raises(EngineError, match=r"cannot list the models of http://127.0.0.1:9/v1/models: .*is the server running"):
         served_models("http://127.0.0.1:9/v1", timeout_s=2.0)
+
+
+def test_an_engine_that_cannot_load_is_refused_never_replaced(monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """With llama-cpp-python missing, the default engine stops the run (exit 2) naming the package and the
+    command that installs it; the oracle never stands in for a model."""
+    from typer.testing import CliRunner
+
+    import harness.engines.setup as setup
+    from harness.cli.main import app
+
+    real = setup.local_unavailable()
+    monkeypatch.setattr(setup, "local_unavailable", lambda: "llama-cpp-python is not installed; install it with: "
+                        "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e '.[local]'")
+    with pytest.raises(EngineError, match=r"--engine local cannot run on this machine: llama-cpp-python"):
+        open_engine("local", EngineOptions())
+    smoke = Path(__file__).resolve().parents[2] / "suites" / "smoke"
+    result = CliRunner().invoke(app, ["run", str(smoke), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2, result.output
+    assert "llama-cpp-python is not installed" in result.output and "pip install -e '.[local]'" in result.output
+    assert not (tmp_path / "run" / "samples.jsonl").exists()
+    assert real is None or "pip install" in real  # the real check names the install command too

