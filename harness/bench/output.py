@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.eval.markdown import markdown_table
+from harness.eval.report import markdown_table
 
 NA = "-"
 RATIO_KEYS = frozenset({"forced_fraction", "steps_over_plain"})

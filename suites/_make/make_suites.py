@@ -28,14 +28,15 @@ from fs_sim import FsSim  # noqa: E402
 from shellper_specs import CONVERSATIONS, SMOKE_POINTS  # noqa: E402
 from trees import tree  # noqa: E402
 
-from harness.eval.fs_tools import FS_TOOL_NAMES, builtin_fs_schemas  # noqa: E402
-from harness.eval.importers import parse_python_call  # noqa: E402
-from harness.eval.suite import (  # noqa: E402
+from harness.eval.data import (  # noqa: E402  # noqa: E402  # noqa: E402
+    FS_TOOL_NAMES,
     CallSpec,
     ChatMessage,
     EpisodeCase,
     NextCallCase,
     SuiteSpec,
+    builtin_fs_schemas,
+    parse_python_call,
     write_suite,
 )
 

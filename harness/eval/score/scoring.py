@@ -4,8 +4,9 @@ Per sample, five metrics (scores.parquet rows), each 1/0 with a ``checker:reason
 null where it does not apply:
 
 - ``validity``: the answer parsed, every call names a tool that was offered, and its arguments are
-  valid for that tool's JSON schema (``checks.argument_validator``: jsonschema, no undeclared
-  arguments; the same check ``harness validate`` makes of a suite). An answer the token bound cut
+  valid for that tool's JSON schema (``harness.sandbox.validation.argument_check``: jsonschema, no
+  undeclared arguments; the same check the sandbox makes before a call and ``harness validate`` makes
+  of a suite). An answer the token bound cut
   (``finish_reason: length``) that yields no clean call fails as ``length:max_tokens``, not as the
   parse error the cut caused.
 - ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
@@ -39,8 +40,8 @@ from typing import Any, Protocol
 
 from harness.agents.constraint import REJECTED_GOLD
 from harness.agents.types import ToolSchema
-from harness.eval.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
-from harness.eval.suite import Case, EpisodeCase, NextCallCase
+from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
+from harness.eval.store.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
 
 CUT = "length:max_tokens"
 """The kind of an answer the token bound cut."""
@@ -82,7 +83,7 @@ class Call(Protocol):
 
 
 class StateBackend(Protocol):
-    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.execution``)."""
+    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.execution``)."""
 
     def initial(self, case: Case) -> Any:
         """A fresh state: the case's tree and working directory."""
@@ -158,11 +159,11 @@ class Scorer:
         backend: StateBackend | None,
         concurrency: int = 8,
     ) -> None:
-        from harness.eval.checks import argument_validator
+        from harness.sandbox.validation import argument_check
 
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
-        self.validators = {n: argument_validator(s) for n, s in self.schemas.items()}
+        self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
         self.engine = engine
         self.backend = backend
         self._limit = asyncio.Semaphore(concurrency)

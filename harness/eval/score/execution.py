@@ -14,7 +14,8 @@ from typing import Any
 
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import ToolCall
-from harness.eval.suite import Case, EchoMode, NextCallCase
+from harness.eval.data.cases import Case, NextCallCase
+from harness.eval.data.suite import EchoMode
 
 _ids = itertools.count(1)
 

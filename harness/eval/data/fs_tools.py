@@ -82,3 +82,6 @@ def _schema(name: str) -> ToolSchema:
 def builtin_fs_schemas() -> dict[str, ToolSchema]:
     """The 18 tools as schemas, by name."""
     return {name: _schema(name) for name in FS_TOOL_NAMES}
+
+
+__all__ = ["FS_TOOL_NAMES", "PARAM_ORDER", "builtin_fs_schemas"]

@@ -358,7 +358,7 @@ class RunRecord(Record):
     """Bound per model response (None in runs written before the bound was always set: the engine's own)."""
     max_tokens_source: str | None = None
     """Where the bound came from: ``--max-tokens``, ``suite.yaml max_tokens``, or how it was derived
-    from the suite's longest gold answer (``harness.eval.token_bound``)."""
+    from the suite's longest gold answer (``harness.eval.run.token_bound``)."""
     versions: Versions
     """Versions of what the figures depend on."""
     machine: Machine | None = None

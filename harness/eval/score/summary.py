@@ -30,7 +30,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from harness.eval.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
+from harness.eval.store.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
 from harness.stats import quantile
 
 RATE_METRICS = METRICS

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.eval import plots
-from harness.eval.report_data import ACCURACY, OVERHEADS, Run, best_strategies, overheads, tradeoff
+from harness.eval.report import plots
+from harness.eval.report.data import ACCURACY, OVERHEADS, Run, best_strategies, overheads, tradeoff
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,9 @@
 """What ``harness report`` shows, computed once from the run directories (polars, numpy).
 
 Input is the results-directory contract (run.json, summary.json, samples.jsonl, scores.parquet) and,
-for prompts and gold answers, the suite run.json names. The markdown report (``report.py``), the HTML
-page (``report_html.py``) and the plots (``report_figures.py``) all draw from what is computed here,
-so the page and report.md never disagree.
+for prompts and gold answers, the suite run.json names. The tables (``tables``), hence report.md
+(``markdown``) and the HTML page (``html``), and the plots (``figures``) all draw from what is
+computed here, so the page and report.md never disagree.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.constraint import STRATEGIES
-from harness.eval.records import SampleRecord, SummaryRow
-from harness.eval.results import RunDir, load_run_dir, scores_frame
-from harness.eval.suite import Suite
+from harness.eval.data.suite import Suite
+from harness.eval.store.records import SampleRecord, SummaryRow
+from harness.eval.store.results import RunDir, load_run_dir, scores_frame
 
 ACCURACY = ("validity", "exact_match", "state_match")
 RATES = (*ACCURACY, "grammar_rejection", "truncated", "target_mask_diff")
@@ -44,7 +44,7 @@ class Run:
     label: str
     data: RunDir
     steps: Any
-    """polars: one row per model call with the per-token columns (``summary.per_token``)."""
+    """polars: one row per model call with the per-token columns (``harness.eval.score.summary.per_token``)."""
     suite: Suite | None
     """The suite run.json names, for prompts and gold answers (None when it cannot be loaded)."""
     suite_problem: str | None = None
@@ -68,7 +68,7 @@ class Run:
 
 
 def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
-    from harness.eval.suite import SuiteError, load_suite
+    from harness.eval.data.suite import SuiteError, load_suite
 
     path = Path(data.run.suite.path)
     for candidate in (path, data.path / path):
@@ -82,7 +82,7 @@ def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
 
 def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
     """Every run directory, labelled by its run id (``#2``... for the same id given twice)."""
-    from harness.eval.summary import per_token, steps_frame
+    from harness.eval.score.summary import per_token, steps_frame
 
     runs: list[Run] = []
     seen: dict[str, int] = {}
