@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.agents.constraint import STRATEGIES
 from harness.eval.data.suite import Suite
 from harness.eval.store.records import SampleRecord, SummaryRow
-from harness.eval.store.results import RunDir, load_run_dir, scores_frame
+from harness.eval.store.results import RunDir, load_run_dir, scores_frame, typed_rows
 
 ACCURACY = ("validity", "exact_match", "state_match")
 RATES = (*ACCURACY, "grammar_rejection", "truncated", "target_mask_diff")
@@ -158,6 +158,13 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+class _Cost(NamedTuple):
+    family: str
+    strategy: str
+    cost: float
+    """Median model time per sample, ms."""
+
+
 def sample_costs(run: Run) -> dict[tuple[str, str], float]:
     """Median model time per sample (ms) per (family, strategy)."""
     import polars as pl
@@ -169,7 +176,7 @@ def sample_costs(run: Run) -> dict[tuple[str, str], float]:
         return {}
     per_sample = steps.group_by("family", "strategy", "sample_id").agg(pl.col("latency_ms").sum())
     agg = per_sample.group_by("family", "strategy").agg(quantile("latency_ms", 50).alias("cost"))
-    return {(r["family"], r["strategy"]): float(r["cost"]) for r in agg.iter_rows(named=True)}
+    return {(r.family, r.strategy): float(r.cost) for r in typed_rows(agg, _Cost)}
 
 
 def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> list[Point]:
@@ -265,6 +272,30 @@ def failures(run: Run) -> Any:
     )
 
 
+class Failure(NamedTuple):
+    """One row of ``failures``: an error kind in a family and strategy."""
+
+    error_kind: str
+    family: str
+    strategy: str
+    samples: int
+    """Distinct failing samples."""
+    of: int | None
+    """Samples of that family and strategy."""
+    metrics: list[str]
+    """The metrics it failed (``(sample)``: the sample itself ended with status error)."""
+
+
+class _CheckerCount(NamedTuple):
+    checker: str
+    samples: int
+
+
+def failure_list(run: Run) -> list[Failure]:
+    """``failures`` as typed rows, most frequent first."""
+    return typed_rows(failures(run), Failure)
+
+
 def failures_by_checker(table: Any) -> list[tuple[str, int]]:
     """(checker, failing samples) from ``failures``' rows: the part of a kind before the colon."""
     import polars as pl
@@ -273,7 +304,7 @@ def failures_by_checker(table: Any) -> list[tuple[str, int]]:
         return []
     agg = (table.with_columns(pl.col("error_kind").str.split(":").list.first().alias("checker"))
            .group_by("checker").agg(pl.col("samples").sum()).sort(["samples", "checker"], descending=[True, False]))
-    return [(r["checker"], int(r["samples"])) for r in agg.iter_rows(named=True)]
+    return [(r.checker, int(r.samples)) for r in typed_rows(agg, _CheckerCount)]
 
 
 # -- where vLLM's grammar differs (oracle --target vllm) ----------------------------------------------
@@ -312,10 +343,12 @@ __all__ = [
     "OVERHEADS",
     "RATES",
     "Best",
+    "Failure",
     "Point",
     "Run",
     "TargetCell",
     "best_strategies",
+    "failure_list",
     "failures",
     "failures_by_checker",
     "families",

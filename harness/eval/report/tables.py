@@ -15,6 +15,7 @@ from harness.eval.report.data import (
     Run,
     TargetCell,
     best_strategies,
+    failure_list,
     failures,
     failures_by_checker,
     ordered,
@@ -112,8 +113,8 @@ def failure_rows(run: Run) -> tuple[list[list[Any]], str]:
         if run.data.errors:
             return [[e.error_kind, e.family, e.strategy, e.count, "", ""] for e in run.data.errors], "errors.json"
         return [], "no per-sample data (scores.parquet, samples.jsonl, errors.json) in this run directory"
-    rows = [[d["error_kind"], d["family"], d["strategy"], d["samples"], "" if d["of"] is None else d["of"],
-             ", ".join(d["metrics"])] for d in failures(run).to_dicts()]
+    rows = [[f.error_kind, f.family, f.strategy, f.samples, "" if f.of is None else f.of, ", ".join(f.metrics)]
+            for f in failure_list(run)]
     return rows, "scores.parquet and samples.jsonl"
 
 

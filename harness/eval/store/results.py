@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
@@ -43,6 +43,7 @@ SUMMARY_FILE = "summary.json"
 ERRORS_FILE = "errors.json"
 
 R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 
 
 class RunDirError(Exception):
@@ -310,6 +311,13 @@ def read_scores(run_dir: Path) -> list[ScoreRow] | None:
         raise RunDirError(path, _problems(exc)) from exc
 
 
+def typed_rows(frame: pl.DataFrame, row: Callable[..., T]) -> list[T]:
+    """The rows of a polars frame as typed values: ``row`` (a NamedTuple or a record) takes the
+    frame's columns by name, so a reader names fields, not string keys, and a renamed column fails
+    at once."""
+    return [row(**values) for values in frame.iter_rows(named=True)]
+
+
 def scores_frame(rows: Iterable[ScoreRow]) -> pl.DataFrame:
     """Score rows as a polars frame (the report groups with it)."""
     import polars as pl
@@ -372,6 +380,7 @@ __all__ = [
     "repair_samples",
     "sample_line",
     "scores_frame",
+    "typed_rows",
     "write_errors",
     "write_run",
     "write_scores",
