@@ -28,7 +28,7 @@ from fs_sim import FsSim  # noqa: E402
 from shellper_specs import CONVERSATIONS, SMOKE_POINTS  # noqa: E402
 from trees import tree  # noqa: E402
 
-from harness.eval.data import (  # noqa: E402  # noqa: E402  # noqa: E402
+from harness.eval.data import (  # noqa: E402
     FS_TOOL_NAMES,
     CallSpec,
     ChatMessage,
