@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "harness"
 MAX_LINES = 600
 
 LAYERS: dict[str, int] = {
+    "vocabulary": 0,
     "stats": 0,
     "files": 0,
     "agents": 1,

@@ -84,7 +84,7 @@ def measure_cell(
     from harness.agents.families import get_adapter
     from harness.bench.measure import measure_xgrammar
 
-    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
+    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
     t0 = time.perf_counter()
     payload = get_adapter(family).build_payload(list(tools), constraint)
     build_ms = (time.perf_counter() - t0) * 1000

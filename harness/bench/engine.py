@@ -55,7 +55,7 @@ def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str,
     from harness.agents.families import get_adapter
 
     payload = get_adapter(engine.family).build_payload(
-        tools, DecodingConstraint(strategy=strategy, allow_parallel_calls=True)  # type: ignore[arg-type]
+        tools, DecodingConstraint(strategy=strategy, allow_parallel_calls=True)
     )
     return CompletionRequest(
         model=engine.model_id,

@@ -116,7 +116,7 @@ def growth_length(
                     if series in slow_note:
                         rows.append({**base, "walk_ms": None, "note": slow_note[series]})
                         continue
-                    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
+                    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
                     texts, errors = render_gold(family, constraint, [GoldCalls(f"{series}-{x}", calls)])
                     if errors:
                         rows.append({**base, "walk_ms": None, "note": errors[0]["error"]})

@@ -37,8 +37,9 @@ from harness.agents.constraint import ConstraintArtifact
 from harness.bench.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
 from harness.bench.measure import REJECTIONS_KEPT, GoldText, median
 from harness.stats import spread
+from harness.vocabulary import ErrorKind
 
-SPECIAL_IN_TEXT = "llguidance:special_in_text"
+SPECIAL_IN_TEXT = ErrorKind.llguidance_special_in_text
 """A gold output refused at a token that llguidance treats as special and xgrammar as text, where the
 grammar expects text (inside a string argument): control tokens (xgrammar gives them their text) and,
 for Gemma, 71 HTML-tag added tokens (``<table>``, ``</b>``, ...) that are ordinary text to the model.

@@ -71,7 +71,7 @@ def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tu
 
     adapter = get_adapter(family)
     try:
-        constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
+        constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
         payload = adapter.build_payload(tools, constraint)
     except ConstraintError as exc:
         fail(f"cannot build the {strategy} constraint for these tools: {exc}")

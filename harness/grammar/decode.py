@@ -55,6 +55,7 @@ from harness.agents.constraint import REJECTED_GOLD
 from harness.grammar.jump import forced_prefix
 from harness.grammar.mask import allocate_bitmask, allows_only, masked_scores, pick_token, token_allowed
 from harness.grammar.sources import GoldSource, GoldTextSource
+from harness.vocabulary import ErrorKind
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -65,7 +66,7 @@ MaskPolicy = Literal["always", "lazy"]
 JumpMode = Literal["off", "append", "verify"]
 JUMP_MODES: tuple[JumpMode, ...] = ("off", "append", "verify")
 FinishReason = Literal["stop", "length", "rejected"]
-DEAD_END = "grammar:dead_end"
+DEAD_END = ErrorKind.grammar_dead_end
 """The matcher allowed no token at all (a grammar bug; never expected)."""
 
 

