@@ -18,6 +18,7 @@ MAX_LINES = 600
 
 LAYERS: dict[str, int] = {
     "vocabulary": 0,
+    "lazy": 0,
     "stats": 0,
     "files": 0,
     "agents": 1,

@@ -12,26 +12,21 @@ when it runs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.bench.engine import run_engine_bench
     from harness.bench.grammar import GrammarBenchConfig, run_grammar_bench
     from harness.bench.sandbox import bench_sandbox
 
-_EXPORTS = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "GrammarBenchConfig": "grammar",
     "run_grammar_bench": "grammar",
     "bench_sandbox": "sandbox",
     "run_engine_bench": "engine",
-}
+})
 
 __all__ = ["GrammarBenchConfig", "bench_sandbox", "run_engine_bench", "run_grammar_bench"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.bench' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"harness.bench.{module}"), name)

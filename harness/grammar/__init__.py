@@ -7,8 +7,9 @@ imports the tokenizer module then; xgrammar loads only when something compiles o
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.grammar.compile import (
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
         get_tokenizer,
     )
 
-_EXPORTS: dict[str, str] = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "CompiledConstraint": "compile",
     "clear_compile_cache": "compile",
     "compile_artifact": "compile",
@@ -53,7 +54,10 @@ _EXPORTS: dict[str, str] = {
     "allocate_bitmask": "mask",
     "allowed_ids": "mask",
     "masked_scores": "mask",
-    "constrained_decode": "decode",
+    # ``decode`` is also the submodule's name (the import system would shadow a package-level function
+    # with the module), so the loop is exported as ``constrained_decode``; its home is
+    # ``harness.grammar.decode.decode``.
+    "constrained_decode": "decode:decode",
     "walk_text": "decode",
     "constraint_from_request": "request",
     "TOKENIZER_FAMILIES": "tokenizers",
@@ -61,12 +65,7 @@ _EXPORTS: dict[str, str] = {
     "TokenizerUnavailable": "tokenizers",
     "gemma_gguf_path": "tokenizers",
     "get_tokenizer": "tokenizers",
-}
-
-_ALIASES = {"constrained_decode": "decode"}
-"""``decode`` is also the submodule's name (the import system would shadow a package-level function
-with the module), so the loop is exported here as ``constrained_decode``; its home is
-``harness.grammar.decode.decode``."""
+})
 
 __all__ = [
     "REJECTED_GOLD",
@@ -92,15 +91,3 @@ __all__ = [
     "walk_text",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.grammar' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"harness.grammar.{module}"), _ALIASES.get(name, name))
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
