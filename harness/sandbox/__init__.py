@@ -1,7 +1,8 @@
 """Sandboxed ``.pym`` tools on pydantic-monty: loading, limits, errors, events, virtual files, mutations.
 
 - ``load_script(path)`` parses the ``Input()``/``@external`` declarations with ``ast``, blanks their
-  lines (errors keep the ``.pym`` line numbers) and type-checks the script once.
+  lines (errors keep the ``.pym`` line numbers) and type-checks the script once; ``run_script(script,
+  inputs, ...)`` runs it in a fresh session.
 - ``PymTool`` implements the kernel's Tool protocol; ``discover_tools(folder)`` loads a folder of them;
   ``load_bundle_tools`` loads a bundle's, with its limits and per-tool overrides (the kernel's ToolLoader).
 - ``Limits`` (presets strict/default/permissive, "16mb"/"2s", merge) bound every run, in the sandbox and
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.lazy import lazy_exports
 from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
 from harness.sandbox.declare import Input, external
 from harness.sandbox.errors import (
@@ -49,21 +51,11 @@ from harness.sandbox.workspace import (
 )
 
 if TYPE_CHECKING:
-    from harness.sandbox.pool import SandboxPool
+    from harness.sandbox.execute import run_script
+    from harness.sandbox.pool import close_pool, get_pool
 
-
-def get_pool() -> SandboxPool:
-    """The process-wide ``SandboxPool`` (imports pydantic-monty)."""
-    from harness.sandbox.pool import get_pool as _get_pool
-
-    return _get_pool()
-
-
-def close_pool() -> None:
-    """Close the process-wide pool now (it is also closed at exit; the next use starts a new one)."""
-    from harness.sandbox.pool import close_pool as _close_pool
-
-    _close_pool()
+# pydantic-monty is imported by these modules: loaded when a name is first used.
+__getattr__, __dir__ = lazy_exports(__name__, {"close_pool": "pool", "get_pool": "pool", "run_script": "execute"})
 
 
 __all__ = [
@@ -103,5 +95,6 @@ __all__ = [
     "load_bundle_tools",
     "load_script",
     "parse_script",
+    "run_script",
     "split_envelope",
 ]

@@ -128,7 +128,10 @@ class PymTool:
                 host = {k: v for k, v in workspace.data.host_inputs(self.name).items() if k in self._hidden}
             files = workspace.data.load_files(self.name, arguments)
             environ = workspace.environ
-        value = await self.script.run(
+        from harness.sandbox.execute import run_script  # pydantic-monty: imported when a tool first runs
+
+        value = await run_script(
+            self.script,
             arguments,
             host_inputs=host,
             files=files,
