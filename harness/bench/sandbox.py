@@ -20,7 +20,7 @@ from typing import Any
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall
 from harness.bench.inputs import DEFAULT_TOOLS
-from harness.sandbox.fs import FileSystemState
+from harness.sandbox.gorilla.state import FileSystemState
 from harness.sandbox.limits import Limits
 from harness.sandbox.tool import PymTool, discover_tools
 from harness.sandbox.workspace import Workspace

@@ -37,7 +37,7 @@ from harness.sandbox.errors import (
     SandboxError,
     UnavailableError,
 )
-from harness.sandbox.fs import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
+from harness.sandbox.gorilla import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
 from harness.sandbox.limits import PRESETS, Limits
 from harness.sandbox.script import ExternalSpec, InputSpec, Script, load_script, parse_script
 from harness.sandbox.tool import PymTool, discover_tools, split_envelope

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall, ToolResult, ToolSchema
 from harness.sandbox.errors import LimitError, OutputError, SandboxError
-from harness.sandbox.fs import TreeLimitError
+from harness.sandbox.gorilla.tree import TreeLimitError
 from harness.sandbox.limits import Limits
 from harness.sandbox.script import Script, load_script
 from harness.sandbox.validation import first_problem
