@@ -172,7 +172,7 @@ def check(
         "accepted": accepted,
         "rejected": rejected,
         "total": len(items),
-        **result.figures(),
+        **result.figures().dump(),
     }
     typer.echo(json.dumps(summary))
     raise typer.Exit(code=0 if rejected == 0 else 1)

@@ -89,7 +89,7 @@ def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy
         for call in calls:
             text = adapter.render_output([call], constraint)
             assert walk_text(compiled, family, text).accepted is expected, (call, text)
-            fig = measure_llguidance(family, artifact, [GoldText(call.id, text)], repeats=1, budget_s=5.0)
+            fig = measure_llguidance(family, artifact, [GoldText(call.id, text)], repeats=1, budget_s=5.0).dump()
             assert fig["expressible"], fig["note"]
             assert (fig["gold_accepted"] == 1) is expected, (call, text, fig["rejections"])
 
@@ -116,6 +116,6 @@ def test_a_special_token_inside_a_string_is_text_for_xgrammar_and_refused_by_llg
     tok = get_tokenizer(family)
     assert tok.token_id(marker) in tok.encode(text)  # the gold spells the marker as its one token
     assert walk_text(compile_artifact(artifact, family).compiled, family, text).accepted
-    fig = measure_llguidance(family, artifact, [GoldText("s", text)], repeats=1, budget_s=5.0)
+    fig = measure_llguidance(family, artifact, [GoldText("s", text)], repeats=1, budget_s=5.0).dump()
     assert fig["gold_accepted"] == 0 and fig["gold_rejected_special_in_text"] == 1
     assert fig["rejections"][0]["reason"].startswith(SPECIAL_IN_TEXT)
