@@ -22,7 +22,7 @@ from harness.agents.types import ToolCall
 from harness.bench.inputs import DEFAULT_TOOLS
 from harness.bench.records import BenchRecord
 from harness.sandbox.gorilla.state import FileSystemState
-from harness.sandbox.limits import Limits
+from harness.sandbox.runtime.script_limits import Limits
 from harness.sandbox.tool import PymTool, discover_tools
 from harness.sandbox.workspace import Workspace
 from harness.stats import rounded_percentile
@@ -181,8 +181,8 @@ async def _run(n: int, preset: str, only: str | None, tools_dir: Path) -> Sandbo
 async def _runner_hop(tool: PymTool, n: int) -> tuple[float | None, float | None]:
     """The same feed (``pwd``: one small input, no tree) run on the event loop's thread and through
     the pool's runner threads: what keeping the loop free costs per call."""
-    from harness.sandbox.pool import Job, get_pool
-    from harness.sandbox.vfs import TreeOS
+    from harness.sandbox.runtime.pool import Job, get_pool
+    from harness.sandbox.runtime.vfs import TreeOS
 
     pool = get_pool()
     script = tool.script

@@ -192,8 +192,8 @@ def grammar(
     bench.md and PNG plots, prints the table; a JSON summary is the last line."""
     import json
 
-    from harness.bench.grammar import GrammarBenchConfig, run_grammar_bench
-    from harness.bench.output import print_table
+    from harness.bench.grammar.output import print_table
+    from harness.bench.grammar.run import GrammarBenchConfig, run_grammar_bench
 
     cfg = GrammarBenchConfig(
         families=tuple(family or FAMILIES),

@@ -138,7 +138,7 @@ def check(
         fail(f"strategy {strategy} built no artifact for {family}")
 
     from harness.agents.types import ToolCall
-    from harness.bench.measure import GoldText, check_outputs
+    from harness.bench.grammar.measure import GoldText, check_outputs
     from harness.grammar.tokenizers import TokenizerUnavailable
 
     texts: list[GoldText] = []

@@ -72,7 +72,7 @@ class LimitsPreset(StrEnum):
 
 
 GRAMMAR_ENGINES: tuple[str, ...] = ("xgrammar", "llguidance")
-"""``harness.bench.cells.GRAMMAR_ENGINES``: grammar engines ``bench grammar`` compares."""
+"""``harness.bench.grammar.GRAMMAR_ENGINES``: grammar engines ``bench grammar`` compares."""
 
 
 class Names(tuple[str, ...]):

@@ -14,8 +14,13 @@
 
 Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, driven from
 runner threads so the event loop never blocks, with admission so that an overdue call is never charged
-to a healthy one); see ``harness/sandbox/pool.py`` for the measurements behind that choice.
+to a healthy one); see ``harness/sandbox/runtime/pool.py`` for the measurements behind that choice.
 pydantic-monty itself is imported only when a script is loaded or run.
+
+Layout: ``pym/`` the script format (declarations, schemas, loading, the type check); ``runtime/``
+running a script (limits, the pool, virtual files, one run); ``gorilla/`` the Gorilla file system
+(state, tree, the tools' signatures, a session); here: errors, value checks (``values``), argument
+validation (``validation``), ``PymTool`` (``tool``), a bundle's tools (``bundle_tools``), workspaces.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from harness.lazy import lazy_exports
 from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
-from harness.sandbox.declare import Input, external
 from harness.sandbox.errors import (
     ERROR_KINDS,
     CheckError,
@@ -38,8 +42,8 @@ from harness.sandbox.errors import (
     UnavailableError,
 )
 from harness.sandbox.gorilla import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
-from harness.sandbox.limits import PRESETS, Limits
-from harness.sandbox.script import ExternalSpec, InputSpec, Script, load_script, parse_script
+from harness.sandbox.pym import ExternalSpec, Input, InputSpec, Script, external, load_script, parse_script
+from harness.sandbox.runtime import PRESETS, Limits
 from harness.sandbox.tool import PymTool, discover_tools, split_envelope
 from harness.sandbox.workspace import (
     DataProvider,
@@ -51,11 +55,13 @@ from harness.sandbox.workspace import (
 )
 
 if TYPE_CHECKING:
-    from harness.sandbox.execute import run_script
-    from harness.sandbox.pool import close_pool, get_pool
+    from harness.sandbox.runtime.execute import run_script
+    from harness.sandbox.runtime.pool import close_pool, get_pool
 
 # pydantic-monty is imported by these modules: loaded when a name is first used.
-__getattr__, __dir__ = lazy_exports(__name__, {"close_pool": "pool", "get_pool": "pool", "run_script": "execute"})
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "close_pool": "runtime.pool", "get_pool": "runtime.pool", "run_script": "runtime.execute",
+})
 
 
 __all__ = [

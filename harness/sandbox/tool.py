@@ -22,8 +22,8 @@ from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall, ToolResult, ToolSchema
 from harness.sandbox.errors import LimitError, OutputError, SandboxError
 from harness.sandbox.gorilla.tree import TreeLimitError
-from harness.sandbox.limits import Limits
-from harness.sandbox.script import Script, load_script
+from harness.sandbox.pym.script import Script, load_script
+from harness.sandbox.runtime.script_limits import Limits
 from harness.sandbox.validation import first_problem
 from harness.sandbox.values import lone_surrogate
 from harness.sandbox.workspace import Workspace
@@ -128,7 +128,9 @@ class PymTool:
                 host = {k: v for k, v in workspace.data.host_inputs(self.name).items() if k in self._hidden}
             files = workspace.data.load_files(self.name, arguments)
             environ = workspace.environ
-        from harness.sandbox.execute import run_script  # pydantic-monty: imported when a tool first runs
+        from harness.sandbox.runtime.execute import (
+            run_script,  # pydantic-monty: imported when a tool first runs
+        )
 
         value = await run_script(
             self.script,

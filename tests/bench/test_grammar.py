@@ -94,9 +94,9 @@ def test_synthetic_tools_are_deterministic_nested_and_their_calls_valid() -> Non
 
 
 def test_the_100_tool_compile_is_a_goal_of_its_own(tmp_path: Path) -> None:
-    from harness.bench.grammar import GOALS
-    from harness.bench.grammar_results import GrammarBench
-    from harness.bench.output import summarize
+    from harness.bench.grammar.output import summarize
+    from harness.bench.grammar.results import GrammarBench
+    from harness.bench.grammar.run import GOALS
 
     def row(family: str, strategy: str, **figures: float) -> dict[str, object]:
         return {"family": family, "strategy": strategy, "engine": "xgrammar", "expressible": True,

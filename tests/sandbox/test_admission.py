@@ -153,8 +153,8 @@ async def test_a_call_that_cannot_start_in_time_is_unavailable_not_a_limit(scrip
 
 async def test_a_job_fed_outside_the_runners_leaves_the_counts_alone(scripts) -> None:
     """The bench feeds a job on the caller's thread to time the hop: no runner took it, so nothing is counted."""
-    from harness.sandbox.pool import Job
-    from harness.sandbox.vfs import TreeOS
+    from harness.sandbox.runtime.pool import Job
+    from harness.sandbox.runtime.vfs import TreeOS
 
     pool = get_pool()
     before = pool.stats()

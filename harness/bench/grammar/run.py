@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.agents.types import ToolSchema
-from harness.bench.cells import measure_cell
-from harness.bench.grammar_figures import GrammarRow
-from harness.bench.grammar_results import (
+from harness.bench.grammar.cells import measure_cell
+from harness.bench.grammar.figures import GrammarRow
+from harness.bench.grammar.results import (
     GRAMMAR_ENGINES,
     GrammarBench,
     GrammarBenchConfig,
@@ -68,7 +68,7 @@ def check_engines(engines: Sequence[str]) -> list[str]:
         if e not in GRAMMAR_ENGINES:
             raise ValueError(f"unknown engine {e!r}: expected {', '.join(GRAMMAR_ENGINES)}")
         if e == "llguidance":
-            from harness.bench.llguidance import available
+            from harness.bench.grammar.llguidance import available
 
             if available() is not None:
                 continue
@@ -79,7 +79,7 @@ def check_engines(engines: Sequence[str]) -> list[str]:
 def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> GrammarBench:
     """Run the bench, write its files into the output folder; returns what bench.json holds
     (``summary`` is the final JSON line)."""
-    from harness.bench.output import summarize, write_outputs
+    from harness.bench.grammar.output import summarize, write_outputs
 
     cfg.resolved()
     started = datetime.now(UTC)
@@ -100,7 +100,7 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> GrammarBench
     main = _main_table(cfg, tools, gold, parallel, log)
     growth_tools, growth_length = None, None
     if cfg.growth:
-        from harness.bench.growth import run_growth
+        from harness.bench.grammar.growth import run_growth
 
         growth_tools, growth_length = run_growth(cfg, tools, gold, log)
     bench = GrammarBench(
@@ -126,7 +126,7 @@ def _tokenizers(families: Sequence[str], engines: Sequence[str], log: Log) -> di
         t0 = time.perf_counter()
         get_tokenizer(family).info  # noqa: B018 (build xgrammar's tokenizer view now, not inside a timing)
         if "llguidance" in engines:
-            from harness.bench.llguidance import get_llg_tokenizer
+            from harness.bench.grammar.llguidance import get_llg_tokenizer
 
             get_llg_tokenizer(family)
         setup[family] = round(time.perf_counter() - t0, 2)

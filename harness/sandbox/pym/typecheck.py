@@ -16,7 +16,7 @@ from typing import Protocol
 import pydantic_monty as pm
 
 from harness.sandbox.errors import CheckError, ParseError
-from harness.sandbox.pool import get_pool
+from harness.sandbox.runtime.pool import get_pool
 
 
 class CheckedSource(Protocol):

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.types import ToolSchema
-from harness.sandbox.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.errors import InputError, ParseError
+from harness.sandbox.pym.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.validation import SchemaCheck, compile_validator, first_error_of, first_problem
 from harness.sandbox.values import lone_surrogate
 
@@ -183,7 +183,7 @@ def load_script(path: str | Path, *, type_check: bool = True) -> Script:
         raise ParseError(f"cannot read {path}: {e}", script=path.name) from e
     script = parse_script(source, path)
     if type_check:
-        from harness.sandbox.typecheck import type_check_script
+        from harness.sandbox.pym.typecheck import type_check_script
 
         type_check_script(script)
     return script

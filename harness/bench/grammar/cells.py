@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from harness.agents.constraint import ConstraintError, DecodingConstraint
 from harness.agents.types import ToolSchema
-from harness.bench.grammar_figures import GrammarRow, RenderError
-from harness.bench.grammar_results import GRAMMAR_ENGINES, GrammarBenchConfig
+from harness.bench.grammar.figures import GrammarRow, RenderError
+from harness.bench.grammar.measure import GoldText
+from harness.bench.grammar.results import GRAMMAR_ENGINES, GrammarBenchConfig
 from harness.bench.inputs import GoldCalls
-from harness.bench.measure import GoldText
 
 
 def render_gold(
@@ -45,7 +45,7 @@ def measure_cell(
 ) -> list[GrammarRow]:
     """The figures of one family x strategy, one row per engine."""
     from harness.agents.families import get_adapter
-    from harness.bench.measure import measure_xgrammar
+    from harness.bench.grammar.measure import measure_xgrammar
 
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
     t0 = time.perf_counter()
@@ -72,7 +72,7 @@ def measure_cell(
                 family, artifact, texts, repeats=cfg.repeats, budget_s=cfg.budget_s, with_apply=with_apply
             )
         else:
-            from harness.bench.llguidance import measure_llguidance
+            from harness.bench.grammar.llguidance import measure_llguidance
 
             fig = measure_llguidance(family, artifact, texts, repeats=cfg.repeats, budget_s=cfg.budget_s)
         rows.append(GrammarRow.model_validate({**common, **fig.given()}))

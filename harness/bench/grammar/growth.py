@@ -20,8 +20,8 @@ from typing import Any
 
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall, ToolSchema
-from harness.bench.grammar_figures import EngineFigures, GrammarRow, WalkFigures
-from harness.bench.grammar_results import GrammarBenchConfig, GrowthLengthRow, GrowthToolsRow
+from harness.bench.grammar.figures import EngineFigures, GrammarRow, WalkFigures
+from harness.bench.grammar.results import GrammarBenchConfig, GrowthLengthRow, GrowthToolsRow
 
 TOOL_COUNTS = (1, 5, 18, 50, 100)
 TOOL_COUNTS_QUICK = (1, 18)
@@ -40,7 +40,7 @@ def _slim(row: GrammarRow, tools: int) -> GrowthToolsRow:
 
 
 def growth_tools(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[GrowthToolsRow]:
-    from harness.bench.cells import measure_cell
+    from harness.bench.grammar.cells import measure_cell
     from harness.bench.inputs import GoldCalls
     from harness.bench.synthetic import synthetic_calls, synthetic_tools
 
@@ -87,9 +87,9 @@ def growth_length(
     cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
 ) -> list[GrowthLengthRow]:
     """Walk time against output length, per family x strategy x engine."""
-    from harness.bench.cells import render_gold
+    from harness.bench.grammar.cells import render_gold
+    from harness.bench.grammar.measure import GoldText
     from harness.bench.inputs import GoldCalls
-    from harness.bench.measure import GoldText
 
     points = _length_outputs(tools, gold, cfg.quick)
     rows: list[GrowthLengthRow] = []
@@ -152,14 +152,14 @@ def _walk(
     payload = get_adapter(family).build_payload(list(tools), constraint)
     assert payload.artifact is not None
     if engine == "xgrammar":
-        from harness.bench.measure import walk_outputs
+        from harness.bench.grammar.measure import walk_outputs
         from harness.grammar import compile_artifact
 
         key = constraint.allow_parallel_calls
         if key not in compiled:
             compiled[key] = compile_artifact(payload.artifact, family).compiled
         return walk_outputs(compiled[key], family, outs, budget_s)
-    from harness.bench.llguidance import measure_llguidance
+    from harness.bench.grammar.llguidance import measure_llguidance
 
     return measure_llguidance(family, payload.artifact, outs, repeats=1, budget_s=budget_s)
 

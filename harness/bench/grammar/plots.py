@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.bench.grammar_results import GrammarBench, GrowthLengthRow, GrowthToolsRow
+from harness.bench.grammar.results import GrammarBench, GrowthLengthRow, GrowthToolsRow
 from harness.vocabulary import Strategy
 
 STRATEGY_COLORS: dict[str, str] = {Strategy.ebnf: "#1f77b4", Strategy.structural_tag: "#ff7f0e", Strategy.json_schema: "#2ca02c"}

@@ -5,7 +5,7 @@ Strategies, as far as they can be expressed exactly (else ``NotExpressible`` wit
 - ``json_schema``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend
   compiles it on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles
   with ``separators=(",", ":")``.
-- ``ebnf``: the family's EBNF converted to Lark (``harness.bench.lark``).
+- ``ebnf``: the family's EBNF converted to Lark (``harness.bench.grammar.lark``).
 - ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
   ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
   an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
@@ -18,7 +18,7 @@ a control token's text as that token), as are Gemma's HTML-tag added tokens: suc
 counted apart (``SPECIAL_IN_TEXT``). Tokenizer: ``llguidance.hf.from_tokenizer`` on the grammar
 core's ``FamilyTokenizer.hf`` (~3-7 s; one per family and process).
 
-Figures mirror ``harness.bench.measure``: ``compile_ms_cold`` is the ``LLMatcher`` construction (llguidance
+Figures mirror ``harness.bench.grammar.measure``: ``compile_ms_cold`` is the ``LLMatcher`` construction (llguidance
 has no compiled-grammar cache: vLLM builds a matcher per request, so there is no "cached" figure);
 each gold output gets a fresh matcher, as a request would; mask fills are timed with
 ``llguidance.numpy.fill_next_token_bitmask`` and the gold id's bit checked; ``accept_us`` is
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact
-from harness.bench.grammar_figures import EngineFigures, Rejection
-from harness.bench.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
-from harness.bench.measure import REJECTIONS_KEPT, GoldText, median
+from harness.bench.grammar.figures import EngineFigures, Rejection
+from harness.bench.grammar.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
+from harness.bench.grammar.measure import REJECTIONS_KEPT, GoldText, median
 from harness.bench.records import spread_fields
 from harness.vocabulary import ErrorKind
 

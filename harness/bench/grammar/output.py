@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.bench.grammar_figures import GrammarRow
-from harness.bench.grammar_results import (
+from harness.bench.grammar.figures import GrammarRow
+from harness.bench.grammar.results import (
     GoalVerdict,
     GrammarBench,
     GrammarSummary,
@@ -252,7 +252,7 @@ def _growth_markdown(bench: GrammarBench) -> list[str]:
 
 def write_outputs(bench: GrammarBench, out_dir: Path) -> list[Path]:
     """bench.json, bench.md and the PNG plots into ``out_dir``."""
-    from harness.bench.plots import write_plots
+    from harness.bench.grammar.plots import write_plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "bench.json", out_dir / "bench.md"]

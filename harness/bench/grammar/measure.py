@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from harness.agents.constraint import ConstraintArtifact
-from harness.bench.grammar_figures import (
+from harness.bench.grammar.figures import (
     ApplyFigures,
     CompileFigures,
     EngineFigures,

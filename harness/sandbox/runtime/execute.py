@@ -39,15 +39,15 @@ from harness.sandbox.errors import (
     SandboxError,
     UnavailableError,
 )
-from harness.sandbox.limits import Limits
-from harness.sandbox.pool import Abandoned, Job, get_pool
+from harness.sandbox.runtime.pool import Abandoned, Job, get_pool
+from harness.sandbox.runtime.script_limits import Limits
+from harness.sandbox.runtime.vfs import TreeOS
 from harness.sandbox.values import nesting_depth_over, size_over
-from harness.sandbox.vfs import TreeOS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from harness.sandbox.script import Script
+    from harness.sandbox.pym.script import Script
 
 MONTY_RECURSION = 1000
 """pydantic-monty's recursion limit when a run sets none: a value nested this deep comes back cut."""

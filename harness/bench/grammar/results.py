@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.bench.grammar_figures import GrammarRow
+from harness.bench.grammar.figures import GrammarRow
 from harness.bench.records import BenchRecord, OmitsAbsent, SparseRecord
 from harness.vocabulary import CONSTRAINED_STRATEGIES, FAMILIES
 
