@@ -1,5 +1,7 @@
 """Grammar core: real tokenizers, compiling constraints with xgrammar, token bitmasks, the constrained
-decoding loop, reading a constraint out of a request.
+decoding loop (``decode``; its modes and result in ``decode_result``, its token sources in ``sources``,
+jump-forward in ``jump``), a gold text walked through a grammar (``walk``), reading a constraint out of
+a request.
 
 Importing this package is cheap: names resolve on first use (``harness.grammar.get_tokenizer``
 imports the tokenizer module then; xgrammar loads only when something compiles or matches).
@@ -18,20 +20,12 @@ if TYPE_CHECKING:
         compile_artifact,
         get_compiler,
     )
-    from harness.grammar.decode import (
-        REJECTED_GOLD,
-        DecodeResult,
-        GoldSource,
-        MaskPolicy,
-        TokenSource,
-        WalkResult,
-        walk_text,
-    )
-    from harness.grammar.decode import (
-        decode as constrained_decode,
-    )
+    from harness.grammar.decode import REJECTED_GOLD
+    from harness.grammar.decode import decode as constrained_decode
+    from harness.grammar.decode_result import DecodeResult, MaskPolicy
     from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
+    from harness.grammar.sources import GoldSource, TokenSource
     from harness.grammar.tokenizers import (
         TOKENIZER_FAMILIES,
         FamilyTokenizer,
@@ -39,6 +33,7 @@ if TYPE_CHECKING:
         gemma_gguf_path,
         get_tokenizer,
     )
+    from harness.grammar.walk import WalkResult, walk_text
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "CompiledConstraint": "compile",
@@ -46,11 +41,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "compile_artifact": "compile",
     "get_compiler": "compile",
     "REJECTED_GOLD": "decode",
-    "DecodeResult": "decode",
-    "GoldSource": "decode",
-    "MaskPolicy": "decode",
-    "TokenSource": "decode",
-    "WalkResult": "decode",
+    "DecodeResult": "decode_result",
+    "GoldSource": "sources",
+    "MaskPolicy": "decode_result",
+    "TokenSource": "sources",
+    "WalkResult": "walk",
     "allocate_bitmask": "mask",
     "allowed_ids": "mask",
     "masked_scores": "mask",
@@ -58,7 +53,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     # with the module), so the loop is exported as ``constrained_decode``; its home is
     # ``harness.grammar.decode.decode``.
     "constrained_decode": "decode:decode",
-    "walk_text": "decode",
+    "walk_text": "walk",
     "constraint_from_request": "request",
     "TOKENIZER_FAMILIES": "tokenizers",
     "FamilyTokenizer": "tokenizers",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from harness import vocabulary
 from harness.agents.adapter import ModelAdapter
-from harness.agents.families._ebnf import MAX_JSON_WS, canonical_keys
+from harness.agents.families._values import MAX_JSON_WS, canonical_keys
 from harness.vocabulary import Family
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.agents.adapter import ParsedResponse
 from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
-from harness.agents.families._ebnf import canonical_keys, json_text
+from harness.agents.families._values import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Strategy
 

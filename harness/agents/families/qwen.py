@@ -10,7 +10,7 @@ Decisions (the other areas rely on them):
   Qwen3's template renders with ``enable_thinking=False``; every payload sends
   ``chat_template_kwargs={"enable_thinking": False}`` so a vLLM server renders the same prompt. The
   grammars therefore start at the first ``<tool_call>`` (no reasoning prefix).
-- Argument order: canonical (``_ebnf.canonical_keys``), shared with FunctionGemma. The tools this
+- Argument order: canonical (``_values.canonical_keys``), shared with FunctionGemma. The tools this
   adapter declares (``format_tools`` and the ``<tools>`` block) list properties in that order, and
   the grammar, the structural tag's and json_schema's schemas and the renderer all use it.
 - JSON whitespace is bounded: at most ``MAX_JSON_WS`` characters wherever JSON allows whitespace
@@ -45,16 +45,15 @@ from harness.agents.families._calls import (
     parse_output,
     strict_schema,
 )
-from harness.agents.families._ebnf import (
+from harness.agents.families._ebnf import EbnfBuilder
+from harness.agents.families._syntax import (
     JSON_SYNTAX,
-    MAX_JSON_WS,
     XGRAMMAR_JSON_SYNTAX,
-    EbnfBuilder,
     ebnf_literal,
-    json_text,
     rule_name,
     xgrammar_json_subset,
 )
+from harness.agents.families._values import MAX_JSON_WS, json_text
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Family, Strategy
 

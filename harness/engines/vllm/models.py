@@ -114,7 +114,7 @@ def cache_key(kind: str) -> str:
 
 def model_folder(kind: str, *, build: bool = True) -> ModelFolder:
     """The cached folder of ``kind`` (``gemma`` or ``qwen-fixture``), built first when missing."""
-    from harness.grammar.tokenizers import _file_lock, cache_root
+    from harness.grammar.tokenizer_files import cache_root, file_lock
 
     try:
         recipe = RECIPES[kind]
@@ -123,7 +123,7 @@ def model_folder(kind: str, *, build: bool = True) -> ModelFolder:
     root = cache_root() / "models" / "hf"
     final = root / f"{recipe.name}-{cache_key(kind)}"
     if not _complete(final) and build:
-        with _file_lock(root / f".{recipe.name}.lock"):
+        with file_lock(root / f".{recipe.name}.lock"):
             if not _complete(final):
                 _build_in_child(kind, final)
     if not _complete(final):
