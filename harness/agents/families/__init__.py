@@ -5,7 +5,7 @@ format must agree and are tested together.
 The registry below is the one list of families' modules. Adding a family is its name in
 ``harness.vocabulary.Family``, one module that defines ``ADAPTER`` (a ``ModelAdapter``) plus one
 ``FamilyInfo`` line here (and, to compile its grammars, a tokenizer recipe in
-``harness.grammar.tokenizers``). ``get_adapter(family)`` imports the module on
+``harness.grammar.tokenizer_files``). ``get_adapter(family)`` imports the module on
 first use. Nothing here imports xgrammar: grammars are EBNF text and structural tags JSON text
 (xgrammar 0.2.8's format schema).
 """
