@@ -1,5 +1,5 @@
 """``harness bench grammar``'s files as typed records: its configuration, the growth curves' rows, the
-summary line, and ``GrammarBench``, the whole of bench.json (its rows: ``grammar_figures``)."""
+summary line, and ``GrammarBench``, the whole of bench.json (its rows: ``figures``)."""
 
 from __future__ import annotations
 
