@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from harness.cli.errors import ExitCode, fail
-from harness.cli.options import STRATEGIES, Engine, Families, Strategies, Target
+from harness.cli.options import Engine, Families, Strategies, Target
+from harness.vocabulary import SAMPLE_METRICS, STRATEGIES
+
+if TYPE_CHECKING:
+    from harness.eval.run import RunOutcome
+    from harness.eval.store import SummaryRow
 
 # The options of ``harness run``, one alias each (the command's signature stays readable).
 SuiteDirArg = Annotated[Path, typer.Argument(metavar="SUITE_DIR", help="Suite directory (suite.yaml + cases.jsonl).")]
@@ -150,7 +155,7 @@ def run(
         _report([outcome.run_dir], outcome.run_dir)
 
 
-def _print_outcome(outcome: Any) -> None:
+def _print_outcome(outcome: RunOutcome) -> None:
     from harness.eval.store import read_summary
 
     typer.echo(
@@ -160,19 +165,17 @@ def _print_outcome(outcome: Any) -> None:
     _print_summary(read_summary(outcome.run_dir))
 
 
-def _print_summary(summary: list[Any]) -> None:
-    """The rates of summary.json rows (``SummaryRow``) as a plain table."""
-    from harness.eval.store import METRICS
-
-    table: dict[tuple[str, str], dict[str, Any]] = {}
+def _print_summary(summary: list[SummaryRow]) -> None:
+    """The rates of summary.json rows as a plain table."""
+    table: dict[tuple[str, str], dict[str, SummaryRow]] = {}
     for row in summary:
-        if row.metric in METRICS:
+        if row.metric in SAMPLE_METRICS:
             table.setdefault((row.family, row.strategy), {})[row.metric] = row
-    typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in METRICS))
-    order = {s: i for i, s in enumerate(STRATEGIES)}  # the canonical order, as report.md and the plots
+    typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in SAMPLE_METRICS))
+    order: dict[str, int] = {s: i for i, s in enumerate(STRATEGIES)}  # the canonical order, as report.md and the plots
     for (fam, strat), metrics in sorted(table.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99), kv[0][1])):
         cells = []
-        for m in METRICS:
+        for m in SAMPLE_METRICS:
             r = metrics.get(m)
             cells.append(f"{r.value:.3f} (n={r.n})".rjust(18) if r else "-".rjust(18))
         typer.echo(f"{fam:16} {strat:15} " + " ".join(cells))

@@ -31,12 +31,12 @@ from typing import Literal
 
 from harness.eval.store.records import Machine, RunRecord, SummaryRow
 from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_summary
+from harness.vocabulary import ACCURACY_METRICS, Metric
 
 DEFAULT_MAX_DROP = 0.02
 DEFAULT_MAX_SLOWDOWN = 3.0
 DEFAULT_MIN_TIMING_N = 20
-ACCURACY_METRICS = ("validity", "exact_match", "state_match")
-LOWER_IS_BETTER_RATES = ("grammar_rejection", "truncated", "target_mask_diff")
+LOWER_IS_BETTER_RATES: tuple[Metric, ...] = (Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
 _EPS = 1e-9
 TAIL_VALUES = 10
 _PERCENTILE = re.compile(r"_p(\d{1,2})$")

@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from harness.agents.constraint import STRATEGIES
-from harness.agents.families import FAMILIES
 from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
 from harness.files import InputError, load_json, read_text, read_yaml
+from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
 SuiteKind = Literal["next_call", "episode"]
 EchoMode = Literal["overwrite", "append"]
@@ -49,8 +48,8 @@ class SuiteSpec(BaseModel):
     kind: SuiteKind
     bundle: str = Field(min_length=1)
     cases: str = "cases.jsonl"
-    families: list[str] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
-    strategies: list[str] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
+    families: list[Family] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
+    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
     description: str = ""
     source: str = ""
     licence: str = ""
@@ -69,20 +68,14 @@ class SuiteSpec(BaseModel):
     def _version_str(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
 
-    @field_validator("families")
+    @field_validator("families", "strategies", mode="before")
     @classmethod
-    def _families(cls, v: list[str]) -> list[str]:
-        bad = [f for f in v if f not in FAMILIES]
+    def _names(cls, v: Any, info: ValidationInfo) -> Any:
+        """An unknown name is named with the known ones (before the list is read as members)."""
+        what, known = ("family", FAMILIES) if info.field_name == "families" else ("strategy", STRATEGIES)
+        bad = [n for n in v if n not in known] if isinstance(v, list) else []
         if bad:
-            raise ValueError(f"unknown family {bad[0]!r}: expected one of {', '.join(FAMILIES)}")
-        return v
-
-    @field_validator("strategies")
-    @classmethod
-    def _strategies(cls, v: list[str]) -> list[str]:
-        bad = [s for s in v if s not in STRATEGIES]
-        if bad:
-            raise ValueError(f"unknown strategy {bad[0]!r}: expected one of {', '.join(STRATEGIES)}")
+            raise ValueError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")
         return v
 
 

@@ -13,26 +13,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.agents.constraint import STRATEGIES
 from harness.eval.data.suite import Suite
 from harness.eval.store.records import SampleRecord, SummaryRow
 from harness.eval.store.results import RunDir, load_run_dir, scores_frame, typed_rows
+from harness.vocabulary import ACCURACY_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
 
-ACCURACY = ("validity", "exact_match", "state_match")
-RATES = (*ACCURACY, "grammar_rejection", "truncated", "target_mask_diff")
+ACCURACY = ACCURACY_METRICS
+RATES: tuple[Metric, ...] = (*ACCURACY, Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
 # (metric, column header with unit) of the summary table's figures, in the order shown.
-FIGURES: tuple[tuple[str, str], ...] = (
-    ("latency_ms_p50", "latency p50 (ms/call)"),
-    ("ttft_ms_p50", "ttft p50 (ms)"),
-    ("ms_per_token_p50", "ms/token p50"),
-    ("tokens_per_s_p50", "tokens/s p50"),
-    ("tokens_p50", "tokens/call p50"),
-    ("grammar_us_per_token_p50", "grammar µs/token p50"),
-    ("compile_ms", "compile (ms)"),
-    ("mask_us_p50", "mask p50 (µs)"),
-    ("mask_us_p99", "mask p99 (µs)"),
-    ("tool_us_p50", "tool p50 (µs)"),
-    ("tool_us_p99", "tool p99 (µs)"),
+FIGURES: tuple[tuple[Metric, str], ...] = (
+    (Metric.latency_ms_p50, "latency p50 (ms/call)"),
+    (Metric.ttft_ms_p50, "ttft p50 (ms)"),
+    (Metric.ms_per_token_p50, "ms/token p50"),
+    (Metric.tokens_per_s_p50, "tokens/s p50"),
+    (Metric.tokens_p50, "tokens/call p50"),
+    (Metric.grammar_us_per_token_p50, "grammar µs/token p50"),
+    (Metric.compile_ms, "compile (ms)"),
+    (Metric.mask_us_p50, "mask p50 (µs)"),
+    (Metric.mask_us_p99, "mask p99 (µs)"),
+    (Metric.tool_us_p50, "tool p50 (µs)"),
+    (Metric.tool_us_p99, "tool p99 (µs)"),
 )
 KNOWN_METRICS = (*RATES, *(m for m, _ in FIGURES))
 
@@ -185,7 +185,8 @@ def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str
     points = []
     for family in family_names:
         for strategy in strategy_names:
-            row = run.summary_row(family, strategy, "state_match") or run.summary_row(family, strategy, "exact_match")
+            row = (run.summary_row(family, strategy, Metric.state_match)
+                   or run.summary_row(family, strategy, Metric.exact_match))
             if row is None or row.value is None:
                 continue
             points.append(Point(family, strategy, row.metric, row.value, row.ci_low, row.ci_high, row.n or 0,
@@ -237,7 +238,7 @@ def overheads(run: Run, family: str, strategy: str) -> dict[str, tuple[float, fl
             frame = run.steps.filter((pl.col("family") == family) & (pl.col("strategy") == s))
             return [float(v) for v in frame[column].drop_nulls().to_list()]
 
-        base, cand = values("none"), values(strategy)
+        base, cand = values(Strategy.none), values(strategy)
         if base and cand:
             out[column] = median_diff(cand, base)
     return out
@@ -258,7 +259,7 @@ def failures(run: Run) -> Any:
         parts.append(scores.filter(pl.col("error_kind").is_not_null()).select(
             *(pl.col(c).cast(t) for c, t in schema.items())))
     samples = run.samples
-    failed = [(s.sample_id, s.family, s.strategy, s.error_kind or "sample:error_without_kind", "(sample)")
+    failed = [(s.sample_id, s.family, s.strategy, s.error_kind or ErrorKind.sample_error_without_kind, "(sample)")
               for s in samples if s.status == "error"]
     parts.append(pl.DataFrame(failed, schema=schema, orient="row"))
     errors = pl.concat(parts)

@@ -23,14 +23,12 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import __version__
 from harness.eval.data.cases import CallSpec, ChatMessage, EpisodeCase, NextCallCase
-from harness.eval.report.data import Run
+from harness.eval.report.data import ACCURACY, Run
 from harness.eval.report.figures import Figure
 from harness.eval.report.tables import FAILURE_HEADERS, OVERHEAD_HEADERS, Report
 from harness.eval.store.records import METRICS, CallRecord, SampleRecord, StepRecord
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "report"
-ACCURACY = ("validity", "exact_match", "state_match")
-"""A sample passes when each of these that applies is 1."""
 
 
 class _View(BaseModel):

@@ -25,6 +25,7 @@ from harness.eval.report.data import (
 )
 from harness.eval.report.figures import Figure
 from harness.eval.store.records import SummaryRow
+from harness.vocabulary import Metric, Strategy
 
 # ---------------------------------------------------------------- formatting
 
@@ -126,7 +127,7 @@ def overhead_rows(runs: Sequence[Run], family_names: Sequence[str], strategy_nam
     for r in runs:
         for f in family_names:
             for s in strategy_names:
-                o = overheads(r, f, s) if s != "none" else {}
+                o = overheads(r, f, s) if s != Strategy.none else {}
                 if o:
                     cells = {k: f"{number(v[0])} [{number(v[1])}, {number(v[2])}]" for k, v in o.items()}
                     body.append([r.label, r.engine, f, s, cells.get("ms_per_token", ""),
@@ -151,9 +152,9 @@ def verdicts(runs: Sequence[Run], family_names: Sequence[str], strategy_names: S
 def oracle_verdict(run: Run, family: str, strategy_names: Sequence[str]) -> str:
     """The oracle replays gold, so accuracy names no strategy: what it says is which grammars reject gold
     and which cost least per token."""
-    rejected = [s for s in strategy_names if (row := run.summary_row(family, s, "grammar_rejection")) and row.value]
-    costs = [(row.value, s) for s in strategy_names if s != "none"
-             and (row := run.summary_row(family, s, "grammar_us_per_token_p50")) and row.value is not None]
+    rejected = [s for s in strategy_names if (row := run.summary_row(family, s, Metric.grammar_rejection)) and row.value]
+    costs = [(row.value, s) for s in strategy_names if s != Strategy.none
+             and (row := run.summary_row(family, s, Metric.grammar_us_per_token_p50)) and row.value is not None]
     text = f"{family}: the oracle measures grammars, not a model, so accuracy names no strategy; "
     text += f"grammars rejecting gold: {', '.join(rejected)}" if rejected else "no grammar rejects a gold answer"
     if costs:

@@ -27,6 +27,7 @@ from harness.eval.store.provenance import default_run_id
 from harness.eval.store.records import RunRecord
 from harness.eval.store.results import RUN_FILE, SAMPLES_FILE, RunDirError, read_run
 from harness.files import InputError, check_output_dir
+from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
 EngineOpener = Callable[[str, EngineOptions], tuple[RunEngine, list[str] | None]]
 """``(engine name, options) -> (engine, families)``: the registry's ``open_engine`` by default."""
@@ -58,10 +59,9 @@ def _engine_info(name: str) -> EngineInfo:
 
 
 def _check_names(families: list[str] | None, strategies: list[str] | None) -> None:
-    from harness.agents.constraint import STRATEGIES
-    from harness.agents.families import FAMILIES
-
-    for given, known, what in ((families, FAMILIES, "family"), (strategies, STRATEGIES, "strategy")):
+    names: tuple[tuple[list[str] | None, tuple[str, ...], str], ...] = (
+        (families, FAMILIES, "family"), (strategies, STRATEGIES, "strategy"))
+    for given, known, what in names:
         bad = [g for g in given or () if g not in known]
         if bad:
             raise RunError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")
@@ -75,6 +75,11 @@ def _run_dir(spec: RunSpec, suite: Suite) -> Path:
 
 def _holds_samples(path: Path) -> bool:
     return path.exists() and (not path.is_file() or path.stat().st_size > 0)
+
+
+def _shown(value: object) -> str:
+    """An option's value as the refusal names it: a list of names as plain strings (``['ebnf']``)."""
+    return repr([str(v) for v in value]) if isinstance(value, list) else repr(value)
 
 
 def _recorded_options(spec: RunSpec, suite: Suite, run_dir: Path) -> tuple[RunSpec, RunRecord]:
@@ -96,7 +101,7 @@ def _recorded_options(spec: RunSpec, suite: Suite, run_dir: Path) -> tuple[RunSp
             taken[name] = recorded
         elif (name in ("families", "strategies") and set(given) != set(recorded)) or (name not in (
                 "families", "strategies") and given != recorded):
-            differences.append(f"{name} {given!r} (recorded: {recorded!r})")
+            differences.append(f"{name} {_shown(given)} (recorded: {_shown(recorded)})")
     if differences:
         raise RunError(
             f"{run_dir}: cannot resume: this command asks for another run than run.json records: "
@@ -172,7 +177,7 @@ async def resolve_run(
     log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
     engine, families = _open_engine(spec, agent, run_dir, log, open_engine)
     try:
-        lanes = tuple(families or suite.spec.families)
+        lanes = tuple(Family(family) for family in families or suite.spec.families)
         models = MappingProxyType({family: engine.model_for(family) for family in lanes})
         _check_model(run_dir, engine, previous)
     except BaseException:
@@ -182,7 +187,7 @@ async def resolve_run(
         suite=suite, agent=agent, run_dir=run_dir,
         engine=EngineChoice(name=spec.engine, base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target,
                             concurrency=spec.concurrency or info.concurrency),
-        models=models, families=lanes, strategies=tuple(spec.strategies or suite.spec.strategies),
+        models=models, families=lanes, strategies=tuple(Strategy(s) for s in spec.strategies or suite.spec.strategies),
         cases=CaseSelection(limit=spec.limit), epochs=spec.epochs or 1,
         sampling=Sampling(max_tokens=bound.max_tokens, max_tokens_source=bound.source),
         max_steps_per_turn=spec.max_steps_per_turn or agent.config.kernel.max_steps,

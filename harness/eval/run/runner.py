@@ -38,8 +38,9 @@ from harness.eval.store.results import (
     repair_samples,
     write_run,
 )
+from harness.vocabulary import ErrorKind, Family
 
-RETRY_KINDS = frozenset({"model:timeout", "model:connection"})
+RETRY_KINDS = frozenset({ErrorKind.model_timeout, ErrorKind.model_connection})
 HEARTBEAT_S = 5.0
 
 
@@ -77,7 +78,7 @@ class _Job:
 
     def key(self, suite: Suite) -> SampleKey:
         return SampleKey(
-            sample_id=self.sample_id, case_id=self.case.id, family=self.agent.family,
+            sample_id=self.sample_id, case_id=self.case.id, family=Family(self.agent.family),
             strategy=self.agent.constraint.strategy, epoch=self.epoch, kind=suite.kind,
         )
 
@@ -150,10 +151,10 @@ class Runner:
                 outcome = await asyncio.wait_for(self._attempt(job), self.resolved.sample_timeout_s)
             except TimeoutError:
                 outcome = SampleOutcome(
-                    error_kind="sample:timeout", error=f"no result within {self.resolved.sample_timeout_s:g} s"
+                    error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.sample_timeout_s:g} s"
                 )
             except Exception as exc:  # a bug or a broken engine: counted on the sample, never hidden
-                outcome = SampleOutcome(error_kind="harness:exception", error=f"{type(exc).__name__}: {exc}")
+                outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
             return sample_record(job.key(self.suite), outcome, started, attempts)

@@ -24,6 +24,7 @@ from harness.agents.agent import Agent
 from harness.eval.data.cases import Case
 from harness.eval.data.suite import Suite
 from harness.eval.store.records import RunRecord
+from harness.vocabulary import Family, Strategy
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ class RunSpec:
     target: str | None = None
     """Oracle only: replay gold through another system's grammar compiler (``vllm``)."""
     families: list[str] | None = None
+    """``--family`` (names or ``Family`` members); None: the suite's, or what the engine implies."""
     strategies: list[str] | None = None
+    """``--strategy``; None: the suite's."""
     limit: int | None = None
     """Only the first N cases; None = all (on resume: the recorded limit)."""
     concurrency: int | None = None
@@ -110,11 +113,11 @@ class ResolvedRun:
     run_dir: Path
     """The results directory."""
     engine: EngineChoice
-    models: Mapping[str, str]
+    models: Mapping[Family, str]
     """Family -> the served model id its requests carry (one per family)."""
-    families: tuple[str, ...]
+    families: tuple[Family, ...]
     """Model families, in run order."""
-    strategies: tuple[str, ...]
+    strategies: tuple[Strategy, ...]
     """Constraint strategies, in run order."""
     cases: CaseSelection
     epochs: int
@@ -127,7 +130,7 @@ class ResolvedRun:
     resumed: RunRecord | None = None
     """The run.json a resumed run continues (its recorded values are the ones above); None: a new run."""
 
-    def lanes(self) -> list[tuple[str, str]]:
+    def lanes(self) -> list[tuple[Family, Strategy]]:
         """(family, strategy) of every agent variant, in run order."""
         return [(family, strategy) for family in self.families for strategy in self.strategies]
 

@@ -30,18 +30,18 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from harness import vocabulary
 from harness.eval.store.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
 from harness.eval.store.results import typed_rows
 from harness.stats import quantile
+from harness.vocabulary import Metric
 
 RATE_METRICS = METRICS
 """The rates of summary.json: each per-sample metric of scores.parquet, under the same name."""
 
-TIMING_METRICS: tuple[str, ...] = (
-    "ttft_ms_p50", "latency_ms_p50", "ms_per_token_p50", "tokens_per_s_p50", "tokens_p50",
-    "grammar_us_per_token_p50", "compile_ms", "mask_us_p50", "mask_us_p99", "tool_us_p50", "tool_us_p99",
-)
-TARGET_METRIC = "target_mask_diff"
+TIMING_METRICS = vocabulary.TIMING_METRICS
+"""The timings of summary.json, in their order."""
+TARGET_METRIC = Metric.target_mask_diff
 """The rate of compared steps where ``--target vllm``'s grammar allows other tokens than the harness's."""
 
 Key = tuple[str, str]
