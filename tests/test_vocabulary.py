@@ -77,7 +77,7 @@ def test_the_strategy_lists_are_the_vocabulary() -> None:
 
 
 def test_the_metric_lists_of_the_run_files_are_the_vocabulary() -> None:
-    """eval keeps its own names for these lists until it adopts the vocabulary; they must agree."""
+    """eval's names for these lists (library users import them) are the vocabulary's."""
     from harness.eval.score import TARGET_METRIC
     from harness.eval.score import TIMING_METRICS as SUMMARY_TIMINGS
     from harness.eval.store import METRICS
