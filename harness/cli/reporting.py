@@ -40,7 +40,7 @@ def report(
     """Write report.md and report.html (summary with intervals, the best strategy, failures by error kind,
     figures; the page also every sample, filterable) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
-    from harness.eval.results import RunDirError
+    from harness.eval.store import RunDirError
     from harness.files import InputError, check_output_dir
 
     target = out if out is not None else run_dirs[0]
@@ -104,7 +104,7 @@ def compare(
     from rich.console import Console
 
     from harness.eval.compare import compare_runs, print_comparison
-    from harness.eval.results import RunDirError
+    from harness.eval.store import RunDirError
 
     try:
         result = compare_runs(

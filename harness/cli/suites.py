@@ -30,8 +30,7 @@ def validate(suite_dir: Path = _SUITE_DIR) -> None:
     """Check a suite: structure, unique ids, tool names and arguments against the bundle's tools.
 
     Prints every problem as FILE:LINE: FIELD: MESSAGE and exits 1, or prints a one-line summary."""
-    from harness.eval.checks import bundle_tools, describe_suite, validate_suite
-    from harness.eval.suite import load_suite
+    from harness.eval.data import bundle_tools, describe_suite, load_suite, validate_suite
 
     problems = validate_suite(suite_dir)
     if problems:
@@ -43,7 +42,7 @@ def validate(suite_dir: Path = _SUITE_DIR) -> None:
 
 
 def _finish(report_summary: str, out: Path, errors: list[str]) -> None:
-    from harness.eval.checks import validate_suite
+    from harness.eval.data import validate_suite
 
     for e in errors:
         typer.echo(f"left out: {e}", err=True)
@@ -63,7 +62,7 @@ _SKIP = typer.Option(False, "--skip-invalid", help="Leave invalid records out (l
 
 def _run_import(do_import: Callable[[], Any], out: Path) -> None:
     """Run an importer; the problems it reports are the error (exit 2: bad input)."""
-    from harness.eval.importers import ImportFailure
+    from harness.eval.data import ImportFailure
 
     try:
         report = do_import()
@@ -81,7 +80,7 @@ def import_shellper_cmd(
     skip_invalid: bool = _SKIP,
 ) -> None:
     """Expand every prefix of each conversation into a next-call scoring point."""
-    from harness.eval.importers import import_shellper
+    from harness.eval.data import import_shellper
 
     _run_import(lambda: import_shellper(file, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
 
@@ -102,6 +101,6 @@ def import_bfcl_cmd(
 ) -> None:
     """Import GorillaFileSystem-only multi-turn entries as episodes, as BFCL runs them (long-context
     file systems expanded, miss_func tools added at their turn); others are skipped and counted."""
-    from harness.eval.importers import import_bfcl
+    from harness.eval.data import import_bfcl
 
     _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)

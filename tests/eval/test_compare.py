@@ -202,7 +202,7 @@ def test_cli_timing_choices_match_library() -> None:
 
 
 def test_run_json_records_this_machine() -> None:
-    from harness.eval.results import machine
+    from harness.eval.store.provenance import machine
 
     here = machine()
     assert here.cores is not None and here.cores >= 1

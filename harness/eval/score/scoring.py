@@ -4,8 +4,9 @@ Per sample, five metrics (scores.parquet rows), each 1/0 with a ``checker:reason
 null where it does not apply:
 
 - ``validity``: the answer parsed, every call names a tool that was offered, and its arguments are
-  valid for that tool's JSON schema (``checks.argument_validator``: jsonschema, no undeclared
-  arguments; the same check ``harness validate`` makes of a suite). An answer the token bound cut
+  valid for that tool's JSON schema (``harness.sandbox.validation.argument_check``: jsonschema, no
+  undeclared arguments; the same check the sandbox makes before a call and ``harness validate`` makes
+  of a suite). An answer the token bound cut
   (``finish_reason: length``) that yields no clean call fails as ``length:max_tokens``, not as the
   parse error the cut caused.
 - ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
@@ -37,12 +38,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.agents.constraint import REJECTED_GOLD
 from harness.agents.types import ToolSchema
-from harness.eval.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
-from harness.eval.suite import Case, EpisodeCase, NextCallCase
+from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
+from harness.eval.store.records import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
+from harness.vocabulary import ErrorKind, Metric
 
-CUT = "length:max_tokens"
+CUT = ErrorKind.length_max_tokens
 """The kind of an answer the token bound cut."""
 
 
@@ -82,7 +83,7 @@ class Call(Protocol):
 
 
 class StateBackend(Protocol):
-    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.execution``)."""
+    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.execution``)."""
 
     def initial(self, case: Case) -> Any:
         """A fresh state: the case's tree and working directory."""
@@ -116,12 +117,12 @@ def same_value(a: Any, b: Any) -> bool:
 def call_difference(predicted: Sequence[Call], gold: Sequence[Call]) -> str | None:
     """None when the call lists are equal, else the ``exact:*`` reason of the first difference."""
     if len(predicted) != len(gold):
-        return "exact:call_count"
+        return ErrorKind.exact_call_count
     for p, g in zip(predicted, gold, strict=True):
         if p.name != g.name:
-            return "exact:wrong_name"
+            return ErrorKind.exact_wrong_name
         if not same_value(p.arguments, g.arguments):
-            return "exact:wrong_arguments"
+            return ErrorKind.exact_wrong_arguments
     return None
 
 
@@ -158,11 +159,11 @@ class Scorer:
         backend: StateBackend | None,
         concurrency: int = 8,
     ) -> None:
-        from harness.eval.checks import argument_validator
+        from harness.sandbox.validation import argument_check
 
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
-        self.validators = {n: argument_validator(s) for n, s in self.schemas.items()}
+        self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
         self.engine = engine
         self.backend = backend
         self._limit = asyncio.Semaphore(concurrency)
@@ -175,9 +176,9 @@ class Scorer:
     def call_problem(self, call: Call, offered: Iterable[str] | None = None) -> str | None:
         names = set(offered) if offered is not None else self.schemas.keys()
         if call.name not in names or call.name not in self.schemas:
-            return "validity:unknown_tool"
+            return ErrorKind.validity_unknown_tool
         if not self.validators[call.name].is_valid(call.arguments):
-            return "validity:schema"
+            return ErrorKind.validity_schema
         return None
 
     def validity(
@@ -190,17 +191,17 @@ class Scorer:
         for step in steps:
             errors = [
                 e for e in step.parse_errors
-                if not (text_ends_turn and e.kind == "parse:no_call" and not step.tool_calls)
+                if not (text_ends_turn and e.kind == ErrorKind.parse_no_call and not step.tool_calls)
             ]
             if errors:
-                return fail(CUT if was_cut(step) else errors[0].kind or "parse:error")
+                return fail(CUT if was_cut(step) else errors[0].kind or ErrorKind.parse_error)
             for call in step.tool_calls:
                 calls += 1
                 problem = self.call_problem(call, offered)
                 if problem:
                     return fail(problem)
         if need_call and calls == 0:
-            return fail(CUT if any(was_cut(step) for step in steps) else "parse:no_call")
+            return fail(CUT if any(was_cut(step) for step in steps) else ErrorKind.parse_no_call)
         return PASS
 
     def validity_of(self, sample: SampleRecord) -> Verdict:
@@ -208,9 +209,9 @@ class Scorer:
         finish. A sample that ended in an error fails with its kind."""
         case = self.cases.get(sample.case_id)
         if case is None:
-            return fail("score:unknown_case")
+            return fail(ErrorKind.score_unknown_case)
         if sample.status == "error":
-            return fail(sample.error_kind or "sample:error")
+            return fail(sample.error_kind or ErrorKind.sample_error)
         if isinstance(case, NextCallCase):
             return self.validity(sample.steps[:1], self.schemas, need_call=True)
         return self._episode_validity(case, sample.steps)
@@ -222,18 +223,18 @@ class Scorer:
         case = self.cases.get(sample.case_id)
         verdicts: dict[Metric, Verdict]
         if case is None:
-            missing = fail("score:unknown_case")
-            verdicts = {"validity": missing, "exact_match": missing, "state_match": missing}
+            missing = fail(ErrorKind.score_unknown_case)
+            verdicts = {Metric.validity: missing, Metric.exact_match: missing, Metric.state_match: missing}
         elif sample.status == "error":
-            kind = sample.error_kind or "sample:error"
+            kind = sample.error_kind or ErrorKind.sample_error
             state = fail(kind) if self._state_applies(case) else NOT_APPLICABLE
-            verdicts = {"validity": fail(kind), "exact_match": fail(kind), "state_match": state}
+            verdicts = {Metric.validity: fail(kind), Metric.exact_match: fail(kind), Metric.state_match: state}
         elif isinstance(case, NextCallCase):
             verdicts = await self._next_call(case, sample)
         else:
             verdicts = await self._episode(case, sample)
-        verdicts["grammar_rejection"] = self._rejection(sample)
-        verdicts["truncated"] = self._truncated(sample)
+        verdicts[Metric.grammar_rejection] = self._rejection(sample)
+        verdicts[Metric.truncated] = self._truncated(sample)
         return [
             ScoreRow(
                 sample_id=sample.sample_id, case_id=sample.case_id, family=sample.family,
@@ -256,10 +257,10 @@ class Scorer:
     def _rejection(self, sample: SampleRecord) -> Verdict:
         if self.engine != "oracle":
             return NOT_APPLICABLE
-        rejected = sample.error_kind == REJECTED_GOLD or any(
-            step.stats is not None and step.stats.grammar_error == REJECTED_GOLD for step in sample.steps
+        rejected = sample.error_kind == ErrorKind.grammar_rejected_gold or any(
+            step.stats is not None and step.stats.grammar_error == ErrorKind.grammar_rejected_gold for step in sample.steps
         )
-        return Verdict(1.0, REJECTED_GOLD) if rejected else Verdict(0.0)
+        return Verdict(1.0, ErrorKind.grammar_rejected_gold) if rejected else Verdict(0.0)
 
     async def _next_call(self, case: NextCallCase, sample: SampleRecord) -> dict[Metric, Verdict]:
         steps = sample.steps
@@ -278,7 +279,7 @@ class Scorer:
             state = fail(validity.error_kind)
         else:
             state = await self._memo(case.id, [calls], lambda: self._next_call_state(case, calls))
-        return {"validity": validity, "exact_match": exact, "state_match": state}
+        return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
 
     async def _memo(
         self, case_id: str, calls: Sequence[Sequence[Call]], compute: Callable[[], Awaitable[Verdict]]
@@ -334,7 +335,7 @@ class Scorer:
         predicted, outputs = await self._apply_all(start, calls)
         reasons = [
             backend.difference(predicted, gold_state)
-            or (None if unordered_subset(gold_outputs, outputs) else "state:response_missing")
+            or (None if unordered_subset(gold_outputs, outputs) else ErrorKind.state_response_missing)
             for gold_state, gold_outputs in gold_runs
         ]
         return PASS if None in reasons else fail(str(reasons[0]))
@@ -349,7 +350,7 @@ class Scorer:
             if verdict.error_kind:
                 return verdict
         if any(case.ground_truth) and not any(step.tool_calls for step in steps):
-            return fail("parse:no_call")
+            return fail(ErrorKind.parse_no_call)
         return PASS
 
     async def _episode(self, case: EpisodeCase, sample: SampleRecord) -> dict[Metric, Verdict]:
@@ -369,10 +370,10 @@ class Scorer:
         if not self._state_applies(case):
             state = NOT_APPLICABLE
         elif sample.max_steps_turns:  # BFCL fails a force-quit episode before any check
-            state = fail("state:force_terminated")
+            state = fail(ErrorKind.state_force_terminated)
         else:
             state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
-        return {"validity": validity, "exact_match": exact, "state_match": state}
+        return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
 
     async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Verdict:
         """BFCL's multi-turn checker on the model's calls, turn by turn (see the module docstring)."""
@@ -386,12 +387,12 @@ class Scorer:
             if not gold:  # nothing to achieve in this turn: its calls ran, nothing is checked
                 continue
             if not model_calls:
-                return fail("state:empty_turn")
+                return fail(ErrorKind.state_empty_turn)
             reason = self.backend.difference(model_state, gold_state, cwd=False)
             if reason:
                 return fail(reason)
             if not unordered_subset(gold_outs, model_outputs):
-                return fail("state:response_missing")
+                return fail(ErrorKind.state_response_missing)
         return PASS
 
     async def score_all(self, samples: Iterable[SampleRecord]) -> list[ScoreRow]:

@@ -1,12 +1,16 @@
-"""Score a results directory from its saved samples alone: ``harness score RUN_DIR`` and the end of
-every ``harness run``. Writes scores.parquet, summary.json and errors.json; never calls an engine."""
+"""Score a results directory from its saved samples alone: ``harness score RUN_DIR`` (``score_run``)
+and the end of every ``harness run`` (``score_samples``, with the suite and tools the run already
+read). Writes scores.parquet, summary.json and errors.json; never calls an engine."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from harness.eval.records import RunRecord, SampleRecord, SummaryRow
-from harness.eval.results import (
+from harness.agents.tools import Tool
+from harness.eval.data.suite import Suite, load_suite
+from harness.eval.store.records import RunRecord, SampleRecord, SummaryRow
+from harness.eval.store.results import (
     RUN_FILE,
     SAMPLES_FILE,
     RunDirError,
@@ -16,7 +20,6 @@ from harness.eval.results import (
     write_scores,
     write_summary,
 )
-from harness.eval.suite import Suite, load_suite
 
 
 def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
@@ -53,17 +56,13 @@ def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[Sam
             )
 
 
-async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[SummaryRow]:
-    """Re-score every saved sample of ``run_dir``; returns the summary rows it wrote."""
-    from harness.bundles import load_tools
-    from harness.eval.execution import SandboxStates
-    from harness.eval.scoring import Scorer
-    from harness.eval.summary import error_counts, summarize
+async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequence[Tool]) -> list[SummaryRow]:
+    """Score every saved sample of ``run_dir`` (the run ``run`` records, on ``suite`` with the bundle's
+    ``tools``): writes scores.parquet, summary.json and errors.json; returns the summary rows."""
+    from harness.eval.score.execution import SandboxStates
+    from harness.eval.score.scoring import Scorer
+    from harness.eval.score.summary import error_counts, summarize
 
-    run_dir = Path(run_dir)
-    run = read_run(run_dir)
-    suite = suite or _suite_for(run_dir, run, suite_dir)
-    _, tools = load_tools(suite.bundle_dir)
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
     _check_matrix(run_dir, run, suite, samples)
     states = SandboxStates(tools, echo_mode=suite.spec.echo_mode)
@@ -76,4 +75,17 @@ async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path |
     return summary
 
 
-__all__ = ["score_run"]
+async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[SummaryRow]:
+    """Re-score every saved sample of ``run_dir`` (``harness score``): its run.json, its suite (``suite``,
+    else ``suite_dir``, else the path run.json records) and that suite's bundle read once; returns the
+    summary rows it wrote."""
+    from harness.bundles import load_tools
+
+    run_dir = Path(run_dir)
+    run = read_run(run_dir)
+    suite = suite or _suite_for(run_dir, run, suite_dir)
+    _, tools = load_tools(suite.bundle_dir)
+    return await score_samples(run_dir, run, suite, tools)
+
+
+__all__ = ["score_run", "score_samples"]

@@ -14,23 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as default_field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.agents.types import ToolSchema
-from harness.eval.fs_tools import builtin_fs_schemas
-from harness.eval.suite import (
-    CallSpec,
-    Case,
-    EpisodeCase,
-    Suite,
-    SuiteError,
-    case_line_numbers,
-    load_spec,
-    read_cases,
-)
-
-if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
+from harness.eval.data.cases import CallSpec, Case, EpisodeCase
+from harness.eval.data.fs_tools import builtin_fs_schemas
+from harness.eval.data.suite import Suite, SuiteError, case_line_numbers, load_spec, read_cases
 
 BUILTIN_ORIGIN = "built-in Gorilla file-system tools"
 
@@ -78,31 +67,14 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
     return ToolSet({t.schema.name: t.schema for t in tools}, f"{folder}/*.pym")
 
 
-_ORDER = {"additionalProperties": 0, "required": 2}
-"""Unknown arguments first, then wrong values (in argument order), then missing ones."""
-
-
-def argument_validator(schema: ToolSchema) -> Draft202012Validator:
-    """The one check of a call's arguments, for suites (``check_arguments``) and scores (validity):
-    jsonschema on the tool's parameters, closed to arguments it does not declare (the sandbox refuses
-    those as well)."""
-    from jsonschema import Draft202012Validator
-
-    params = dict(schema.parameters)
-    if params.get("type", "object") == "object":
-        params.setdefault("additionalProperties", False)
-    return Draft202012Validator(params)
-
-
 def check_arguments(call: CallSpec, schema: ToolSchema) -> list[tuple[str, str]]:
-    """(field suffix, message) for each argument problem: unknown, wrong type or value, missing."""
+    """(field suffix, message) for each argument problem: unknown, missing, wrong type or value. The
+    check is the sandbox's (``harness.sandbox.validation.argument_check``), as scoring's validity."""
+    from harness.sandbox.validation import argument_check, argument_errors
+
     props: dict[str, Any] = schema.parameters.get("properties", {}) or {}
-    errors = sorted(
-        argument_validator(schema).iter_errors(call.arguments),
-        key=lambda e: (_ORDER.get(str(e.validator), 1), [str(p) for p in e.path]),
-    )
     out: list[tuple[str, str]] = []
-    for error in errors:
+    for error in argument_errors(argument_check(schema.parameters), call.arguments):
         if error.validator == "additionalProperties" and not error.path:
             known = ", ".join(props) or "none"
             out += [(f"arguments.{key}", f"not a parameter of {call.name!r} (parameters: {known})")
@@ -204,3 +176,15 @@ def describe_suite(suite: Suite) -> str:
         calls = sum(len(c.gold_calls()) for c in eps)
         body = f"{len(eps)} cases = {len(eps)} episodes, {turns} turns, {calls} ground-truth calls"
     return f"{head}: {body}; {len(tools)} tools used: {', '.join(tools)}"
+
+
+__all__ = [
+    "BUILTIN_ORIGIN",
+    "ToolSet",
+    "bundle_tools",
+    "check_arguments",
+    "check_calls",
+    "describe_suite",
+    "validate_loaded",
+    "validate_suite",
+]

@@ -1,21 +1,13 @@
-"""Importers: upstream datasets -> suite directories (suite.yaml + cases.jsonl).
+"""BFCL multi-turn -> an episode suite, as BFCL runs it.
 
-SHELLper (distil-labs' format): each line ``{"question": "<JSON message list>", "answer": "<JSON
-{name, parameters}>"}``. Every assistant call in the history is a scoring point too, as upstream
-scores it: a line whose messages hold k calls gives k+1 points. Identical points (same history, same
-call) from different lines are kept once; the same history with a different call becomes an
-``expected_alternatives`` entry of the first point (counted as a conflict). The data has no file
-system: points get an empty ``workspace`` root and ``state_check: false`` (state_match is not
-applicable); nothing is inferred.
-
-BFCL multi-turn: a category of the installed ``bfcl-eval`` package (``base``, ``miss_param``,
-``miss_func``, ``long_context``) or an entries file with its possible-answer file. Entries (one JSON
-object per line) whose ``involved_classes`` is only ``GorillaFileSystem`` are imported as BFCL runs
-them; others are skipped and counted. Ground truth is Python call syntax read with ``ast`` (never
-eval): literal arguments only; positional arguments are named by the Gorilla parameter order.
+A category of the installed ``bfcl-eval`` package (``base``, ``miss_param``, ``miss_func``,
+``long_context``) or an entries file with its possible-answer file. Entries (one JSON object per
+line) whose ``involved_classes`` is only ``GorillaFileSystem`` are imported; others are skipped and
+counted. Ground truth is Python call syntax read with ``ast`` (never eval): literal arguments only;
+positional arguments are named by the Gorilla parameter order.
 
 - Long-context entries (BFCL's rule: the id's category names ``long_context``) get their file system
-  expanded as BFCL's loader expands it (``harness.eval.bfcl_data``); that needs the package.
+  expanded as BFCL's loader expands it (``harness.eval.data.bfcl_data``); that needs the package.
 - ``missed_function`` (miss_func): those tools are held out until the turn that adds them
   (``EpisodeCase.held_out_tools``); that turn has no user message in the data, and BFCL says, as the
   user, ``BFCL_ADDED_TOOLS_PROMPT`` there: so does the imported turn.
@@ -27,16 +19,13 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import re
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from harness.eval.bfcl_data import (
+from harness.eval.data.bfcl_data import (
     CATEGORIES,
     BfclDataError,
     LongContextData,
@@ -46,221 +35,15 @@ from harness.eval.bfcl_data import (
     is_long_context,
     long_context_data,
 )
-from harness.eval.fs_tools import PARAM_ORDER
-from harness.eval.suite import (
-    EMPTY_WORKSPACE,
-    CallSpec,
-    Case,
-    ChatMessage,
-    EpisodeCase,
-    NextCallCase,
-    SuiteSpec,
-    format_loc,
-    write_suite,
-)
-from harness.files import InputError, check_depth, load_json, read_text
+from harness.eval.data.cases import CallSpec, Case, EpisodeCase
+from harness.eval.data.fs_tools import PARAM_ORDER
+from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
+from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 
 GORILLA_CLASS = "GorillaFileSystem"
 BFCL_ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
 """The user message of the turn that adds a miss_func entry's held-out tools (BFCL's, for models
 that take tools in the request)."""
-
-
-class ImportFailure(ValueError):
-    """The input has problems; ``problems`` lists them (``<where>: <what>``)."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
-        more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
-        super().__init__((self.problems[0] if self.problems else "import failed") + more)
-
-
-@dataclass
-class ImportReport:
-    """What an import read, wrote and left out."""
-
-    out_dir: Path
-    source: str
-    records: int = 0
-    cases: int = 0
-    conversations: int = 0
-    duplicates: int = 0
-    conflicts: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)
-    """Problems of records left out under ``skip_invalid``."""
-    notes: Counter[str] = field(default_factory=Counter)
-    """What was done to imported records, counted (e.g. long-context expansions)."""
-
-    def summary(self) -> str:
-        parts = [f"read {self.records} records from {self.source}", f"wrote {self.cases} cases to {self.out_dir}"]
-        if self.conversations:
-            parts.append(f"{self.conversations} conversations")
-        if self.duplicates:
-            parts.append(f"{self.duplicates} duplicate points merged")
-        if self.conflicts:
-            parts.append(f"{self.conflicts} conflicting points kept as alternatives")
-        for note, n in sorted(self.notes.items()):
-            parts.append(f"{n} {note}")
-        for reason, n in sorted(self.skipped.items()):
-            parts.append(f"skipped {n}: {reason}")
-        if self.errors:
-            parts.append(f"left out {len(self.errors)} invalid")
-        return "; ".join(parts)
-
-
-def _slug(raw: str) -> str:
-    slug = re.sub(r"[^a-z0-9_.-]+", "-", raw.lower()).strip("-._") or "imported"
-    return slug
-
-
-def _suite_name(out: Path, name: str | None) -> str:
-    return _slug(name or out.resolve().name)
-
-
-def _json_field(raw: Mapping[str, Any], key: str) -> Any:
-    if key not in raw:
-        raise ValueError(f"missing field {key!r}")
-    value = raw[key]
-    if isinstance(value, str):
-        return load_json(value, key)
-    return check_depth(value, key)
-
-
-def _call(raw: Any, where: str) -> CallSpec:
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where}: expected an object, got {type(raw).__name__}")
-    fn = raw.get("function", raw)
-    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        raise ValueError(f"{where}: no function name")
-    args = fn.get("arguments", fn.get("parameters", {}))
-    if isinstance(args, str):
-        args = load_json(args, f"{where}.arguments") if args.strip() else {}
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        raise ValueError(f"{where}.arguments: expected an object, got {type(args).__name__}")
-    return CallSpec(name=fn["name"], arguments=args)
-
-
-def _shellper_messages(raw: Any) -> list[ChatMessage]:
-    if not isinstance(raw, list) or not raw:
-        raise ValueError("question: expected a non-empty message list")
-    out: list[ChatMessage] = []
-    for i, m in enumerate(raw):
-        if not isinstance(m, dict):
-            raise ValueError(f"question[{i}]: expected an object")
-        role = m.get("role")
-        calls = [_call(c, f"question[{i}].tool_calls[{k}]") for k, c in enumerate(m.get("tool_calls") or [])]
-        if role == "assistant" and len(calls) != 1:
-            raise ValueError(f"question[{i}]: an assistant turn needs exactly one call, found {len(calls)}")
-        content = m.get("content")
-        if role == "assistant" and not content:
-            content = None
-        try:
-            out.append(ChatMessage.model_validate({"role": role, "content": content, "tool_calls": calls}))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise ValueError(f"question[{i}].{format_loc(err['loc']) or 'message'}: {err['msg']}") from None
-    return out
-
-
-def shellper_points(messages: list[ChatMessage], answer: CallSpec) -> Iterator[tuple[list[ChatMessage], CallSpec]]:
-    """Every (history, next call) pair of one SHELLper line: one per assistant call, then the answer."""
-    for j, m in enumerate(messages):
-        if m.role == "assistant" and m.tool_calls:
-            if j == 0:
-                raise ValueError("question[0]: the conversation starts with an assistant call")
-            yield messages[:j], m.tool_calls[0]
-    yield messages, answer
-
-
-def _key(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False)
-
-
-def _read_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line, value) per JSON line of ``path`` (or per item of a JSON list); a line that is not JSON
-    comes as a ValueError in place of its value. ImportFailure when the file cannot be read."""
-    try:
-        text = read_text(path)
-        if text.lstrip().startswith("["):
-            data = load_json(text, path)
-            yield from enumerate(data, start=1)
-            return
-    except InputError as exc:
-        raise ImportFailure([str(exc)]) from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                yield lineno, load_json(line, f"line {lineno}")
-            except InputError as exc:
-                yield lineno, ValueError(exc.reason)
-
-
-def import_shellper(
-    src: str | Path, out: str | Path, *, name: str | None = None, bundle: str = "shellper",
-    skip_invalid: bool = False,
-) -> ImportReport:
-    """Convert a distil-SHELLper JSONL file into a next-call suite in ``out``."""
-    src, out = Path(src), Path(out)
-    report = ImportReport(out_dir=out, source=str(src))
-    stem = _slug(src.stem)
-    points: dict[str, NextCallCase] = {}  # history key -> point
-    exact: set[str] = set()
-    problems: list[str] = []
-    conversations = 0
-    for lineno, raw in _read_lines(src):
-        report.records += 1
-        where = f"{src}:{lineno}"
-        try:
-            if isinstance(raw, Exception):
-                raise raw
-            if not isinstance(raw, dict):
-                raise ValueError("expected a JSON object")
-            messages = _shellper_messages(_json_field(raw, "question"))
-            answer = _call(_json_field(raw, "answer"), "answer")
-            pairs = list(shellper_points(messages, answer))
-        except ValueError as exc:
-            problems.append(f"{where}: {exc}")
-            continue
-        conversations += 1
-        for k, (history, call) in enumerate(pairs):
-            hkey = _key([m.model_dump(mode="json") for m in history])
-            ckey = _key(call.model_dump(mode="json"))
-            if hkey + ckey in exact:
-                report.duplicates += 1
-                continue
-            exact.add(hkey + ckey)
-            if hkey in points:
-                first = points[hkey]
-                points[hkey] = first.model_copy(update={"expected_alternatives": [*first.expected_alternatives, call]})
-                report.conflicts += 1
-                continue
-            points[hkey] = NextCallCase.model_validate({
-                "id": f"{stem}-{lineno:04d}-{k}",
-                "conversation": f"{stem}-{lineno:04d}",
-                "messages": [m.model_dump(mode="json") for m in history],
-                "initial_fs": EMPTY_WORKSPACE,
-                "expected": call.model_dump(mode="json"),
-                "state_check": False,
-            })
-    if problems and not skip_invalid:
-        raise ImportFailure(problems)
-    report.errors = problems
-    cases: list[Case] = list(points.values())
-    if not cases:
-        raise ImportFailure([*problems, f"{src}: no scoring points found"])
-    report.cases, report.conversations = len(cases), conversations
-    spec = SuiteSpec(
-        name=_suite_name(out, name), version="1", kind="next_call", bundle=bundle,
-        description=(f"Imported from {src.name}: {conversations} conversations expanded to {len(cases)} "
-                     "next-call points. No file system in the source: state_check is off."),
-        source=f"distil-SHELLper format file {src.name}", licence="as the source file's",
-        echo_mode="append",  # SHELLper runs its calls as bash: `echo "..." >> file`
-    )
-    write_suite(out, spec, cases)
-    return report
 
 
 class CallSyntaxError(ValueError):
@@ -404,7 +187,7 @@ def import_bfcl(
     report = ImportReport(out_dir=out, source=str(questions))
     problems: list[str] = []
     truth: dict[str, Any] = {}
-    for lineno, raw in _read_lines(answers):
+    for lineno, raw in read_lines(answers):
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             truth[raw["id"]] = raw.get("ground_truth")
         else:
@@ -412,7 +195,7 @@ def import_bfcl(
     long_context = functools.cache(long_context_data)
     cases: list[Case] = []
     seen: set[str] = set()
-    for lineno, raw in _read_lines(questions):
+    for lineno, raw in read_lines(questions):
         report.records += 1
         where = f"{questions}:{lineno}"
         if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
@@ -446,7 +229,7 @@ def import_bfcl(
         raise ImportFailure([*problems, f"{questions}: no GorillaFileSystem-only entries to import"])
     report.cases = len(cases)
     spec = SuiteSpec(
-        name=_suite_name(out, name), version="1", kind="episode", bundle=bundle,
+        name=suite_name(out, name), version="1", kind="episode", bundle=bundle,
         description=(f"Imported from {questions.name}: {len(cases)} GorillaFileSystem-only multi-turn "
                      "episodes with ground truth per turn, as BFCL runs them."),
         source=f"BFCL multi-turn file {questions.name} with answers {answers.name}",
@@ -454,3 +237,13 @@ def import_bfcl(
     )
     write_suite(out, spec, cases)
     return report
+
+
+__all__ = [
+    "BFCL_ADDED_TOOLS_PROMPT",
+    "GORILLA_CLASS",
+    "CallSyntaxError",
+    "bfcl_sources",
+    "import_bfcl",
+    "parse_python_call",
+]

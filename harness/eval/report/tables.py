@@ -1,23 +1,31 @@
-"""The report's tables, shared by report.md and report.html: a run's facts, the summary per family and
-strategy, failures by error kind, per-token overhead, the best strategy, runs side by side."""
+"""The report's tables, built once (``build_report``) and rendered by report.md and report.html alike:
+a run's facts, the summary per family and strategy, failures by error kind, where vLLM's grammar
+differs, per-token overhead, the best strategy, runs side by side."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from harness.eval.records import SummaryRow
-from harness.eval.report_data import (
+from harness.eval.report.data import (
     FIGURES,
     KNOWN_METRICS,
     RATES,
     Run,
+    TargetCell,
     best_strategies,
+    failure_list,
     failures,
+    failures_by_checker,
     ordered,
     overheads,
+    target_cells,
     tradeoff,
 )
+from harness.eval.report.figures import Figure
+from harness.eval.store.records import SummaryRow
+from harness.vocabulary import Metric, Strategy
 
 # ---------------------------------------------------------------- formatting
 
@@ -31,7 +39,7 @@ def number(v: float) -> str:
     return f"{v:.2f}"
 
 
-def cell(row: SummaryRow | None) -> str:
+def summary_cell(row: SummaryRow | None) -> str:
     """A summary value as the tables show it: rates with their interval, figures rounded."""
     if row is None or row.value is None:
         return ""
@@ -95,7 +103,7 @@ def summary_rows(run: Run, family_names: Sequence[str], strategy_names: Sequence
             if all(c is None for c in cells):
                 continue
             n = next((c.n for c in cells if c is not None and c.metric in RATES and c.n is not None), None)
-            rows.append([family, strategy, "" if n is None else str(n), *(cell(c) for c in cells)])
+            rows.append([family, strategy, "" if n is None else str(n), *(summary_cell(c) for c in cells)])
     return rows
 
 
@@ -106,8 +114,8 @@ def failure_rows(run: Run) -> tuple[list[list[Any]], str]:
         if run.data.errors:
             return [[e.error_kind, e.family, e.strategy, e.count, "", ""] for e in run.data.errors], "errors.json"
         return [], "no per-sample data (scores.parquet, samples.jsonl, errors.json) in this run directory"
-    rows = [[d["error_kind"], d["family"], d["strategy"], d["samples"], "" if d["of"] is None else d["of"],
-             ", ".join(d["metrics"])] for d in failures(run).to_dicts()]
+    rows = [[f.error_kind, f.family, f.strategy, f.samples, "" if f.of is None else f.of, ", ".join(f.metrics)]
+            for f in failure_list(run)]
     return rows, "scores.parquet and samples.jsonl"
 
 
@@ -119,7 +127,7 @@ def overhead_rows(runs: Sequence[Run], family_names: Sequence[str], strategy_nam
     for r in runs:
         for f in family_names:
             for s in strategy_names:
-                o = overheads(r, f, s) if s != "none" else {}
+                o = overheads(r, f, s) if s != Strategy.none else {}
                 if o:
                     cells = {k: f"{number(v[0])} [{number(v[1])}, {number(v[2])}]" for k, v in o.items()}
                     body.append([r.label, r.engine, f, s, cells.get("ms_per_token", ""),
@@ -144,9 +152,9 @@ def verdicts(runs: Sequence[Run], family_names: Sequence[str], strategy_names: S
 def oracle_verdict(run: Run, family: str, strategy_names: Sequence[str]) -> str:
     """The oracle replays gold, so accuracy names no strategy: what it says is which grammars reject gold
     and which cost least per token."""
-    rejected = [s for s in strategy_names if (row := run.summary_row(family, s, "grammar_rejection")) and row.value]
-    costs = [(row.value, s) for s in strategy_names if s != "none"
-             and (row := run.summary_row(family, s, "grammar_us_per_token_p50")) and row.value is not None]
+    rejected = [s for s in strategy_names if (row := run.summary_row(family, s, Metric.grammar_rejection)) and row.value]
+    costs = [(row.value, s) for s in strategy_names if s != Strategy.none
+             and (row := run.summary_row(family, s, Metric.grammar_us_per_token_p50)) and row.value is not None]
     text = f"{family}: the oracle measures grammars, not a model, so accuracy names no strategy; "
     text += f"grammars rejecting gold: {', '.join(rejected)}" if rejected else "no grammar rejects a gold answer"
     if costs:
@@ -164,20 +172,87 @@ def side_by_side(runs: Sequence[Run], family_names: Sequence[str], strategy_name
             for m in metrics:
                 rows = [r.summary_row(f, s, m) for r in runs]
                 if any(rows):
-                    body.append([f, s, m, *(cell(row) for row in rows)])
+                    body.append([f, s, m, *(summary_cell(row) for row in rows)])
     return body
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables:
+    """The tables of one run's section."""
+
+    run: Run
+    facts: list[tuple[str, str]]
+    """(what, value) lines: engine, suite, model, bounds, versions, counts, warnings."""
+    columns: list[str]
+    """The summary table's headers: family, strategy, n, then ``summary_columns``."""
+    rows: list[list[str]]
+    """The summary table's rows (``summary_rows``)."""
+    failure_rows: list[list[Any]]
+    """Failures by error kind (``failure_rows``, headers ``FAILURE_HEADERS``)."""
+    failure_source: str
+    """Which files the failures come from (or why there are none)."""
+    by_checker: list[tuple[str, int]]
+    """(checker, failing samples), most first."""
+    target: list[TargetCell]
+    """Cells where vLLM's grammar differs (``--target vllm``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything report.md and report.html show, built once: both render this."""
+
+    runs: Sequence[Run]
+    families: list[str]
+    strategies: list[str]
+    verdicts: list[tuple[Run, str]]
+    """(run, sentence) per run and family: the strategy to use, or what the oracle's grammars cost."""
+    sections: list[RunTables]
+    """One per run."""
+    side_by_side: list[list[str]]
+    """family, strategy, metric, a value per run (empty for one run)."""
+    overhead: list[list[str]]
+    """Per-token overhead against none (headers ``OVERHEAD_HEADERS``)."""
+    figures: list[Figure]
+    written_at: str
+    """UTC, as the report says it was written."""
+
+
+def run_tables(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> RunTables:
+    rows, source = failure_rows(run)
+    return RunTables(
+        run=run, facts=run_facts(run),
+        columns=["family", "strategy", "n", *(h for _, h in summary_columns([run]))],
+        rows=summary_rows(run, family_names, strategy_names), failure_rows=rows, failure_source=source,
+        by_checker=failures_by_checker(failures(run)), target=target_cells(run),
+    )
+
+
+def build_report(runs: Sequence[Run], family_names: list[str], strategy_names: list[str], figures: list[Figure],
+                 written_at: str) -> Report:
+    """Every table of the report, once."""
+    return Report(
+        runs=runs, families=family_names, strategies=strategy_names,
+        verdicts=verdicts(runs, family_names, strategy_names),
+        sections=[run_tables(run, family_names, strategy_names) for run in runs],
+        side_by_side=side_by_side(runs, family_names, strategy_names) if len(runs) > 1 else [],
+        overhead=overhead_rows(runs, family_names, strategy_names), figures=figures, written_at=written_at,
+    )
 
 
 __all__ = [
     "FAILURE_HEADERS",
     "OVERHEAD_HEADERS",
-    "cell",
+    "Report",
+    "RunTables",
+    "build_report",
     "failure_rows",
     "number",
     "oracle_verdict",
     "overhead_rows",
     "run_facts",
+    "run_tables",
     "side_by_side",
+    "summary_cell",
     "summary_columns",
     "summary_rows",
     "verdicts",

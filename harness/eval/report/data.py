@@ -1,9 +1,9 @@
 """What ``harness report`` shows, computed once from the run directories (polars, numpy).
 
 Input is the results-directory contract (run.json, summary.json, samples.jsonl, scores.parquet) and,
-for prompts and gold answers, the suite run.json names. The markdown report (``report.py``), the HTML
-page (``report_html.py``) and the plots (``report_figures.py``) all draw from what is computed here,
-so the page and report.md never disagree.
+for prompts and gold answers, the suite run.json names. The tables (``tables``), hence report.md
+(``markdown``) and the HTML page (``html``), and the plots (``figures``) all draw from what is
+computed here, so the page and report.md never disagree.
 """
 
 from __future__ import annotations
@@ -11,28 +11,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from harness.agents.constraint import STRATEGIES
-from harness.eval.records import SampleRecord, SummaryRow
-from harness.eval.results import RunDir, load_run_dir, scores_frame
-from harness.eval.suite import Suite
+from harness.eval.data.suite import Suite
+from harness.eval.store.records import SampleRecord, SummaryRow
+from harness.eval.store.results import RunDir, load_run_dir, scores_frame, typed_rows
+from harness.vocabulary import ACCURACY_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
 
-ACCURACY = ("validity", "exact_match", "state_match")
-RATES = (*ACCURACY, "grammar_rejection", "truncated", "target_mask_diff")
+ACCURACY = ACCURACY_METRICS
+RATES: tuple[Metric, ...] = (*ACCURACY, Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
 # (metric, column header with unit) of the summary table's figures, in the order shown.
-FIGURES: tuple[tuple[str, str], ...] = (
-    ("latency_ms_p50", "latency p50 (ms/call)"),
-    ("ttft_ms_p50", "ttft p50 (ms)"),
-    ("ms_per_token_p50", "ms/token p50"),
-    ("tokens_per_s_p50", "tokens/s p50"),
-    ("tokens_p50", "tokens/call p50"),
-    ("grammar_us_per_token_p50", "grammar µs/token p50"),
-    ("compile_ms", "compile (ms)"),
-    ("mask_us_p50", "mask p50 (µs)"),
-    ("mask_us_p99", "mask p99 (µs)"),
-    ("tool_us_p50", "tool p50 (µs)"),
-    ("tool_us_p99", "tool p99 (µs)"),
+FIGURES: tuple[tuple[Metric, str], ...] = (
+    (Metric.latency_ms_p50, "latency p50 (ms/call)"),
+    (Metric.ttft_ms_p50, "ttft p50 (ms)"),
+    (Metric.ms_per_token_p50, "ms/token p50"),
+    (Metric.tokens_per_s_p50, "tokens/s p50"),
+    (Metric.tokens_p50, "tokens/call p50"),
+    (Metric.grammar_us_per_token_p50, "grammar µs/token p50"),
+    (Metric.compile_ms, "compile (ms)"),
+    (Metric.mask_us_p50, "mask p50 (µs)"),
+    (Metric.mask_us_p99, "mask p99 (µs)"),
+    (Metric.tool_us_p50, "tool p50 (µs)"),
+    (Metric.tool_us_p99, "tool p99 (µs)"),
 )
 KNOWN_METRICS = (*RATES, *(m for m, _ in FIGURES))
 
@@ -44,7 +44,7 @@ class Run:
     label: str
     data: RunDir
     steps: Any
-    """polars: one row per model call with the per-token columns (``summary.per_token``)."""
+    """polars: one row per model call with the per-token columns (``harness.eval.score.summary.per_token``)."""
     suite: Suite | None
     """The suite run.json names, for prompts and gold answers (None when it cannot be loaded)."""
     suite_problem: str | None = None
@@ -68,7 +68,7 @@ class Run:
 
 
 def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
-    from harness.eval.suite import SuiteError, load_suite
+    from harness.eval.data.suite import SuiteError, load_suite
 
     path = Path(data.run.suite.path)
     for candidate in (path, data.path / path):
@@ -82,7 +82,7 @@ def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
 
 def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
     """Every run directory, labelled by its run id (``#2``... for the same id given twice)."""
-    from harness.eval.summary import per_token, steps_frame
+    from harness.eval.score.summary import per_token, steps_frame
 
     runs: list[Run] = []
     seen: dict[str, int] = {}
@@ -158,6 +158,13 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+class _Cost(NamedTuple):
+    family: str
+    strategy: str
+    cost: float
+    """Median model time per sample, ms."""
+
+
 def sample_costs(run: Run) -> dict[tuple[str, str], float]:
     """Median model time per sample (ms) per (family, strategy)."""
     import polars as pl
@@ -169,7 +176,7 @@ def sample_costs(run: Run) -> dict[tuple[str, str], float]:
         return {}
     per_sample = steps.group_by("family", "strategy", "sample_id").agg(pl.col("latency_ms").sum())
     agg = per_sample.group_by("family", "strategy").agg(quantile("latency_ms", 50).alias("cost"))
-    return {(r["family"], r["strategy"]): float(r["cost"]) for r in agg.iter_rows(named=True)}
+    return {(r.family, r.strategy): float(r.cost) for r in typed_rows(agg, _Cost)}
 
 
 def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> list[Point]:
@@ -178,7 +185,8 @@ def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str
     points = []
     for family in family_names:
         for strategy in strategy_names:
-            row = run.summary_row(family, strategy, "state_match") or run.summary_row(family, strategy, "exact_match")
+            row = (run.summary_row(family, strategy, Metric.state_match)
+                   or run.summary_row(family, strategy, Metric.exact_match))
             if row is None or row.value is None:
                 continue
             points.append(Point(family, strategy, row.metric, row.value, row.ci_low, row.ci_high, row.n or 0,
@@ -230,7 +238,7 @@ def overheads(run: Run, family: str, strategy: str) -> dict[str, tuple[float, fl
             frame = run.steps.filter((pl.col("family") == family) & (pl.col("strategy") == s))
             return [float(v) for v in frame[column].drop_nulls().to_list()]
 
-        base, cand = values("none"), values(strategy)
+        base, cand = values(Strategy.none), values(strategy)
         if base and cand:
             out[column] = median_diff(cand, base)
     return out
@@ -251,7 +259,7 @@ def failures(run: Run) -> Any:
         parts.append(scores.filter(pl.col("error_kind").is_not_null()).select(
             *(pl.col(c).cast(t) for c, t in schema.items())))
     samples = run.samples
-    failed = [(s.sample_id, s.family, s.strategy, s.error_kind or "sample:error_without_kind", "(sample)")
+    failed = [(s.sample_id, s.family, s.strategy, s.error_kind or ErrorKind.sample_error_without_kind, "(sample)")
               for s in samples if s.status == "error"]
     parts.append(pl.DataFrame(failed, schema=schema, orient="row"))
     errors = pl.concat(parts)
@@ -265,6 +273,30 @@ def failures(run: Run) -> Any:
     )
 
 
+class Failure(NamedTuple):
+    """One row of ``failures``: an error kind in a family and strategy."""
+
+    error_kind: str
+    family: str
+    strategy: str
+    samples: int
+    """Distinct failing samples."""
+    of: int | None
+    """Samples of that family and strategy."""
+    metrics: list[str]
+    """The metrics it failed (``(sample)``: the sample itself ended with status error)."""
+
+
+class _CheckerCount(NamedTuple):
+    checker: str
+    samples: int
+
+
+def failure_list(run: Run) -> list[Failure]:
+    """``failures`` as typed rows, most frequent first."""
+    return typed_rows(failures(run), Failure)
+
+
 def failures_by_checker(table: Any) -> list[tuple[str, int]]:
     """(checker, failing samples) from ``failures``' rows: the part of a kind before the colon."""
     import polars as pl
@@ -273,7 +305,7 @@ def failures_by_checker(table: Any) -> list[tuple[str, int]]:
         return []
     agg = (table.with_columns(pl.col("error_kind").str.split(":").list.first().alias("checker"))
            .group_by("checker").agg(pl.col("samples").sum()).sort(["samples", "checker"], descending=[True, False]))
-    return [(r["checker"], int(r["samples"])) for r in agg.iter_rows(named=True)]
+    return [(r.checker, int(r.samples)) for r in typed_rows(agg, _CheckerCount)]
 
 
 # -- where vLLM's grammar differs (oracle --target vllm) ----------------------------------------------
@@ -312,10 +344,12 @@ __all__ = [
     "OVERHEADS",
     "RATES",
     "Best",
+    "Failure",
     "Point",
     "Run",
     "TargetCell",
     "best_strategies",
+    "failure_list",
     "failures",
     "failures_by_checker",
     "families",

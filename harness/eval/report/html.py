@@ -3,8 +3,9 @@
 Everything is inline, so the page needs no network when viewed: the figures as PNG data URIs, the
 style and a small hand-written script from ``harness/templates/report/``, and the data as JSON in a
 ``<script type="application/json">`` element (``<``, ``>`` and ``&`` escaped, so no text of a sample
-can end it). The page shows, per run, the engine and its settings, the best strategy per family,
-the summary table with intervals, failures by error kind, and the figures; then every sample with
+can end it). The page renders the report's tables (``tables.Report``, as report.md does): per run,
+the engine and its settings, the best strategy per family, the summary table with intervals,
+failures by error kind, and the figures; then every sample with
 its prompt (the bundle's system prompt and the case's messages), raw output per model call, parsed
 calls, parse errors, tool results, timings, gold answer and scores, filterable by run, family,
 strategy, error kind and pass/fail. The template is rendered by jinja2 with autoescaping.
@@ -21,25 +22,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from harness import __version__
-from harness.eval.records import METRICS, CallRecord, SampleRecord, StepRecord
-from harness.eval.report_data import Run, failures, failures_by_checker, target_cells
-from harness.eval.report_figures import Figure
-from harness.eval.report_tables import (
-    FAILURE_HEADERS,
-    OVERHEAD_HEADERS,
-    failure_rows,
-    overhead_rows,
-    run_facts,
-    side_by_side,
-    summary_columns,
-    summary_rows,
-    verdicts,
-)
-from harness.eval.suite import CallSpec, ChatMessage, EpisodeCase, NextCallCase
+from harness.eval.data.cases import CallSpec, ChatMessage, EpisodeCase, NextCallCase
+from harness.eval.report.data import ACCURACY, Run
+from harness.eval.report.figures import Figure
+from harness.eval.report.tables import FAILURE_HEADERS, OVERHEAD_HEADERS, Report
+from harness.eval.store.records import METRICS, CallRecord, SampleRecord, StepRecord
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "report"
-ACCURACY = ("validity", "exact_match", "state_match")
-"""A sample passes when each of these that applies is 1."""
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "report"
 
 
 class _View(BaseModel):
@@ -232,37 +221,25 @@ def _image(figure: Figure) -> str | None:
     return "data:image/png;base64," + base64.b64encode(figure.path.read_bytes()).decode("ascii")
 
 
-def render(runs: Sequence[Run], families: list[str], strategies: list[str], figures: list[Figure], now: str) -> str:
-    """The page's HTML."""
+def render(report: Report) -> str:
+    """The page's HTML, from the report's tables."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    sections = []
-    for run in runs:
-        rows, source = failure_rows(run)
-        sections.append({
-            "run": run, "facts": run_facts(run),
-            "columns": ["family", "strategy", "n", *(h for _, h in summary_columns([run]))],
-            "rows": summary_rows(run, families, strategies),
-            "failure_rows": rows, "failure_source": source, "by_checker": failures_by_checker(failures(run)),
-            "target": target_cells(run),
-        })
     return env.get_template("report.html.jinja").render(
-        version=__version__, now=now, runs=runs, sections=sections,
-        verdicts=verdicts(runs, families, strategies),
-        side_by_side=side_by_side(runs, families, strategies) if len(runs) > 1 else [],
-        figures=[(f, _image(f)) for f in figures],
-        overhead_headers=OVERHEAD_HEADERS, overhead_rows=overhead_rows(runs, families, strategies),
-        failure_headers=FAILURE_HEADERS, data=script_json(page_data(runs, families, strategies)),
+        version=__version__, now=report.written_at, runs=report.runs, sections=report.sections,
+        verdicts=report.verdicts, side_by_side=report.side_by_side,
+        figures=[(f, _image(f)) for f in report.figures],
+        overhead_headers=OVERHEAD_HEADERS, overhead_rows=report.overhead, failure_headers=FAILURE_HEADERS,
+        data=script_json(page_data(report.runs, report.families, report.strategies)),
         style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
         script=(TEMPLATES / "report.js").read_text(encoding="utf-8"),
     )
 
 
-def write_html(path: Path, runs: Sequence[Run], families: list[str], strategies: list[str], figures: list[Figure],
-               now: str) -> Path:
-    path.write_text(render(runs, families, strategies, figures, now), encoding="utf-8")
+def write_html(path: Path, report: Report) -> Path:
+    path.write_text(render(report), encoding="utf-8")
     return path
 
 

@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Metric = Literal["validity", "exact_match", "state_match", "grammar_rejection", "truncated"]
-METRICS: tuple[Metric, ...] = ("validity", "exact_match", "state_match", "grammar_rejection", "truncated")
+from harness.vocabulary import SAMPLE_METRICS, Family, Metric, Strategy
+
+METRICS: tuple[Metric, ...] = SAMPLE_METRICS
 """The per-sample metrics of scores.parquet; summary.json gives each one's rate under the same name."""
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
 SampleKind = Literal["next_call", "episode"]
@@ -152,9 +153,9 @@ class SampleKey(Record):
     """``<case_id>/<family>/<strategy>/<epoch>``: unique in a run, stable across resumes."""
     case_id: str
     """The suite case."""
-    family: str
+    family: Family
     """The model family."""
-    strategy: str
+    strategy: Strategy
     """The constraint strategy."""
     epoch: int
     """Repetition number, from 1."""
@@ -206,9 +207,9 @@ class ScoreRow(Record):
     """The sample."""
     case_id: str
     """Its case."""
-    family: str
+    family: Family
     """Its model family."""
-    strategy: str
+    strategy: Strategy
     """Its constraint strategy."""
     epoch: int
     """Its epoch."""
@@ -221,16 +222,17 @@ class ScoreRow(Record):
 
 
 class SummaryRow(Record):
-    """One row of summary.json: a rate or a timing per family and strategy."""
+    """One row of summary.json: a rate or a timing per family and strategy. Its names are plain text,
+    so a summary written by another version (a family, a metric this one does not know) still reads."""
 
     family: str
-    """The model family."""
+    """The model family (a ``Family``)."""
     strategy: str
-    """The constraint strategy."""
+    """The constraint strategy (a ``Strategy``)."""
     metric: str
-    """A rate (``validity``, ``exact_match``, ``state_match``, ``grammar_rejection``) or a timing
-    (``ttft_ms_p50``, ``latency_ms_p50``, ``compile_ms``, ``mask_us_p50``, ``mask_us_p99``,
-    ``tool_us_p50``, ``tool_us_p99``)."""
+    """A ``Metric``: a rate (``validity``, ``exact_match``, ``state_match``, ``grammar_rejection``,
+    ``truncated``, ``target_mask_diff``) or a timing (``ttft_ms_p50``, ``latency_ms_p50``,
+    ``compile_ms``, ``mask_us_p50``...)."""
     value: float | None
     """The rate or the timing (None: not measured; such rows are normally left out)."""
     n: int | None = None
@@ -251,12 +253,12 @@ class SummaryRow(Record):
 class ErrorCount(Record):
     """One row of errors.json: how many samples of a family and strategy failed with one kind."""
 
-    family: str
+    family: Family
     """The model family."""
-    strategy: str
+    strategy: Strategy
     """The constraint strategy."""
     error_kind: str
-    """``checker:reason``."""
+    """``checker:reason`` (an ``ErrorKind``, or a server's ``model:http_<status>``)."""
     count: int
     """Samples (each counted once per kind, however many metrics it failed)."""
 
@@ -340,9 +342,9 @@ class RunRecord(Record):
     engine_details: dict[str, Any] | None = None
     """What the engine recorded once it ran: for ``vllm`` each server's version, full command line,
     start-up time, model and log; for replicas the requests each answered."""
-    families: list[str]
+    families: list[Family]
     """Model families run."""
-    strategies: list[str]
+    strategies: list[Strategy]
     """Constraint strategies run."""
     epochs: int
     """Repetitions of every case."""
@@ -358,7 +360,7 @@ class RunRecord(Record):
     """Bound per model response (None in runs written before the bound was always set: the engine's own)."""
     max_tokens_source: str | None = None
     """Where the bound came from: ``--max-tokens``, ``suite.yaml max_tokens``, or how it was derived
-    from the suite's longest gold answer (``harness.eval.token_bound``)."""
+    from the suite's longest gold answer (``harness.eval.run.token_bound``)."""
     versions: Versions
     """Versions of what the figures depend on."""
     machine: Machine | None = None

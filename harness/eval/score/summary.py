@@ -28,22 +28,42 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from harness.eval.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
+from harness import vocabulary
+from harness.eval.store.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
+from harness.eval.store.results import typed_rows
 from harness.stats import quantile
+from harness.vocabulary import Metric
 
 RATE_METRICS = METRICS
 """The rates of summary.json: each per-sample metric of scores.parquet, under the same name."""
 
-TIMING_METRICS: tuple[str, ...] = (
-    "ttft_ms_p50", "latency_ms_p50", "ms_per_token_p50", "tokens_per_s_p50", "tokens_p50",
-    "grammar_us_per_token_p50", "compile_ms", "mask_us_p50", "mask_us_p99", "tool_us_p50", "tool_us_p99",
-)
-TARGET_METRIC = "target_mask_diff"
+TIMING_METRICS = vocabulary.TIMING_METRICS
+"""The timings of summary.json, in their order."""
+TARGET_METRIC = Metric.target_mask_diff
 """The rate of compared steps where ``--target vllm``'s grammar allows other tokens than the harness's."""
 
 Key = tuple[str, str]
+
+
+class _Figure(NamedTuple):
+    """A figure per (family, strategy) as polars aggregates it."""
+
+    family: str
+    strategy: str
+    value: float
+    n: int
+
+
+class _RateSum(NamedTuple):
+    """Successes and scoring points of one metric per (family, strategy)."""
+
+    family: str
+    strategy: str
+    metric: str
+    sum: float
+    n: int
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -148,8 +168,8 @@ def _put(out: dict[Key, dict[str, tuple[float, int]]], metric: str, frame: Any, 
     if frame.is_empty():
         return
     agg = frame.group_by("family", "strategy").agg(quantile(column, q).alias("value"), pl.len().alias("n"))
-    for row in agg.iter_rows(named=True):
-        out.setdefault((row["family"], row["strategy"]), {})[metric] = (float(row["value"]), int(row["n"]))
+    for row in typed_rows(agg, _Figure):
+        out.setdefault((row.family, row.strategy), {})[metric] = (float(row.value), int(row.n))
 
 
 def _rates(scores: Sequence[ScoreRow]) -> dict[Key, dict[str, tuple[float, int]]]:
@@ -162,8 +182,8 @@ def _rates(scores: Sequence[ScoreRow]) -> dict[Key, dict[str, tuple[float, int]]
     )
     out: dict[Key, dict[str, tuple[float, int]]] = {}
     agg = frame.group_by("family", "strategy", "metric").agg(pl.col("value").sum().alias("sum"), pl.len().alias("n"))
-    for row in agg.iter_rows(named=True):
-        out.setdefault((row["family"], row["strategy"]), {})[row["metric"]] = (float(row["sum"]), int(row["n"]))
+    for rate in typed_rows(agg, _RateSum):
+        out.setdefault((rate.family, rate.strategy), {})[rate.metric] = (float(rate.sum), int(rate.n))
     return out
 
 
@@ -175,8 +195,8 @@ def _target(steps: Any) -> dict[Key, tuple[float, int]]:
     if compared.is_empty():
         return {}
     agg = compared.group_by("family", "strategy").agg(
-        pl.col("target_diff").fill_null(0).sum().alias("diff"), pl.col("target_steps").sum().alias("n"))
-    return {(r["family"], r["strategy"]): (float(r["diff"]), int(r["n"])) for r in agg.iter_rows(named=True) if r["n"]}
+        pl.col("target_diff").fill_null(0).sum().alias("value"), pl.col("target_steps").sum().alias("n"))
+    return {(r.family, r.strategy): (float(r.value), int(r.n)) for r in typed_rows(agg, _Figure) if r.n}
 
 
 def summarize(samples: Iterable[SampleRecord], scores: Iterable[ScoreRow]) -> list[SummaryRow]:
@@ -226,7 +246,7 @@ def error_counts(scores: Iterable[ScoreRow]) -> list[ErrorCount]:
         frame.unique().group_by("family", "strategy", "error_kind").len("count")
         .sort(["family", "strategy", "count", "error_kind"], descending=[False, False, True, False])
     )
-    return [ErrorCount(**row) for row in counts.iter_rows(named=True)]
+    return typed_rows(counts, ErrorCount)
 
 
 __all__ = [

@@ -21,7 +21,8 @@ from typing import Any
 from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.agents.types import Message, StepResult, ToolCall
-from harness.eval.records import (
+from harness.eval.data.cases import EpisodeCase, NextCallCase
+from harness.eval.store.records import (
     CallRecord,
     ParseErrorRecord,
     SampleKey,
@@ -31,7 +32,6 @@ from harness.eval.records import (
     ToolResultRecord,
     UsageRecord,
 )
-from harness.eval.suite import EpisodeCase, NextCallCase
 
 
 class RecordingClient:

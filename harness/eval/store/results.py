@@ -1,5 +1,5 @@
 """The results store: ``results/<run-id>/`` with run.json, samples.jsonl, scores.parquet, summary.json
-and errors.json, each read and written through its typed record (``harness.eval.records``).
+and errors.json, each read and written through its typed record (``harness.eval.store.records``).
 
 The layout is the contract between the runner (writes), scoring (reads samples, writes scores and the
 summary) and the report/compare commands (read). ``samples.jsonl`` is append-only: each finished
@@ -14,29 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
-import platform
-import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from harness.eval.records import (
+from harness.eval.store.records import (
     ErrorCount,
-    Machine,
     Record,
     RunRecord,
     SampleRecord,
     ScoreRow,
     SummaryRow,
-    Versions,
 )
 from harness.files import InputError, TooDeep, load_json, read_text
 
@@ -50,6 +43,7 @@ SUMMARY_FILE = "summary.json"
 ERRORS_FILE = "errors.json"
 
 R = TypeVar("R", bound=Record)
+T = TypeVar("T")
 
 
 class RunDirError(Exception):
@@ -69,70 +63,6 @@ def _problems(exc: ValidationError) -> str:
 def make_sample_id(case_id: str, family: str, strategy: str, epoch: int) -> str:
     """``<case_id>/<family>/<strategy>/<epoch>``: unique within a run, stable across resumes."""
     return f"{case_id}/{family}/{strategy}/{epoch}"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def default_run_id(suite_name: str, engine: str) -> str:
-    """``<suite>-<engine>-<UTC yyyymmdd-HHMMSS>``."""
-    return f"{suite_name}-{engine}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def versions() -> Versions:
-    """Versions of the harness and the libraries its figures depend on (read from metadata, no import)."""
-    return Versions(
-        harness=_version("harness"),
-        xgrammar=_version("xgrammar"),
-        pydantic_monty=_version("pydantic-monty"),
-        python=platform.python_version(),
-    )
-
-
-def machine() -> Machine:
-    """This machine, as recorded in run.json (no personal data: the machine id is hashed)."""
-    cpu: str | None = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                cpu = line.partition(":")[2].strip()
-                break
-    except OSError:
-        pass
-    machine_id: str | None = None
-    try:
-        raw = Path("/etc/machine-id").read_text(encoding="ascii", errors="replace").strip()
-        machine_id = hashlib.sha256(raw.encode()).hexdigest()[:12] if raw else None
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return Machine(cpu=cpu or platform.processor() or None, cores=cores,
-                   system=f"{platform.system()} {platform.release()}", machine_id=machine_id)
-
-
-def git_commit(cwd: Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` of the working tree, or None when git or the repository is missing."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=cwd or Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and commit else None
 
 
 # -- JSON files -------------------------------------------------------------------------------------
@@ -381,6 +311,13 @@ def read_scores(run_dir: Path) -> list[ScoreRow] | None:
         raise RunDirError(path, _problems(exc)) from exc
 
 
+def typed_rows(frame: pl.DataFrame, row: Callable[..., T]) -> list[T]:
+    """The rows of a polars frame as typed values: ``row`` (a NamedTuple or a record) takes the
+    frame's columns by name, so a reader names fields, not string keys, and a renamed column fails
+    at once."""
+    return [row(**values) for values in frame.iter_rows(named=True)]
+
+
 def scores_frame(rows: Iterable[ScoreRow]) -> pl.DataFrame:
     """Score rows as a polars frame (the report groups with it)."""
     import polars as pl
@@ -432,11 +369,8 @@ __all__ = [
     "RunDirError",
     "SampleLog",
     "SampleWriter",
-    "default_run_id",
-    "git_commit",
     "load_run_dir",
     "load_samples",
-    "machine",
     "make_sample_id",
     "read_errors",
     "read_run",
@@ -446,8 +380,7 @@ __all__ = [
     "repair_samples",
     "sample_line",
     "scores_frame",
-    "utc_now",
-    "versions",
+    "typed_rows",
     "write_errors",
     "write_run",
     "write_scores",

@@ -14,7 +14,9 @@ from typing import Any
 
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import ToolCall
-from harness.eval.suite import Case, EchoMode, NextCallCase
+from harness.eval.data.cases import Case, NextCallCase
+from harness.eval.data.suite import EchoMode
+from harness.vocabulary import ErrorKind
 
 _ids = itertools.count(1)
 
@@ -47,7 +49,7 @@ class SandboxStates:
         call = ToolCall(id=f"score_{next(_ids)}", name=name, arguments=dict(arguments))
         tool = self.tools.get(name)
         if tool is None:
-            return ToolResult(call.id, name, f"unknown tool {name!r}", is_error=True, error_kind="tool:unknown")
+            return ToolResult(call.id, name, f"unknown tool {name!r}", is_error=True, error_kind=ErrorKind.tool_unknown)
         return await tool.execute(call, ToolContext(call_id=call.id, workspace=self._workspace(state)))
 
     async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -58,9 +60,9 @@ class SandboxStates:
 
     def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
         if a != b:  # FileSystemState equality compares the trees (BFCL's)
-            return "state:tree_differs"
+            return ErrorKind.state_tree_differs
         if cwd and tuple(a.cwd) != tuple(b.cwd):
-            return "state:cwd_differs"
+            return ErrorKind.state_cwd_differs
         return None
 
     async def state_after_history(self, case: NextCallCase) -> Any:

@@ -25,207 +25,31 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from harness.agents.constraint import STRATEGIES
-from harness.agents.families import FAMILIES
-from harness.agents.types import Message, ToolCall
+from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
 from harness.files import InputError, load_json, read_text, read_yaml
+from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
 SuiteKind = Literal["next_call", "episode"]
 EchoMode = Literal["overwrite", "append"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CallSpec(_Strict):
-    """One tool call: a name and its arguments (a JSON object)."""
-
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-    @model_serializer(mode="wrap")
-    def _always_arguments(self, handler: Any) -> dict[str, Any]:
-        out: dict[str, Any] = handler(self)
-        out.setdefault("arguments", dict(self.arguments))
-        return out
-
-    def to_tool_call(self, call_id: str) -> ToolCall:
-        return ToolCall(id=call_id, name=self.name, arguments=dict(self.arguments))
-
-
-class ChatMessage(_Strict):
-    """A message of a case's history. Tool calls only on assistant messages; tool turns are allowed."""
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str | None = None
-    tool_calls: list[CallSpec] = Field(default_factory=list)
-    tool_call_id: str | None = None
-    name: str | None = None
-
-    @model_validator(mode="after")
-    def _shape(self) -> ChatMessage:
-        if self.tool_calls and self.role != "assistant":
-            raise ValueError("tool_calls are only allowed on assistant messages")
-        if self.role in ("system", "user", "tool") and self.content is None:
-            raise ValueError(f"a {self.role} message needs a content string")
-        if self.role == "assistant" and not self.tool_calls and not self.content:
-            raise ValueError("an assistant message needs tool_calls or content")
-        return self
-
-
-class FileNode(_Strict):
-    type: Literal["file"]
-    content: str
-
-
-class DirNode(_Strict):
-    type: Literal["directory"]
-    contents: dict[str, Annotated[FileNode | DirNode, Field(discriminator="type")]]
-
-    @field_validator("contents")
-    @classmethod
-    def _names(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for name in v:
-            if not name or "/" in name or name in (".", ".."):
-                raise ValueError(f"invalid file or directory name {name!r}")
-        return v
-
-
-class FsTree(_Strict):
-    """A BFCL ``initial_config["GorillaFileSystem"]`` tree: ``{"root": {NAME: directory}}``."""
-
-    root: dict[str, DirNode]
-
-    @field_validator("root")
-    @classmethod
-    def _one_root(cls, v: dict[str, DirNode]) -> dict[str, DirNode]:
-        if len(v) != 1:
-            raise ValueError(f"needs exactly one top-level directory, found {len(v)}")
-        return v
-
-    @property
-    def root_name(self) -> str:
-        return next(iter(self.root))
-
-    def directory(self, rel_path: str) -> DirNode | None:
-        """The directory at ``rel_path`` ("a/b", relative to the root directory), or None."""
-        node: DirNode = self.root[self.root_name]
-        for part in [p for p in rel_path.split("/") if p]:
-            child = node.contents.get(part)
-            if not isinstance(child, DirNode):
-                return None
-            node = child
-        return node
-
-    def to_bfcl(self) -> dict[str, Any]:
-        """Plain dict in BFCL's shape, for ``FileSystemState.from_bfcl``."""
-        return self.model_dump(mode="json")
-
-
-EMPTY_WORKSPACE: dict[str, Any] = {"root": {"workspace": {"type": "directory", "contents": {}}}}
-
-
-class _CaseBase(_Strict):
-    id: str = Field(min_length=1)
-
-
-class NextCallCase(_CaseBase):
-    """A next-call scoring point: given ``messages``, the model's next call should be ``expected``.
-
-    ``initial_fs``/``cwd`` describe the state before the first message; to execute a point, replay the
-    assistant ``tool_calls`` of ``messages`` (``history_calls()``), then run the predicted call.
-    ``state_check: false`` marks points whose file system is unknown (imported SHELLper data): the
-    state comparison is not applicable there. ``expected_alternatives`` are also correct answers
-    (e.g. equal by the tool's defaults); the oracle replays ``expected``.
-    """
-
-    messages: list[ChatMessage] = Field(min_length=1)
-    expected: CallSpec
-    expected_alternatives: list[CallSpec] = Field(default_factory=list)
-    state_check: bool = True
-    conversation: str | None = None
-    """Id of the conversation this point was expanded from (several points share one)."""
-    tags: list[str] = Field(default_factory=list)
-    cwd: str = ""
-    """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
-    initial_fs: FsTree
-
-    def history(self) -> list[Message]:
-        """The messages as kernel messages; history calls get ids ``<case id>-h<n>``."""
-        out: list[Message] = []
-        n = 0
-        for m in self.messages:
-            calls = []
-            for c in m.tool_calls:
-                n += 1
-                calls.append(c.to_tool_call(f"{self.id}-h{n}"))
-            out.append(
-                Message(role=m.role, content=m.content, tool_calls=tuple(calls),
-                        tool_call_id=m.tool_call_id, name=m.name)
-            )
-        return out
-
-    def history_calls(self) -> list[CallSpec]:
-        return [c for m in self.messages for c in m.tool_calls]
-
-    def gold_calls(self) -> list[CallSpec]:
-        return [self.expected, *self.expected_alternatives]
-
-
-class EpisodeCase(_CaseBase):
-    """A multi-turn episode: user ``turns``, and per turn the ground-truth calls (BFCL style)."""
-
-    turns: list[list[ChatMessage]] = Field(min_length=1)
-    ground_truth: list[list[CallSpec]]
-    excluded_tools: list[str] = Field(default_factory=list)
-    """Tools not offered in this episode at all."""
-    held_out_tools: dict[int, list[str]] = Field(default_factory=dict)
-    """Tools offered only from a user turn on: turn index -> tool names (BFCL miss_func's
-    ``missed_function``: the turn before asks for what the missing tool does, and nothing should be
-    done there; the turn that adds it tells the model so)."""
-    tags: list[str] = Field(default_factory=list)
-    cwd: str = ""
-    """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
-    initial_fs: FsTree
-
-    def gold_calls(self) -> list[CallSpec]:
-        return [c for turn in self.ground_truth for c in turn]
-
-    def offered(self, names: Iterable[str], turn: int) -> list[str]:
-        """Of ``names`` (in their order), the tools offered in user turn ``turn``: neither excluded
-        nor held out until a later turn."""
-        hidden = set(self.excluded_tools)
-        hidden.update(n for start, held in self.held_out_tools.items() if start > turn for n in held)
-        return [n for n in names if n not in hidden]
-
-
-Case = NextCallCase | EpisodeCase
-
-
-class SuiteSpec(_Strict):
+class SuiteSpec(BaseModel):
     """The contents of ``suite.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
     version: str
     kind: SuiteKind
     bundle: str = Field(min_length=1)
     cases: str = "cases.jsonl"
-    families: list[str] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
-    strategies: list[str] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
+    families: list[Family] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
+    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
     description: str = ""
     source: str = ""
     licence: str = ""
@@ -236,7 +60,7 @@ class SuiteSpec(_Strict):
     text and a newline)."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Bound per model response in this suite's runs (``--max-tokens`` overrides it). None: derived
-    from the longest gold answer with headroom (``harness.eval.token_bound``). An answer cut by it
+    from the longest gold answer with headroom (``harness.eval.run.token_bound``). An answer cut by it
     fails as ``length:max_tokens``."""
 
     @field_validator("version", mode="before")
@@ -244,20 +68,14 @@ class SuiteSpec(_Strict):
     def _version_str(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
 
-    @field_validator("families")
+    @field_validator("families", "strategies", mode="before")
     @classmethod
-    def _families(cls, v: list[str]) -> list[str]:
-        bad = [f for f in v if f not in FAMILIES]
+    def _names(cls, v: Any, info: ValidationInfo) -> Any:
+        """An unknown name is named with the known ones (before the list is read as members)."""
+        what, known = ("family", FAMILIES) if info.field_name == "families" else ("strategy", STRATEGIES)
+        bad = [n for n in v if n not in known] if isinstance(v, list) else []
         if bad:
-            raise ValueError(f"unknown family {bad[0]!r}: expected one of {', '.join(FAMILIES)}")
-        return v
-
-    @field_validator("strategies")
-    @classmethod
-    def _strategies(cls, v: list[str]) -> list[str]:
-        bad = [s for s in v if s not in STRATEGIES]
-        if bad:
-            raise ValueError(f"unknown strategy {bad[0]!r}: expected one of {', '.join(STRATEGIES)}")
+            raise ValueError(f"unknown {what} {bad[0]!r}: expected one of {', '.join(known)}")
         return v
 
 
@@ -439,7 +257,7 @@ def case_line_numbers(path: Path) -> dict[str, int]:
 def load_suite(path: str | Path) -> Suite:
     """Load and structurally validate a suite directory; raises ``SuiteError`` listing all problems.
 
-    Tool names and arguments are checked by ``validate_suite`` (harness.eval.checks)."""
+    Tool names and arguments are checked by ``validate_suite`` (harness.eval.data.validate)."""
     suite_dir = Path(path)
     if not suite_dir.is_dir():
         raise SuiteError([f"{suite_dir}: not a directory"])
@@ -469,3 +287,20 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
         for case in cases:
             fh.write(dump_case(case) + "\n")
     return out
+
+
+__all__ = [
+    "EchoMode",
+    "Suite",
+    "SuiteError",
+    "SuiteKind",
+    "SuiteSpec",
+    "case_line_numbers",
+    "dump_case",
+    "format_loc",
+    "load_spec",
+    "load_suite",
+    "read_cases",
+    "resolve_bundle",
+    "write_suite",
+]

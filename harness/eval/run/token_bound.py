@@ -5,7 +5,7 @@ else derived from the suite itself: the longest gold answer of any case, family 
 suite, in the family's tokens, times :data:`HEADROOM`, rounded up to a multiple of 16 and at least
 :data:`MINIMUM`. So every correct answer fits, a runaway answer costs a bounded time, and the bound of
 a suite does not depend on ``--limit`` or on the engine. An answer the bound cuts ends with
-``finish_reason: length`` and scores as ``length:max_tokens`` (see ``harness.eval.scoring``).
+``finish_reason: length`` and scores as ``length:max_tokens`` (see ``harness.eval.score.scoring``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.agents.agent import Agent
-from harness.eval.suite import Suite
+from harness.eval.data.suite import Suite
 
 HEADROOM = 1.5
 """How much longer than the longest gold answer an answer may be."""
@@ -53,7 +53,7 @@ def longest_gold(suite: Suite, agent: Agent) -> LongestGold | None:
     the oracle renders it with ``agent``'s constraint settings (a closing text answer included), in
     the family's tokens."""
     from harness.engines.oracle import CLOSING_TEXT
-    from harness.eval.sample import gold_answers
+    from harness.eval.run.sample import gold_answers
 
     best: LongestGold | None = None
     text_answer = suite.kind == "episode"
@@ -82,7 +82,7 @@ def _counter(family: str) -> tuple[Callable[[str], int], bool]:
     return (lambda text: len(tokenizer.encode(text))), False
 
 
-def token_bound(given: int | None, suite: Suite, agent: Agent) -> TokenBound:
+def choose_token_bound(given: int | None, suite: Suite, agent: Agent) -> TokenBound:
     """The run's bound: ``--max-tokens`` (``given``), the suite's, or derived (see the module) with the
     bundle's ``agent``."""
     if given is not None:
@@ -100,4 +100,4 @@ def token_bound(given: int | None, suite: Suite, agent: Agent) -> TokenBound:
     )
 
 
-__all__ = ["HEADROOM", "MINIMUM", "LongestGold", "TokenBound", "derive", "longest_gold", "token_bound"]
+__all__ = ["HEADROOM", "MINIMUM", "LongestGold", "TokenBound", "choose_token_bound", "derive", "longest_gold"]

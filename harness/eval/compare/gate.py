@@ -27,16 +27,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from harness.eval.records import Machine, RunRecord, SummaryRow
-from harness.eval.results import SUMMARY_FILE, RunDirError, read_run, read_summary
+from harness.eval.store.records import Machine, RunRecord, SummaryRow
+from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_summary
+from harness.vocabulary import ACCURACY_METRICS, Metric
 
 DEFAULT_MAX_DROP = 0.02
 DEFAULT_MAX_SLOWDOWN = 3.0
 DEFAULT_MIN_TIMING_N = 20
-ACCURACY_METRICS = ("validity", "exact_match", "state_match")
-LOWER_IS_BETTER_RATES = ("grammar_rejection", "truncated", "target_mask_diff")
+LOWER_IS_BETTER_RATES: tuple[Metric, ...] = (Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
 _EPS = 1e-9
 TAIL_VALUES = 10
 _PERCENTILE = re.compile(r"_p(\d{1,2})$")
@@ -226,51 +226,6 @@ def compare_runs(
     return cmp
 
 
-_STYLE = {"regression": "bold red", "missing": "bold red", "improved": "green", "new": "cyan", "info": "yellow"}
-
-
-def _fmt(v: float | None, kind: Kind) -> str:
-    if v is None:
-        return "-"
-    if kind in ("accuracy", "rejections"):
-        return f"{v:.3f}"
-    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}"
-
-
-def print_comparison(cmp: Comparison, console: Any) -> None:
-    """Print the differences as a rich table, then warnings and the verdict."""
-    from rich.table import Table
-
-    table = Table(title=f"baseline {cmp.baseline_dir}  vs  candidate {cmp.candidate_dir}", title_justify="left")
-    for col in ("family", "strategy", "metric"):
-        table.add_column(col)
-    for col in ("baseline", "candidate", "change", "n"):
-        table.add_column(col, justify="right")
-    table.add_column("status")
-    for d in cmp.diffs:
-        n = "" if d.baseline_n == d.candidate_n else f"{d.baseline_n}->{d.candidate_n}"
-        if d.baseline_n == d.candidate_n and d.baseline_n is not None:
-            n = str(d.baseline_n)
-        status = d.status + (f": {d.reason}" if d.reason else "")
-        style = _STYLE.get(d.status, "")
-        table.add_row(d.family, d.strategy, d.metric, _fmt(d.baseline, d.kind), _fmt(d.candidate, d.kind),
-                      d.change, n, f"[{style}]{status}[/]" if style else status)
-    console.print(table)
-    for w in cmp.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    if cmp.timing_note:
-        console.print(f"[yellow]note:[/] {cmp.timing_note}")
-    limits = (f"max drop {cmp.max_drop:g}, max slowdown {cmp.max_slowdown:g}x "
-              f"for timings of at least {cmp.min_timing_n} values")
-    regs = cmp.regressions
-    if regs:
-        console.print(f"[bold red]{len(regs)} regression(s)[/] ({limits}):")
-        for d in regs:
-            console.print(f"  {d.family}/{d.strategy}/{d.metric}: {d.reason}")
-    else:
-        console.print(f"[green]no regression[/] ({len(cmp.diffs)} metrics compared; {limits})")
-
-
 __all__ = [
     "DEFAULT_MAX_DROP",
     "DEFAULT_MAX_SLOWDOWN",
@@ -281,6 +236,5 @@ __all__ = [
     "TimingGate",
     "compare_runs",
     "metric_kind",
-    "print_comparison",
     "timing_gate_note",
 ]

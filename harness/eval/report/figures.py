@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.eval import plots
-from harness.eval.report_data import ACCURACY, OVERHEADS, Run, best_strategies, overheads, tradeoff
+from harness.eval.report import plots
+from harness.eval.report.data import ACCURACY, OVERHEADS, Run, best_strategies, overheads, tradeoff
+from harness.vocabulary import Metric, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +121,8 @@ def _tradeoff(runs: Sequence[Run], families: list[str], strategies: list[str], p
 
 def _rejections(runs: Sequence[Run], families: list[str], strategies: list[str], plot_dir: Path) -> Figure:
     heading = "Grammar rejections (oracle)"
-    panels = [(m, label) for m, label in (("grammar_rejection", "grammar_rejection (rate of gold answers)"),
-                                          ("target_mask_diff", "target_mask_diff (rate of compared steps)"))
+    panels = [(m, label) for m, label in ((Metric.grammar_rejection, "grammar_rejection (rate of gold answers)"),
+                                          (Metric.target_mask_diff, "target_mask_diff (rate of compared steps)"))
               if any(r.summary_row(f, s, m) for r in runs for f in families for s in strategies)]
     if not panels:
         return Figure("rejections", heading, "", missing="only the oracle engine measures grammar rejections")
@@ -171,7 +172,7 @@ def _mask(runs: Sequence[Run], families: list[str], strategies: list[str], plot_
 
 def _overhead(runs: Sequence[Run], families: list[str], strategies: list[str], plot_dir: Path) -> Figure:
     heading = "Overhead per token against none"
-    constrained = [s for s in strategies if s != "none"]
+    constrained = [s for s in strategies if s != Strategy.none]
     by_label = {legend_label(r): r for r in runs}
     if not any(overheads(r, f, s) for r in runs for f in families for s in constrained):
         return Figure("overhead", heading, "", missing="needs samples of strategy none and of another strategy, "
