@@ -71,7 +71,9 @@ TOOLS_TAIL = (
     "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
 )
-_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+_THINK = re.compile(r"\s*<think>.*?</think>\s*", re.DOTALL)
+"""A reasoning block at the start of an answer (matched there only: ``<think>`` written inside a
+call's string is text, found by ``harness fuzz``)."""
 _TRAILERS = (IM_END, "<|endoftext|>")
 
 # --- prompt ------------------------------------------------------------------------------------
@@ -289,11 +291,12 @@ def parse_response(
 ) -> ParsedResponse:
     """Calls from hermes-style ``<tool_call>`` blocks or from JSON (json_schema). Never raises.
 
-    A closed ``<think>...</think>`` block is reasoning: it is neither content nor searched for calls.
+    A closed ``<think>...</think>`` block at the start is reasoning: it is neither content nor searched
+    for calls.
     """
     text = content or ""
-    if not api_tool_calls:
-        text = _THINK.sub("", text)
+    if not api_tool_calls and (think := _THINK.match(text)) is not None:
+        text = text[think.end():]
     return parse_output(text, api_tool_calls, tools, call_start=CALL_START, trailers=_TRAILERS, one_call=_one_call)
 
 
