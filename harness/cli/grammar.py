@@ -3,11 +3,13 @@
 ``show`` prints the artifact a strategy builds for a tool list (EBNF, structural tag or JSON schema)
 and the request payload a vLLM server would receive.
 
-``check`` renders each line of a CALLS.jsonl file (``{"calls": [{"name": ..., "arguments": {...}}]}``)
-in the family's output format for the strategy, walks it token by token through the compiled grammar
+``check`` renders each line of a CALLS.jsonl file (``{"calls": [{"name": ..., "arguments": {...}}]}``,
+or a raw answer ``{"text": "..."}``; ``"expect": "rejected"`` marks a line the grammar must refuse, as
+``harness fuzz`` writes its counterexamples) in the family's output format for the strategy, walks it token by token through the compiled grammar
 with the family's real tokenizer (mask filled at every step, the gold token checked against it, the
 grammar required to end right after the text), prints one line per rejected item to stderr and, as
-its last stdout output, one JSON summary. Exit 0: all accepted; 1: any rejected; 2: bad input.
+its last stdout output, one JSON summary. Exit 0: every line as expected (accepted, unless it says
+``"expect": "rejected"``); 1: any line not; 2: bad input.
 """
 
 from __future__ import annotations
@@ -41,25 +43,31 @@ def _load_tools(path: Path) -> list[Any]:
         fail(str(exc))
 
 
-def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]]]]:
-    """(line number, calls) per non-blank line."""
+def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]]:
+    """(line number, calls or a raw text, whether the line expects acceptance) per non-blank line."""
     from harness.files import InputError, read_json_lines
 
     try:
         lines = read_json_lines(path)
     except InputError as exc:
         fail(str(exc))
-    out = []
+    out: list[tuple[int, list[dict[str, Any]] | str, bool]] = []
     for n, obj in lines:
+        expect = obj.get("expect", "accepted") if isinstance(obj, dict) else None
+        if expect not in ("accepted", "rejected"):
+            fail(f'{path}:{n}: "expect" must be "accepted" or "rejected"')
+        if isinstance(obj, dict) and isinstance(obj.get("text"), str) and "calls" not in obj:
+            out.append((n, obj["text"], expect == "accepted"))
+            continue
         calls = obj.get("calls") if isinstance(obj, dict) else None
         if not isinstance(calls, list):
-            fail(f'{path}:{n}: expected an object {{"calls": [...]}}')
+            fail(f'{path}:{n}: expected an object {{"calls": [...]}} (or {{"text": "..."}})')
         for c in calls:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
                 fail(f'{path}:{n}: each call needs a string "name"')
             if not isinstance(c.get("arguments", {}), dict):
                 fail(f'{path}:{n}: "arguments" must be an object')
-        out.append((n, calls))
+        out.append((n, calls, expect == "accepted"))
     if not out:
         fail(f"{path}: no calls (the file has no non-blank lines)")
     return out
@@ -118,7 +126,7 @@ def check(
     strategy_choice: Annotated[ConstrainedStrategy, typer.Option("--strategy", help="The constraint strategy.")],
     tools_path: ToolsOpt,
     calls_path: Annotated[
-        Path, typer.Option("--calls", metavar="FILE", help='JSONL, one {"calls": [{"name", "arguments"}]} per line.')
+        Path, typer.Option("--calls", metavar="FILE", help='JSONL, one {"calls": [{"name", "arguments"}]} (or {"text": ...}) per line; "expect": "rejected" for a line the grammar must refuse.')
     ],
     parallel: ParallelOpt = False,
     verbose: Annotated[
@@ -127,7 +135,8 @@ def check(
 ) -> None:
     """Walk each line's rendered calls through the compiled grammar; print a JSON summary last.
 
-    Exit 0: every line accepted; 1: a line rejected (listed on stderr); 2: bad input."""
+    Exit 0: every line as expected (accepted, unless the line says "expect": "rejected"); 1: a line
+    not (listed on stderr); 2: bad input."""
     from harness.agents.constraint import ConstraintError
 
     family, strategy = family_choice.value, strategy_choice.value
@@ -142,12 +151,19 @@ def check(
     from harness.grammar.tokenizers import TokenizerUnavailable
 
     texts: list[GoldText] = []
-    for line, calls in items:
+    wanted: dict[str, bool] = {}
+    unexpected = 0
+    for line, calls, accept in items:
+        wanted[str(line)] = accept
+        if isinstance(calls, str):
+            texts.append(GoldText(str(line), calls))
+            continue
         try:
             rendered = adapter.render_output(
                 [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
             )
         except (ConstraintError, ValueError, TypeError, KeyError) as exc:
+            unexpected += accept
             typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
             continue
         texts.append(GoldText(str(line), rendered))
@@ -158,21 +174,25 @@ def check(
     except ConstraintError as exc:
         fail(f"the {strategy} artifact does not compile: {exc}")
     for out in result.outputs:
-        if not out.accepted:
-            typer.echo(f"{calls_path}:{out.output.output_id}: rejected: {out.reason}", err=True)
+        expected = wanted[out.output.output_id]
+        if out.accepted != expected:
+            unexpected += 1
+            said = f"rejected: {out.reason}" if not out.accepted else "accepted, but the line expects it rejected"
+            typer.echo(f"{calls_path}:{out.output.output_id}: {said}", err=True)
         elif verbose:
-            typer.echo(f"{calls_path}:{out.output.output_id}: accepted ({out.tokens} tokens)", err=True)
+            verdict = f"accepted ({out.tokens} tokens)" if out.accepted else f"rejected as expected: {out.reason}"
+            typer.echo(f"{calls_path}:{out.output.output_id}: {verdict}", err=True)
     accepted = sum(o.accepted for o in result.outputs)
-    rejected = len(items) - accepted
     summary = {
         "family": family,
         "strategy": strategy,
         "artifact": payload.artifact.kind,
         "parallel": parallel,
         "accepted": accepted,
-        "rejected": rejected,
+        "rejected": len(items) - accepted,
+        "unexpected": unexpected,
         "total": len(items),
         **result.figures(),
     }
     typer.echo(json.dumps(summary))
-    raise typer.Exit(code=0 if rejected == 0 else 1)
+    raise typer.Exit(code=0 if unexpected == 0 else 1)

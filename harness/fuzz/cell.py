@@ -180,6 +180,8 @@ def _one_mutant(grammar: Grammar, case: ToolCase, mutant: Mutant, value: Any, se
                            value=value, seed=seed), False, True
         if verdict.valid:
             return None, False, False
+        if verdict.keyword and not verdict.keyword.startswith("parse:"):
+            keyword = verdict.keyword  # the broken escape still parses: judge by what the value breaks
     got = grammar.walker.accepts_text(text)
     where = {"call": mutant.call, "text": mutant.text, "value": value, "seed": seed, "keyword": keyword}
     if not got.accepted:

@@ -178,10 +178,11 @@ def _target_walker(family: str, artifact: Any) -> GrammarWalker | None:
 
 
 def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str = "",
-         progress: Progress | None = None) -> FuzzReport:
+         progress: Progress | None = None, problems: Sequence[tuple[str, str]] = ()) -> FuzzReport:
     """Every tool x family x strategy cell, checked and reported. With ``options.jobs`` above 1 the
     tools are shared out to that many worker processes (each loads the tokenizers and compiles the
-    constraints once); cells come back in tool, family, strategy order either way."""
+    constraints once); cells come back in tool, family, strategy order either way. ``problems``: tools
+    that could not be read (name, why), reported as ``schema_invalid`` cells."""
     started = time.monotonic()
     jobs = min(options.jobs, len(tools))
     by_tool: dict[int, list[CellReport]] = {}
@@ -202,6 +203,9 @@ def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str =
                 by_tool[index] = future.result()
                 _note(progress, f"{tools[index].name} done", len(by_tool[index]))
     cells = [cell for index in sorted(by_tool) for cell in by_tool[index]]
+    cells += [CellReport(tool=name, family=f, strategy=s, outcome=Outcome.schema_invalid,
+                         classes={Outcome.schema_invalid.value: 1}, message=why)
+              for name, why in problems for f in options.families for s in options.strategies]
     return FuzzReport(tools_path=tools_path, families=list(options.families), strategies=list(options.strategies),
                       examples=options.examples, seed=options.seed, target=options.target, cells=cells,
                       seconds=round(time.monotonic() - started, 3))
