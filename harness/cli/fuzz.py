@@ -143,7 +143,7 @@ class FuzzProgress:
         self.done += done
         if self.bar is not None:
             self.bar.update(self.task, advance=done, description=note)
-        elif done and time.monotonic() - self.last_line > 5 or self.done == self.total:
+        elif done and (time.monotonic() - self.last_line > 5 or self.done == self.total):
             self.last_line = time.monotonic()
             typer.echo(f"fuzz: {self.done}/{self.total} cells, {time.monotonic() - self.started:.0f}s ({note})", err=True)
 

@@ -28,7 +28,7 @@ def load_fuzz_tools(path: Path) -> LoadedTools:
     """Tools from ``path``; InputError naming the path when it holds none."""
     if not path.exists():
         raise InputError(path, "no such file or folder: expected an OpenAI tools JSON file, a .pym folder or a bundle")
-    if path.is_dir() and (path / "bundle.yaml").is_file() or path.name == "bundle.yaml":
+    if (path.is_dir() and (path / "bundle.yaml").is_file()) or path.name == "bundle.yaml":
         return _bundle(path)
     loaded = _pym_folder(path) if path.is_dir() else _json_file(path)
     if not loaded.tools and not loaded.problems:
@@ -37,9 +37,8 @@ def load_fuzz_tools(path: Path) -> LoadedTools:
 
 
 def _bundle(path: Path) -> LoadedTools:
-    from harness.agents.bundle import BundleError
+    from harness.agents.bundle import BundleError, bundle_file
     from harness.bundles import load_bundle, tools_folder
-    from harness.agents.bundle import bundle_file
 
     file = bundle_file(path)
     try:

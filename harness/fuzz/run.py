@@ -15,6 +15,7 @@ import hashlib
 import json
 import random
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,27 +186,31 @@ def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str =
     that could not be read (name, why), reported as ``schema_invalid`` cells."""
     started = time.monotonic()
     jobs = min(options.jobs, len(tools))
+    run_id = uuid.uuid4().hex
     by_tool: dict[int, list[CellReport]] = {}
     if jobs <= 1:
         for index, tool in enumerate(tools):
             _note(progress, f"{tool.name}: drawing values")
-            by_tool[index] = fuzz_tool(tools, index, options)
+            by_tool[index] = fuzz_tool(tools, index, options, run_id)
             _note(progress, f"{tool.name} done", len(by_tool[index]))
     else:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         _note(progress, f"starting {jobs} worker processes")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(fuzz_tool, list(tools), i, options): i for i in range(len(tools))}
-            for future in as_completed(futures):
-                index = futures[future]
-                by_tool[index] = future.result()
-                _note(progress, f"{tools[index].name} done", len(by_tool[index]))
+        work = [(list(tools), i, options, run_id) for i in range(len(tools))]
+        # A Pool, not an executor: leaving its block (Ctrl-C included) terminates the workers at once.
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            for index, cells in pool.imap_unordered(_fuzz_tool_at, work):
+                by_tool[index] = cells
+                _note(progress, f"{tools[index].name} done", len(cells))
+    for key in [k for k in _GRAMMARS if k[0] == run_id]:
+        del _GRAMMARS[key]
     cells = [cell for index in sorted(by_tool) for cell in by_tool[index]]
     cells += [CellReport(tool=name, family=f, strategy=s, outcome=Outcome.schema_invalid,
                          classes={Outcome.schema_invalid.value: 1}, message=why)
               for name, why in problems for f in options.families for s in options.strategies]
+    if problems:
+        _note(progress, "tools that could not be read", len(problems) * len(options.families) * len(options.strategies))
     return FuzzReport(tools_path=tools_path, families=list(options.families), strategies=list(options.strategies),
                       examples=options.examples, seed=options.seed, target=options.target, cells=cells,
                       seconds=round(time.monotonic() - started, 3))
@@ -217,40 +222,42 @@ def _note(progress: Progress | None, text: str, done: int = 0) -> None:
 
 
 _GRAMMARS: dict[tuple[str, str, str], Grammar] = {}
-"""Constraints this process compiled, by (tool set digest, family, strategy): a worker compiles each
-once for all the tools it is given."""
+"""Constraints compiled in this process for a run, by (run id, family, strategy): a worker compiles
+each once for all the tools it is given; the run forgets them when it ends."""
 
 
-def grammar_for(family: str, strategy: str, tools: Sequence[ToolSchema], options: FuzzOptions) -> Grammar:
-    digest = hashlib.blake2b(json.dumps([[t.name, t.parameters] for t in tools], sort_keys=True).encode()
-                             + f"{options.parallel}{options.target}".encode(), digest_size=16).hexdigest()
-    key = (digest, family, strategy)
+def grammar_for(family: str, strategy: str, tools: Sequence[ToolSchema], options: FuzzOptions, run_id: str) -> Grammar:
+    key = (run_id, family, strategy)
     if key not in _GRAMMARS:
         _GRAMMARS[key] = build_grammar(family, strategy, tools, options)
     return _GRAMMARS[key]
 
 
-def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions) -> list[CellReport]:
+def _fuzz_tool_at(work: tuple[Sequence[ToolSchema], int, FuzzOptions, str]) -> tuple[int, list[CellReport]]:
+    return work[1], fuzz_tool(*work)
+
+
+def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run_id: str) -> list[CellReport]:
     """The cells of ``tools[index]``: its values drawn once, then every family x strategy."""
     case = draw_case(tools[index], options)
     case.tools_seen = list(tools)
     cells = []
     for family in options.families:
         for strategy in options.strategies:
-            cells.append(_cell(grammar_for(family, strategy, tools, options), case, options))
+            cells.append(_cell(grammar_for(family, strategy, tools, options, run_id), case, options))
     return cells
 
 
 def _cell(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> CellReport:
     name = case.tool.name
+    if not case.values:  # bad input comes first: no grammar can be judged without values
+        outcome, message = case.problem or (Outcome.schema_unsatisfiable, "no value drawn")
+        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
+                          classes={outcome.value: 1}, message=message, compile_ms=grammar.compile_ms)
     error = grammar.build_errors.get(name) or grammar.build_errors.get("*")
     if error is not None or grammar.walker is None:
         return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=Outcome.build_error,
                           classes={Outcome.build_error.value: 1}, message=error or "nothing compiled")
-    if not case.values:
-        outcome, message = case.problem or (Outcome.schema_unsatisfiable, "no value drawn")
-        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
-                          classes={outcome.value: 1}, message=message, compile_ms=grammar.compile_ms)
     deadline = time.monotonic() + options.cell_timeout_s
     state = run_cell(grammar, case, walks=options.walk_count, seed=_seed_of(options.seed, name), deadline=deadline)
     _replay_kept(grammar, case, options, state)
@@ -303,9 +310,11 @@ def _find(grammar: Grammar, case: ToolCase, kind: str, outcome: Outcome, options
     phases = [Phase.reuse] if reuse_only else [Phase.reuse, Phase.generate, Phase.shrink]
     config = settings(max_examples=max(options.examples, 200), database=database, deadline=None, phases=phases,
                       verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck))
+    # A seeded search keeps no database (Hypothesis' rule): seed it only when nothing is kept.
+    seeded = random.Random(options.seed) if database is None else None
     try:
-        return find(strategy, _predicate(grammar, case, kind, outcome), settings=config,
-                    random=random.Random(options.seed), database_key=key)
+        return find(strategy, _predicate(grammar, case, kind, outcome), settings=config, random=seeded,
+                    database_key=key)
     except Exception:  # NoSuchExample, Unsatisfiable, a health check: the unshrunk example stands
         return None
 

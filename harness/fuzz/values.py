@@ -9,7 +9,8 @@ schema's own validator (``jsonschema``, with format checking) before it is used,
 module gets wrong is filtered out, never counted as valid.
 
 Formats a validator does not know are annotations (JSON Schema says so): they are dropped before
-drawing, as a validator ignores them.
+drawing, as a validator ignores them. ``$ref`` is resolved (hypothesis-jsonschema's resolver) before
+drawing; a recursive one cannot be, and is a ``schema_invalid`` outcome.
 """
 
 from __future__ import annotations
@@ -116,8 +117,10 @@ def values_for(schema: Any) -> st.SearchStrategy[Any]:
     """Values valid under ``schema`` (a tool's parameters, or any subschema), each checked by the
     schema's validator. Raises nothing: a schema hypothesis-jsonschema refuses gives a strategy that
     raises its error when drawn."""
+    from hypothesis_jsonschema._resolve import resolve_all_refs
+
     check = validator(schema).is_valid
-    return _values(known_formats(schema)).filter(check)
+    return _values(resolve_all_refs(known_formats(schema))).filter(check)
 
 
 def _values(schema: Any) -> st.SearchStrategy[Any]:

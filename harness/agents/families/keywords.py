@@ -80,4 +80,19 @@ def enforces(family: str, strategy: str, keyword: str) -> bool:
     return support(family, strategy, keyword) == "enforced"
 
 
-__all__ = ["KEYWORDS", "TABLES", "Builder", "Support", "builder_of", "enforces", "support"]
+COLUMNS: tuple[tuple[str, Builder], ...] = (
+    ("ebnf (both), structural_tag (function_gemma)", "harness"),
+    ("json_schema (both), structural_tag (qwen)", "xgrammar"),
+)
+
+
+def markdown_table() -> str:
+    """The README's table: keyword x strategy."""
+    lines = ["| keyword | " + " | ".join(name for name, _ in COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
+    for keyword in KEYWORDS:
+        cells = [TABLES[builder].get(keyword, "not_enforced").replace("_", " ") for _, builder in COLUMNS]
+        lines.append(f"| `{keyword}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["COLUMNS", "KEYWORDS", "TABLES", "Builder", "Support", "builder_of", "enforces", "markdown_table", "support"]
