@@ -11,8 +11,8 @@ installed file and compiled on their own with the only names they use (``copy``,
 unchanged, without its imports.
 
 Gold: BFCL's possible answers list acceptable values per argument (``""`` among them: the argument
-may be left out); ``gold_calls`` takes the first acceptable value of each argument, leaving out those
-whose first value is ``""``. Used by ``harness fuzz``'s BFCL corpus test and by the BFCL single-turn
+may be left out; a dict value maps its keys to acceptable values again); ``gold_calls`` takes the
+first acceptable value of each argument, at every level, leaving out those whose first value is ``""``. Used by ``harness fuzz``'s BFCL corpus test and by the BFCL single-turn
 suites (issue 25). The integrator moves this module into ``harness/eval/data/``.
 """
 
@@ -50,7 +50,8 @@ def bfcl_convert() -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
         raise BfclDataError(f"BFCL's package is not installed: {INSTALL_HINT}") from None
     source = data_dir().parent / "model_handler" / "utils.py"
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("_cast_to_openai_type", "convert_to_tool")]
+    wanted: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+                              and n.name in ("_cast_to_openai_type", "convert_to_tool")]
     if len(wanted) != 2:
         raise BfclDataError(f"{source}: convert_to_tool or _cast_to_openai_type not found: reinstall ({INSTALL_HINT})")
     names: dict[str, Any] = {"copy": copy, "re": re, "json": json, "ModelStyle": ModelStyle,
@@ -86,12 +87,23 @@ class BfclEntry:
 
     def gold_calls(self) -> list[dict[str, Any]]:
         """The first acceptable answer as calls ``{"name", "arguments"}`` (names converted)."""
-        calls = []
-        for item in self.possible:
-            for name, args in item.items():
-                chosen = {k: v[0] for k, v in args.items() if isinstance(v, list) and v and v[0] != ""}
-                calls.append({"name": openai_name(name), "arguments": chosen})
-        return calls
+        return [{"name": openai_name(name), "arguments": _first(args)}
+                for item in self.possible for name, args in item.items()]
+
+
+def _first(options: dict[str, Any]) -> dict[str, Any]:
+    """``{argument: [acceptable values]}`` -> ``{argument: first value}``, ``""`` (left out) dropped."""
+    return {k: _chosen(v[0]) for k, v in options.items() if isinstance(v, list) and v and v[0] != ""}
+
+
+def _chosen(value: Any) -> Any:
+    """An acceptable value: a dict in it maps its keys to acceptable values again (BFCL's nesting); a
+    list is a value whose dict items nest so."""
+    if isinstance(value, dict):
+        return _first(value)
+    if isinstance(value, list):
+        return [_chosen(v) for v in value]
+    return value
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -72,7 +72,7 @@ def _json_file(file: Path) -> LoadedTools:
     out = LoadedTools()
     for i, item in enumerate(data):
         fn = item.get("function", item) if isinstance(item, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) and isinstance(fn.get("name"), str) else f"tool {i}"
+        name = str(fn["name"]) if isinstance(fn, dict) and isinstance(fn.get("name"), str) else f"tool {i}"
         try:
             out.tools.append(ToolSchema.from_openai(item))
         except (ValueError, TypeError, AttributeError) as exc:

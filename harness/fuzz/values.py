@@ -110,7 +110,7 @@ def _is_scalar(schema: Mapping[str, Any]) -> bool:
     if "enum" in schema or "const" in schema:
         return True
     kinds = _types(schema)
-    return bool(kinds) and set(kinds) <= SCALAR_TYPES and not any(k in schema for k in ("anyOf", "oneOf", "allOf", "not"))
+    return kinds is not None and bool(kinds) and set(kinds) <= SCALAR_TYPES and not any(k in schema for k in ("anyOf", "oneOf", "allOf", "not"))
 
 
 def values_for(schema: Any) -> st.SearchStrategy[Any]:
@@ -166,7 +166,8 @@ def _values(schema: Any) -> st.SearchStrategy[Any]:
 
 
 def _objects(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
-    props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    declared = schema.get("properties")
+    props: Mapping[str, Any] = declared if isinstance(declared, Mapping) else {}
     required = [r for r in schema.get("required") or () if isinstance(r, str)]
     fixed = {k: _values(props.get(k, True)) for k in required}
     optional = {k: _values(v) for k, v in props.items() if k not in fixed}
@@ -174,7 +175,7 @@ def _objects(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     extra = schema.get("additionalProperties", True)
     if extra is False or (props and "additionalProperties" not in schema):
         return base
-    keys = st.text(KEY_ALPHABET, min_size=1, max_size=8).filter(lambda k: k not in props)
+    keys: st.SearchStrategy[str] = st.text(KEY_ALPHABET, min_size=1, max_size=8).filter(lambda k: k not in props)
     more = st.dictionaries(keys, _values(extra), max_size=MAX_EXTRA_KEYS)
     return st.tuples(base, more).map(lambda pair: {**pair[1], **pair[0]})
 

@@ -92,6 +92,50 @@ def strict_schema(schema: Any, *, closed: bool = True) -> Any:
     return out
 
 
+ANY_JSON_DEF = "harness_any_json"
+ANY_JSON_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+    {"type": "array", "items": {"$ref": f"#/$defs/{ANY_JSON_DEF}"}},
+    {"type": "object", "additionalProperties": {"$ref": f"#/$defs/{ANY_JSON_DEF}"}},
+]}
+"""Any JSON value, spelt as a schema. xgrammar 0.2.8 compiles an open value (``{}``, an object with no
+``properties``, an array with no ``items``) with built-in rules that write ``", "`` between items even
+when compiled with ``separators=(",", ":")``, so a compact call holding such an object with two
+members was rejected (found by ``harness fuzz`` on BFCL's tools); this definition compiles through
+its ordinary object and array rules, which honour the separators."""
+
+
+def with_any_json(schema: Any) -> Any:
+    """``schema`` (a strict schema, or a whole call schema) with every open value pointing at
+    ``ANY_JSON_SCHEMA`` in ``$defs`` (added at the top when used); for xgrammar's JSON-schema compiler."""
+    used = False
+
+    def walk(node: Any) -> Any:
+        nonlocal used
+        if node is True or node == {}:
+            used = True
+            return {"$ref": f"#/$defs/{ANY_JSON_DEF}"}
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, Mapping):
+            return node
+        out = {k: (v if k in ("enum", "const", "default", "examples", "required") else
+                   {p: walk(q) for p, q in v.items()} if k in ("properties", "$defs") and isinstance(v, Mapping)
+                   else walk(v)) for k, v in node.items()}
+        kind = out.get("type")
+        types: list[Any] = kind if isinstance(kind, list) else [kind]
+        if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is True:
+            out["additionalProperties"] = walk(True)
+        if "array" in types and "items" not in out and "prefixItems" not in out:
+            out["items"] = walk(True)
+        return out
+
+    converted = walk(schema)
+    if used and isinstance(converted, dict):
+        converted = {**converted, "$defs": {**converted.get("$defs", {}), ANY_JSON_DEF: ANY_JSON_SCHEMA}}
+    return converted
+
+
 TEXT_ANSWER_EBNF = "[^<]+"
 """A plain-text answer (``allow_text_answer``): any non-empty text without ``<``, so it can never spell
 a call tag that the grammar did not check."""
@@ -301,7 +345,7 @@ def build_artifact_with(
     if constraint.strategy == "json_schema":
         index_tools(tools)
         return ConstraintArtifact(
-            "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
+            "json", json.dumps(with_any_json(call_schema(tools, parallel=parallel, text_answer=text)), ensure_ascii=False)
         )
     return None
 

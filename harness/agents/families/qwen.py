@@ -44,6 +44,7 @@ from harness.agents.families._calls import (
     ordered_schema,
     parse_output,
     strict_schema,
+    with_any_json,
 )
 from harness.agents.families._ebnf import (
     JSON_SYNTAX,
@@ -222,7 +223,8 @@ def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
         {
             "type": "tag",
             "begin": call_head(t.name),
-            "content": {"type": "json_schema", "json_schema": strict_schema(t.parameters), "max_whitespace_cnt": MAX_JSON_WS},
+            "content": {"type": "json_schema", "json_schema": with_any_json(strict_schema(t.parameters)),
+                        "max_whitespace_cnt": MAX_JSON_WS},
             "end": CALL_TAIL,
         }
         for t in tools
