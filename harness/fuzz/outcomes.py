@@ -51,6 +51,19 @@ FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome
 """Classes that make ``harness fuzz`` exit 1 (with no baseline)."""
 
 
+def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
+    """The classes the keyword table predicts for a tool's cell: ``build_error`` where a keyword is
+    refused, validation and invalidation errors where one is ``defective``; ``passing`` always."""
+    from harness.agents.families.keywords import builder_of, keywords_used, refused_keyword, support
+
+    out = {Outcome.passing}
+    if refused_keyword(schema, builder_of(family, strategy)) is not None:
+        out.add(Outcome.build_error)
+    if any(support(family, strategy, k) == "defective" for k in keywords_used(schema)):
+        out |= {Outcome.validation_error, Outcome.invalidation_error}
+    return out
+
+
 def worst(classes: set[Outcome]) -> Outcome:
     """The most severe of ``classes`` (``passing`` for none)."""
     return next((c for c in SEVERITY if c in classes), Outcome.passing)
@@ -113,6 +126,9 @@ class CellReport(BaseModel):
     """Time spent on this cell (generation excluded)."""
     message: str | None = None
     """Why the cell could not run (build error, bad schema...)."""
+    unpredicted: list[str] = Field(default_factory=list)
+    """Classes seen that the README's keyword table does not predict for this tool's schema: bugs of
+    the builders (or of the table)."""
     counterexamples: list[Counterexample] = Field(default_factory=list)
 
     @property
@@ -145,6 +161,7 @@ class FuzzReport(BaseModel):
             "cells": len(self.cells),
             "outcomes": counts,
             "failing": [c.key for c in self.cells if c.outcome in FAILING],
+            "unpredicted": [f"{c.key}: {', '.join(c.unpredicted)}" for c in self.cells if c.unpredicted],
             "not_enforced": sorted({k for c in self.cells for k in c.not_enforced}),
             "examples": self.examples,
             "seed": self.seed,
@@ -170,4 +187,15 @@ def compare(report: FuzzReport, expected: dict[str, list[str]]) -> tuple[list[st
     return worse, better
 
 
-__all__ = ["FAILING", "SEVERITY", "CellReport", "Counterexample", "FuzzReport", "Outcome", "baseline", "compare", "worst"]
+__all__ = [
+    "FAILING",
+    "SEVERITY",
+    "CellReport",
+    "Counterexample",
+    "FuzzReport",
+    "Outcome",
+    "baseline",
+    "compare",
+    "predicted",
+    "worst",
+]

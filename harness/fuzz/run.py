@@ -249,6 +249,16 @@ def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run
 
 
 def _cell(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> CellReport:
+    from harness.fuzz.outcomes import predicted
+
+    report = _cell_report(grammar, case, options)
+    expected = {c.value for c in predicted(grammar.family, grammar.strategy, case.tool.parameters)}
+    bad_input = {Outcome.schema_invalid.value, Outcome.schema_unsatisfiable.value, Outcome.generation_slow.value}
+    report.unpredicted = sorted(set(report.classes) - expected - bad_input)
+    return report
+
+
+def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> CellReport:
     name = case.tool.name
     if not case.values:  # bad input comes first: no grammar can be judged without values
         outcome, message = case.problem or (Outcome.schema_unsatisfiable, "no value drawn")

@@ -114,3 +114,18 @@ def test_bad_usage_exits_2_naming_it(tmp_path: Path, args: list[str], message: s
     tools.write_text(json.dumps([LS.to_openai()]))
     result = run(*[a.replace("{tools}", str(tools)) for a in args])
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+@pytest.mark.slow
+def test_keyword_tools_show_only_what_the_keyword_table_predicts(tmp_path: Path) -> None:
+    """Enums, nested arrays of objects, formats, oneOf and bounds: every cell's classes are those the
+    README's keyword table predicts (refused keywords: build errors; defective ones: errors the fuzz
+    finds), and none passes a keyword by ignoring it."""
+    from harness.fuzz.inputs import load_fuzz_tools
+
+    tools = load_fuzz_tools(Path(__file__).parent / "data" / "keyword_tools.json").tools
+    report = fuzz(tools, options(tmp_path, families=("function_gemma", "qwen"),
+                                 strategies=("ebnf", "structural_tag", "json_schema"), examples=60, jobs=2))
+    assert [c.key for c in report.cells if c.unpredicted] == []
+    assert not any(c.not_enforced for c in report.cells)
+    assert {c.outcome for c in report.cells} >= {Outcome.build_error}

@@ -334,9 +334,15 @@ def build_artifact_with(
     *,
     ebnf: GrammarBuilder,
     structural_tag: GrammarBuilder,
+    family: str,
 ) -> ConstraintArtifact | None:
     """The strategy's artifact from a family's two grammar builders (json_schema is the same for all
-    families); None for ``none``."""
+    families); None for ``none``. A schema keyword the strategy's builder would not enforce is refused
+    first (``keywords.check_keywords``)."""
+    from harness.agents.families.keywords import check_keywords
+
+    if constraint.strategy != "none":
+        check_keywords(tools, family, constraint.strategy)
     parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
     if constraint.strategy == "ebnf":
         return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text))

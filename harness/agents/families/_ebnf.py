@@ -14,8 +14,9 @@ only a call (no schema) still emits what the grammar accepts. Objects that decla
 are closed (only those keys); required keys must appear; each key at most once.
 
 Supported schema keywords: type (or a list of types), enum, const, anyOf/oneOf, a one-element
-allOf, properties/required/additionalProperties, items/minItems, nullable. ``pattern``, ``format``,
-lengths and bounds are not enforced by the grammar; ``$ref`` raises ``ConstraintError``.
+allOf, properties/required/additionalProperties, items/minItems/maxItems, nullable. Every other
+validation keyword is refused before a grammar is built (``keywords.check_keywords``), never ignored;
+``$ref`` raises ``ConstraintError`` here too.
 Nothing here imports xgrammar: grammars are text.
 """
 
@@ -439,8 +440,11 @@ class EbnfBuilder:
             return "null"
         if type_ == "array":
             item = self.value(schema.get("items", True), f"{hint}-item")
-            more = f"({s.item_sep} {item})*"
-            required = schema.get("minItems", 0) >= 1
+            low, high = int(schema.get("minItems", 0) or 0), schema.get("maxItems")
+            if high == 0:
+                return self.add(hint, s.arr_empty or f"{s.arr_open} {s.arr_close}")
+            more = _repeat(f"{s.item_sep} {item}", max(low - 1, 0), None if high is None else int(high) - 1)
+            required = low >= 1
             if s.arr_empty:
                 full = f"{s.arr_open} {item} {more} {s.arr_close}"
                 return self.add(hint, full if required else f"{full} | {s.arr_empty}")
@@ -506,6 +510,15 @@ class EbnfBuilder:
 
 
 _EMPTY = '""'
+
+
+def _repeat(expr: str, low: int, high: int | None) -> str:
+    """``expr`` repeated ``low`` to ``high`` times (None: no bound): ``minItems``/``maxItems``."""
+    if high is None:
+        return f"({expr})*" if low == 0 else f"({expr}){{{low},}}"
+    if high <= 0:
+        return ""
+    return f"({expr}){{{low},{high}}}"
 
 
 def _seq(*parts: str | None) -> str:

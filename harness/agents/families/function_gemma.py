@@ -304,7 +304,7 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag)
+    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag, family=FAMILY)
 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:

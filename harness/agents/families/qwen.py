@@ -232,7 +232,7 @@ def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag)
+    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag, family=FAMILY)
 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
