@@ -39,21 +39,27 @@ def test_bfcl_converter_follows_bfcl() -> None:
 
 
 def test_bfcl_tools_through_the_fuzz(tmp_path: Path) -> None:
+    """Every distinct tool through every cell: only the classes the keyword table predicts, and the bad
+    input of BFCL's own data named (a required array whose enum holds strings: no value satisfies it)."""
     tools = [ToolSchema.from_openai(t) for t in distinct_tools()]
     assert len(tools) > 1500
     outcomes: dict[str, int] = {}
     odd: list[str] = []
+    bad_input: list[str] = []
     for start in range(0, len(tools), BATCH):
         report = fuzz(tools[start:start + BATCH], FuzzOptions(
             families=("function_gemma", "qwen"), strategies=("ebnf", "structural_tag", "json_schema"),
-            examples=2, walks=1, jobs=2, database=tmp_path / "db", shrink=False))
+            examples=1, walks=1, jobs=2, database=tmp_path / "db", shrink=False))
         for cell in report.cells:
             outcomes[cell.outcome.value] = outcomes.get(cell.outcome.value, 0) + 1
-            if cell.outcome not in (Outcome.passing, Outcome.not_enforced):
+            if cell.outcome in (Outcome.schema_invalid, Outcome.schema_unsatisfiable, Outcome.generation_slow):
+                bad_input.append(cell.key)
+            elif cell.unpredicted or cell.not_enforced:
                 odd.append(f"{cell.key}: {cell.classes} {cell.message or ''} "
                            f"{[c.why for c in cell.counterexamples]}"[:300])
-    print(json.dumps(outcomes))
+    print(json.dumps(outcomes), f"bad input: {len(bad_input) // len(CELLS)} tools")
     assert not odd, "\n".join(odd[:40])
+    assert len(bad_input) < 20 * len(CELLS)
 
 
 def _entries_with_gold() -> list[Any]:

@@ -67,7 +67,8 @@ def canonical_schema(tool: ToolSchema) -> ToolSchema:
 
 def strict_schema(schema: Any, *, closed: bool = True) -> Any:
     """A copy of ``schema`` whose objects list properties in canonical order and, where they declare
-    properties (or at the top, ``closed``), forbid others: what the EBNF grammars enforce."""
+    properties (or required names, which declare properties of any value; or at the top, ``closed``),
+    forbid others: what the EBNF grammars enforce."""
     if not isinstance(schema, Mapping):
         return schema
     out: dict[str, Any] = {}
@@ -84,8 +85,10 @@ def strict_schema(schema: Any, *, closed: bool = True) -> Any:
         types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = types if "null" in types else [*types, "null"]  # OpenAPI's nullable, as JSON Schema
     is_object = out.get("type") == "object" or "properties" in out
-    if is_object and ("properties" in out or closed):
-        out.setdefault("properties", {})
+    if is_object and ("properties" in out or closed or out.get("required")):
+        required = [r for r in out.get("required") or () if isinstance(r, str)]
+        out["properties"] = {**{r: {} for r in required if r not in (out.get("properties") or {})},
+                             **(out.get("properties") or {})}
         out["additionalProperties"] = False
     if closed:
         out.setdefault("type", "object")

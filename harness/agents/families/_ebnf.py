@@ -290,6 +290,8 @@ def xgrammar_json_subset(schema: Any, where: str = "parameters") -> str | None:
         values = schema.get("enum", [schema.get("const")])
         if not values or any(isinstance(v, (dict, list, float)) for v in values):
             return f"{where}: enum or const of containers or floats"
+        if not all(fits_type(v, schema) for v in values):
+            return f"{where}: enum values outside the schema's type"
         return None
     if "anyOf" in schema:
         if set(schema) & {"type", "properties", "items"}:
@@ -348,6 +350,30 @@ FG_SYNTAX_PORTABLE = replace(
 """The same language in plain EBNF (a KMP automaton), for engines without ``TagDispatch``."""
 
 
+class NoValue(ConstraintError):
+    """A schema no value satisfies (an optional argument with it is left out of the grammar)."""
+
+
+_JSON_TYPES: dict[type, tuple[str, ...]] = {
+    bool: ("boolean",), int: ("integer", "number"), float: ("number",), str: ("string",), type(None): ("null",),
+    list: ("array",), dict: ("object",),
+}
+
+
+def fits_type(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether ``value`` has one of ``schema``'s types (``nullable`` adds null; no type: any)."""
+    kind = schema.get("type")
+    if kind is None:
+        return True
+    kinds = set(kind) if isinstance(kind, list) else {kind}
+    if schema.get("nullable"):
+        kinds.add("null")
+    names = _JSON_TYPES.get(type(value), ())
+    if isinstance(value, float) and value.is_integer():
+        names = ("integer", "number")
+    return bool(kinds & set(names))
+
+
 class EbnfBuilder:
     """Collects the rules of one grammar; ``value`` turns a JSON schema into an expression."""
 
@@ -398,12 +424,12 @@ class EbnfBuilder:
             raise ConstraintError(f"unsupported schema at {hint}: {schema!r}")
         if "$ref" in schema:
             raise ConstraintError(f"$ref is not supported in tool schemas ({hint})")
-        if "const" in schema:
-            return self.literal([schema["const"]], hint)
-        if "enum" in schema:
-            if not schema["enum"]:
-                raise ConstraintError(f"empty enum at {hint}")
-            return self.literal(list(schema["enum"]), hint)
+        if "const" in schema or "enum" in schema:
+            values = [schema["const"]] if "const" in schema else list(schema["enum"] or ())
+            fitting = [v for v in values if fits_type(v, schema)]
+            if not fitting:  # an enum of strings on a boolean (BFCL has some): no value is valid
+                raise NoValue(f"no value of the enum or const at {hint} has the schema's type {schema.get('type')!r}")
+            return self.literal(fitting, hint)
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 alts = [self.value(sub, f"{hint}-{i}") for i, sub in enumerate(schema[key])]
@@ -470,6 +496,8 @@ class EbnfBuilder:
         """
         s = self.syntax
         props = schema.get("properties")
+        if not isinstance(props, Mapping) and schema.get("required"):
+            props = {}  # required names declare properties (of any value): the object is closed to others
         if not isinstance(props, Mapping) or (not props and not schema.get("required")):
             if props is not None or closed or schema.get("additionalProperties") is False:
                 return ""
@@ -479,7 +507,14 @@ class EbnfBuilder:
             return self.add(hint + "-members", f"({pair} ({s.item_sep} {pair})*)?")
         required = set(schema.get("required") or ())
         all_props = {**{r: True for r in required if r not in props}, **props}
-        keys = canonical_keys(all_props)
+        values: dict[str, str] = {}
+        for key in canonical_keys(all_props):
+            try:
+                values[key] = self.value(all_props[key], f"{hint}-{key}")
+            except NoValue as exc:
+                if key in required:
+                    raise ConstraintError(f"required argument {key!r} can have no value: {exc}") from None
+        keys = list(values)
         n = len(keys)
         tail: list[str | None] = [None] * (n + 1)
         head: list[str | None] = [None] * (n + 1)
@@ -487,7 +522,7 @@ class EbnfBuilder:
             key = keys[i]
             if s.bare_keys:
                 check_fg_name(key, "argument")
-            pair = f"{ebnf_literal(s.key_text(key))} {s.kv_sep} {self.value(all_props[key], f'{hint}-{key}')}"
+            pair = f"{ebnf_literal(s.key_text(key))} {s.kv_sep} {values[key]}"
             with_sep = _seq(s.item_sep, pair, tail[i + 1])
             first = _seq(pair, tail[i + 1])
             optional = key not in required
