@@ -158,7 +158,8 @@ def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str) -> 
         if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}")) is not None:
             return found
     for key in _SUBSCHEMA_LISTS:
-        for i, sub in enumerate(schema.get(key) or () if isinstance(schema.get(key), list) else ()):
+        listed = schema.get(key)
+        for i, sub in enumerate(listed if isinstance(listed, list) else ()):
             if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]")) is not None:
                 return found
     for key in _SUBSCHEMA_MAPS:
@@ -180,7 +181,8 @@ def keywords_used(schema: Any) -> set[str]:
     for key in _SUBSCHEMAS:
         used |= keywords_used(schema.get(key))
     for key in _SUBSCHEMA_LISTS:
-        for sub in schema.get(key) if isinstance(schema.get(key), list) else ():
+        subs = schema.get(key)
+        for sub in subs if isinstance(subs, list) else ():
             used |= keywords_used(sub)
     for key in _SUBSCHEMA_MAPS:
         subs = schema.get(key)
