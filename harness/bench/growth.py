@@ -38,7 +38,7 @@ _KEEP = (
 )
 
 
-def _slim(row: dict[str, Any]) -> dict[str, Any]:
+def slim(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row.get(k) for k in ("family", "strategy", "engine", *_KEEP)}
 
 
@@ -50,7 +50,7 @@ def growth_tools(cfg: Any, log: Callable[[str], None]) -> list[dict[str, Any]]:
     counts = TOOL_COUNTS_QUICK if cfg.quick else TOOL_COUNTS
     k = CALLS_PER_SET_QUICK if cfg.quick else CALLS_PER_SET
     repeats = 2 if cfg.quick else 3
-    sub = _sub_config(cfg, repeats)
+    sub = sub_config(cfg, repeats)
     rows: list[dict[str, Any]] = []
     for n in counts:
         tools = synthetic_tools(n)
@@ -58,12 +58,12 @@ def growth_tools(cfg: Any, log: Callable[[str], None]) -> list[dict[str, Any]]:
         for family in cfg.families:
             for strategy in cfg.strategies:
                 for row in measure_cell(family, strategy, tools, gold, sub, parallel=False, with_apply=False):
-                    rows.append({**_slim(row), "tools": n})
+                    rows.append({**slim(row), "tools": n})
         log(f"  growth: {n} synthetic tools done")
     return rows
 
 
-def _sub_config(cfg: Any, repeats: int) -> Any:
+def sub_config(cfg: Any, repeats: int) -> Any:
     from dataclasses import replace
 
     return replace(cfg, repeats=repeats, budget_s=max(2.0, cfg.budget_s / 2))
@@ -169,7 +169,24 @@ def _walk(
 def run_growth(
     cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
 ) -> dict[str, Any]:
-    return {"growth_tools": growth_tools(cfg, log), "growth_length": growth_length(cfg, tools, gold, log)}
+    """The curves; with ``cfg.growth_corpus`` the tool-count one is measured on that real corpus
+    (``harness.bench.corpus``) instead of synthetic tools."""
+    if getattr(cfg, "growth_corpus", None):
+        from harness.bench.corpus import growth_corpus
+
+        by_tools = growth_corpus(cfg, log)
+    else:
+        by_tools = growth_tools(cfg, log)
+    return {"growth_tools": by_tools, "growth_length": growth_length(cfg, tools, gold, log)}
 
 
-__all__ = ["PARALLEL_CALLS", "STRING_CHARS", "TOOL_COUNTS", "growth_length", "growth_tools", "run_growth"]
+__all__ = [
+    "PARALLEL_CALLS",
+    "STRING_CHARS",
+    "TOOL_COUNTS",
+    "growth_length",
+    "growth_tools",
+    "run_growth",
+    "slim",
+    "sub_config",
+]

@@ -165,15 +165,16 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool
     """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
     _check_tools(tools)
     builder = EbnfBuilder(JSON_SYNTAX)
-    alts = []
+    entries = []
     for i, tool in enumerate(tools):
         hint = rule_name(f"t{i}", tool.name)
         members = builder.members(tool.parameters, hint, closed=True)
         args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
-        alts.append(builder.add(f"{hint}-call", f"{ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])} {args}"))
+        entries.append((call_head(tool.name)[len(CALL_PREFIX) :], builder.add(f"{hint}-args", args)))
     # The text every call shares stays outside the alternatives: xgrammar compiles a grammar position
-    # by position, and a prefix repeated in each tool's alternative is paid once per tool.
-    tool_call = builder.add("tool-call", " | ".join(alts))
+    # by position, and a prefix repeated in each tool's alternative is paid once per tool; the names
+    # are a trie (``EbnfBuilder.choice``).
+    tool_call = builder.choice(entries, "tool-call")
     call = builder.add("call", f"{ebnf_literal(CALL_PREFIX)} {tool_call} {ebnf_literal(CALL_TAIL)}")
     calls = f'{call} ("\\n" {call})*' if parallel else call
     if text_answer:
@@ -198,12 +199,9 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
         tags = per_tool_tags(tools)
     else:
         builder = EbnfBuilder(XGRAMMAR_JSON_SYNTAX)
-        alts = []
-        for i, tool in enumerate(tools):
-            hint = rule_name(f"t{i}", tool.name)
-            head = ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])
-            alts.append(builder.add(f"{hint}-call", f"{head} {builder.value(strict_schema(tool.parameters), hint)}"))
-        content = builder.render(builder.add("tool-call", " | ".join(alts)))
+        entries = [(call_head(tool.name)[len(CALL_PREFIX) :], builder.value(strict_schema(tool.parameters),
+                    rule_name(f"t{i}", tool.name))) for i, tool in enumerate(tools)]
+        content = builder.render(builder.choice(entries, "tool-call"))
         tags = [{"type": "tag", "begin": CALL_PREFIX, "content": {"type": "grammar", "grammar": content}, "end": CALL_TAIL}]
     fmt = {
         "type": "triggered_tags",
