@@ -120,9 +120,10 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> dict[str, An
 
     growth: dict[str, Any] = {}
     if cfg.growth:
+        from harness.bench.corpus import growth_corpus
         from harness.bench.growth import run_growth
 
-        growth = run_growth(cfg, tools, gold, log)
+        growth = run_growth(cfg, tools, gold, log, growth_corpus if cfg.growth_corpus else None)
 
     bench: dict[str, Any] = {
         "bench": "grammar",

@@ -167,16 +167,12 @@ def _walk(
 
 
 def run_growth(
-    cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
+    cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None],
+    tools_curve: Callable[[Any, Callable[[str], None]], list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """The curves; with ``cfg.growth_corpus`` the tool-count one is measured on that real corpus
-    (``harness.bench.corpus``) instead of synthetic tools."""
-    if getattr(cfg, "growth_corpus", None):
-        from harness.bench.corpus import growth_corpus
-
-        by_tools = growth_corpus(cfg, log)
-    else:
-        by_tools = growth_tools(cfg, log)
+    """The curves; ``tools_curve`` measures the tool-count one instead of the synthetic sets (a real
+    corpus: ``harness.bench.corpus.growth_corpus``)."""
+    by_tools = tools_curve(cfg, log) if tools_curve is not None else growth_tools(cfg, log)
     return {"growth_tools": by_tools, "growth_length": growth_length(cfg, tools, gold, log)}
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.agents.constraint import ConstraintError
+from harness.agents.families._types import NoValue, fits_type
 
 MAX_JSON_WS = 2
 """Most whitespace characters allowed at any one place in JSON output (grammar and structural tag)."""
@@ -348,30 +349,6 @@ FG_SYNTAX_PORTABLE = replace(
     },
 )
 """The same language in plain EBNF (a KMP automaton), for engines without ``TagDispatch``."""
-
-
-class NoValue(ConstraintError):
-    """A schema no value satisfies (an optional argument with it is left out of the grammar)."""
-
-
-_JSON_TYPES: dict[type, tuple[str, ...]] = {
-    bool: ("boolean",), int: ("integer", "number"), float: ("number",), str: ("string",), type(None): ("null",),
-    list: ("array",), dict: ("object",),
-}
-
-
-def fits_type(value: Any, schema: Mapping[str, Any]) -> bool:
-    """Whether ``value`` has one of ``schema``'s types (``nullable`` adds null; no type: any)."""
-    kind = schema.get("type")
-    if kind is None:
-        return True
-    kinds = set(kind) if isinstance(kind, list) else {kind}
-    if schema.get("nullable"):
-        kinds.add("null")
-    names = _JSON_TYPES.get(type(value), ())
-    if isinstance(value, float) and value.is_integer():
-        names = ("integer", "number")
-    return bool(kinds & set(names))
 
 
 class EbnfBuilder:
