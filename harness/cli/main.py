@@ -12,7 +12,6 @@ import typer
 
 from harness import __version__
 from harness.cli import bench, grammar, reporting, serve, suites, tool
-from harness.cli import fuzz as fuzz_cmd
 from harness.cli import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
@@ -45,7 +44,7 @@ app.command("serve", epilog=example("harness serve --engine local --port 8000"))
 app.command("fuzz", epilog=example(
     "harness fuzz --tools bundles/shellper/tools --examples 1000",
     "harness fuzz --tools tools.json --family qwen --strategy ebnf --expected fuzz-baseline.json --junit fuzz.xml",
-))(fuzz_cmd.fuzz)
+))(grammar.fuzz)
 
 
 def _version(value: bool) -> None:

@@ -49,7 +49,7 @@ def _bundle(path: Path) -> LoadedTools:
 
 def _pym_folder(folder: Path) -> LoadedTools:
     from harness.sandbox import SandboxError
-    from harness.sandbox.script import load_script
+    from harness.sandbox.pym.script import load_script
 
     out = LoadedTools()
     scripts = sorted(folder.glob("*.pym"))
