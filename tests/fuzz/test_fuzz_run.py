@@ -129,3 +129,17 @@ def test_keyword_tools_show_only_what_the_keyword_table_predicts(tmp_path: Path)
     assert [c.key for c in report.cells if c.unpredicted] == []
     assert not any(c.not_enforced for c in report.cells)
     assert {c.outcome for c in report.cells} >= {Outcome.build_error}
+
+
+@pytest.mark.slow
+def test_target_vllm_judges_every_text_too(tmp_path: Path) -> None:
+    """vLLM's own grammar backend (in process) walks the same texts and agrees on the SHELLper-like
+    tools; a disagreement would be its own outcome class, with the text kept."""
+    pytest.importorskip("vllm")
+    from harness.fuzz.run import build_grammar
+
+    opts = options(tmp_path, families=("function_gemma", "qwen"), examples=10, target="vllm")
+    assert build_grammar("qwen", "ebnf", [WC, LS], opts).target is not None
+    report = fuzz([WC, LS], opts)
+    assert {c.outcome for c in report.cells} == {Outcome.passing}
+    assert all(c.target_disagreements == 0 for c in report.cells)
