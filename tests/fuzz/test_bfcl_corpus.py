@@ -68,11 +68,14 @@ def _entries_with_gold() -> list[Any]:
 
 def test_bfcl_gold_accepted_in_every_cell() -> None:
     """Every first acceptable answer that validates against the converted schema is accepted by every
-    constrained cell built from the entry's own tools; the others (BFCL's data, ~8%) are counted."""
+    constrained cell built from the entry's own tools; the others (BFCL's data) are counted, and the
+    entries whose tools hold a keyword a strategy refuses (a date format, an integer bound: ebnf) are
+    listed by id with the reason."""
     from harness.fuzz.walker import GrammarWalker
     from harness.grammar import compile_artifact, get_tokenizer
 
     rejected: list[str] = []
+    refused: list[str] = []
     invalid_gold = checked = 0
     walkers: dict[tuple[str, str, str], GrammarWalker] = {}
     for entry in _entries_with_gold():
@@ -92,14 +95,17 @@ def test_bfcl_gold_accepted_in_every_cell() -> None:
                     artifact = adapter.build_payload(tools, constraint).artifact
                     walkers[key] = GrammarWalker(compile_artifact(artifact, family).compiled, get_tokenizer(family))
                 text = adapter.render_output(calls, constraint)
-            except ConstraintError as exc:
-                rejected.append(f"{entry.id} {family}/{strategy}: cannot build or render: {exc}")
+            except ConstraintError as exc:  # a keyword the strategy refuses (named), listed apart
+                refused.append(f"{entry.id} {family}/{strategy}: {exc}")
                 continue
             checked += 1
             if not walkers[key].accepts_text(text).accepted:
                 rejected.append(f"{entry.id} {family}/{strategy}: {text[:160]!r}")
         if len(walkers) > 600:
             walkers.clear()
-    print(f"checked {checked} gold answers x cells; {invalid_gold} entries whose first answer breaks its schema")
+    print(f"checked {checked} gold answers x cells; {invalid_gold} entries whose first answer breaks its schema; "
+          f"{len(refused)} entry x cells refused:", *sorted(refused), sep="\n")
     assert checked > 6000 and 0 < invalid_gold < 300
     assert not rejected, "\n".join(rejected[:40])
+    # refused only where the README's keyword table says so: the harness's EBNF builder, naming the keyword
+    assert len(refused) < 60 and all("is not enforced by" in r and "json_schema" not in r.split(":")[0] for r in refused)
