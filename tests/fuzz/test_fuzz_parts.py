@@ -237,3 +237,27 @@ def test_the_readme_keyword_table_is_the_module_table() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert markdown_table() in readme
+
+
+RANGES = [(3, 7), (0, 100), (-5, 5), (-100, -7), (10, None), (None, -3), (None, 12), (-12, None), (0, 0),
+          (99, 101), (123, 4567), (-987, 65), (0, None), (None, 0), (500, 500), (7, 1000000)]
+
+
+def _as_regex(expr: str) -> str:
+    import re
+
+    return re.sub(r'"([^"]*)"', lambda m: re.escape(m.group(1)), expr).replace(" ", "") + r"\Z"
+
+
+@pytest.mark.parametrize(("low", "high"), RANGES)
+def test_integer_ranges_hold_exactly_their_integers(low: int | None, high: int | None) -> None:
+    """The EBNF of integer bounds (plain literals, classes and repetitions, so read here as a regex)."""
+    import re
+
+    from harness.agents.families._types import integer_range
+
+    pattern = re.compile(_as_regex(integer_range(low, high)))
+    for value in [*range(-1100, 1100), 10**6, 10**6 + 1, -(10**6), 12345678]:
+        inside = (low is None or value >= low) and (high is None or value <= high)
+        assert bool(pattern.match(str(value))) == inside, value
+    assert not any(pattern.match(t) for t in ("-0", "007", "+1", ""))

@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.agents.constraint import ConstraintError
 from harness.agents.families._syntax import NUMBER_RULES, Syntax, ebnf_literal, rule_name
-from harness.agents.families._types import NoValue, fits_type
+from harness.agents.families._types import NoValue, fits_type, integer_bounds, integer_range
 from harness.agents.families._values import canonical_keys, check_fg_name
 
 
@@ -120,7 +120,8 @@ class EbnfBuilder:
         if type_ == "string":
             return s.string
         if type_ == "integer":
-            return "int"
+            low, high = integer_bounds(schema)
+            return "int" if low is None and high is None else self.add(f"{hint}-range", integer_range(low, high))
         if type_ == "number":
             return "num"
         if type_ == "boolean":

@@ -43,9 +43,10 @@ KEYWORDS: tuple[str, ...] = (
 
 _ENFORCED_BY_BOTH = ("type", "enum", "const", "nullable", "properties", "required", "additionalProperties",
                      "items", "anyOf", "minItems", "maxItems", "oneOf", "allOf")
-_HARNESS: dict[str, Support] = {k: "enforced" for k in _ENFORCED_BY_BOTH}
-"""The EBNF builder: what it spells (``oneOf`` of disjoint branches, ``allOf`` of one schema); everything
-else is refused."""
+_HARNESS: dict[str, Support] = {k: "enforced" for k in (*_ENFORCED_BY_BOTH, "minimum", "maximum",
+                                                          "exclusiveMinimum", "exclusiveMaximum")}
+"""The EBNF builder: what it spells (``oneOf`` of disjoint branches, ``allOf`` of one schema, bounds on
+integers: a number's bounds are refused); everything else is refused."""
 
 _XGRAMMAR: dict[str, Support] = {
     **{k: "enforced" for k in _ENFORCED_BY_BOTH},
@@ -69,6 +70,7 @@ _APPLIES: dict[str, tuple[str, ...]] = {
     **{k: ("array",) for k in _ARRAY}, **{k: ("object",) for k in _OBJECT},
 }
 """Keywords that constrain one type only: on a schema of other types they constrain nothing."""
+_INTEGER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -144,6 +146,8 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") ->
             continue  # e.g. minItems on an integer: constrains nothing
         if keyword == "format" and not _checked_format(schema[keyword]):
             continue  # an unknown format is an annotation (BFCL's "float")
+        if keyword in _INTEGER_BOUNDS and builder == "harness" and (kinds is None or not kinds <= {"integer", "null"}):
+            return f"{where}: {keyword} (on a number: the EBNF builder spells integer ranges only)"
         if table.get(keyword, "refused") == "refused":
             return f"{where}: {keyword}"
     if "oneOf" in schema and not disjoint(schema["oneOf"]):
@@ -208,8 +212,11 @@ def check_keywords(tools: Any, family: str, strategy: str) -> None:
                                   "refused rather than ignored (see the README's keyword table)")
 
 
-NOTES = {"oneOf": "enforced when no value can match two branches; refused otherwise",
-         "allOf": "enforced for one schema; refused for several"}
+NOTES: dict[tuple[str, str], str] = {
+    **{(b, "oneOf"): "enforced when no value can match two branches; refused otherwise" for b in ("harness", "xgrammar")},
+    **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
+    **{("harness", k): "enforced on integers; refused on numbers" for k in _INTEGER_BOUNDS},
+}
 """Table cells that need more than a word."""
 
 COLUMNS: tuple[tuple[str, Builder], ...] = (
@@ -222,7 +229,7 @@ def markdown_table() -> str:
     """The README's table: keyword x strategy."""
     lines = ["| keyword | " + " | ".join(name for name, _ in COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
     for keyword in KEYWORDS:
-        cells = [NOTES.get(keyword, TABLES[builder].get(keyword, "refused")) for _, builder in COLUMNS]
+        cells = [NOTES.get((builder, keyword), TABLES[builder].get(keyword, "refused")) for _, builder in COLUMNS]
         lines.append(f"| `{keyword}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
