@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.agents.adapter import ParsedResponse
 from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
+from harness.agents.families._types import fits_type
 from harness.agents.families._values import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Strategy
@@ -85,9 +86,15 @@ def strict_schema(schema: Any, *, closed: bool = True) -> Any:
     if out.get("nullable") is True and "type" in out and "enum" not in out and "const" not in out:
         types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = types if "null" in types else [*types, "null"]  # OpenAPI's nullable, as JSON Schema
+    if isinstance(out.get("enum"), list) and "type" in out:
+        # values outside the type: xgrammar's converter lets them through (BFCL has strings on booleans)
+        out["enum"] = [v for v in out["enum"] if fits_type(v, out)]
     is_object = out.get("type") == "object" or "properties" in out
     if is_object and ("properties" in out or closed or out.get("required")):
         required = [r for r in out.get("required") or () if isinstance(r, str)]
+        if isinstance(out.get("properties"), dict):  # an optional argument no value fits cannot appear
+            out["properties"] = {k: v for k, v in out["properties"].items()
+                                 if k in required or not (isinstance(v, dict) and v.get("enum") == [])}
         out["properties"] = {**{r: {} for r in required if r not in (out.get("properties") or {})},
                              **(out.get("properties") or {})}
         out["additionalProperties"] = False
@@ -154,6 +161,28 @@ def call_schema(tools: Iterable[Any], *, parallel: bool, text_answer: bool = Fal
     return {"anyOf": [calls, {"type": "string"}]}
 
 
+def satisfiable_schema(tool: Any) -> Any:
+    """``tool``'s strict schema; ConstraintError naming the place when a required value has no possible
+    value (an enum of which no value has the declared type: BFCL has arrays whose enum holds strings)."""
+    schema = strict_schema(tool.parameters)
+
+    def empty(node: Any, where: str) -> str | None:
+        if not isinstance(node, Mapping):
+            return None
+        if node.get("enum") == []:
+            return where
+        for key in node.get("required") or ():
+            found = empty((node.get("properties") or {}).get(key), f"{where}.{key}")
+            if found:
+                return found
+        return empty(node.get("items"), f"{where}[]") if node.get("minItems", 0) else None
+
+    found = empty(schema, "parameters")
+    if found is not None:
+        raise ConstraintError(f"tool {tool.name!r}: {found}: no value satisfies the schema (enum values outside its type)")
+    return schema
+
+
 def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
     one = {
         "anyOf": [
@@ -161,7 +190,7 @@ def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "const": t.name},
-                    "arguments": strict_schema(t.parameters),
+                    "arguments": satisfiable_schema(t),
                 },
                 "required": ["name", "arguments"],
                 "additionalProperties": False,

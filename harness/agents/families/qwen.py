@@ -43,6 +43,7 @@ from harness.agents.families._calls import (
     make_payload,
     ordered_schema,
     parse_output,
+    satisfiable_schema,
     strict_schema,
     with_any_json,
 )
@@ -221,7 +222,7 @@ def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
         {
             "type": "tag",
             "begin": call_head(t.name),
-            "content": {"type": "json_schema", "json_schema": with_any_json(strict_schema(t.parameters)),
+            "content": {"type": "json_schema", "json_schema": with_any_json(satisfiable_schema(t)),
                         "max_whitespace_cnt": MAX_JSON_WS},
             "end": CALL_TAIL,
         }
