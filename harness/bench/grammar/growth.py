@@ -41,7 +41,8 @@ WALK_REPEATS = 3
 
 def slim(row: GrammarRow, tools: int) -> GrowthToolsRow:
     """The figures of a main-table row that the growth curve keeps (None where not measured)."""
-    kept = {k: getattr(row, k) for k in GrowthToolsRow.model_fields if k != "tools"}
+    own = {"tools", "corpus", "grammar_kb"}  # the curve's own fields, set by the caller
+    kept = {k: getattr(row, k) for k in GrowthToolsRow.model_fields if k not in own}
     return GrowthToolsRow(**kept, tools=tools)
 
 
