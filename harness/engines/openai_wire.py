@@ -105,7 +105,7 @@ def read_completion(text: str, latency_ms: float) -> CompletionResponse:
         usage=read_usage(body.get("usage")),
         finish_reason=finish,
         latency_ms=latency_ms,
-        model=body.get("model") if isinstance(body.get("model"), str) else "",
+        model=model if isinstance(model := body.get("model"), str) else "",
         malformed_tool_calls=malformed,
     )
 
