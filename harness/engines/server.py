@@ -204,7 +204,8 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
             return _error(str(exc), 400, "BadRequestError")
         try:
             parsed = await asyncio.to_thread(
-                parse_body, body, engine, max_constraint_bytes=limits.max_constraint_bytes, compile=False
+                parse_body, body, engine, max_constraint_bytes=limits.max_constraint_bytes, compile=False,
+                max_json_depth=limits.max_json_depth,
             )
         except BadRequest as exc:
             return _error(str(exc), exc.status, exc.kind)
