@@ -7,7 +7,9 @@ nested 2,000 deep, a body nested 100,000 deep, a 5 MB body, and grammars under t
 take long to compile), each twice (the second answered from the verdict cache), while a thread samples
 the resident memory of the server process and of its compile worker every 50 ms. Then a healthy
 constrained request, to show the server still answers, and a shutdown (SIGTERM) timed while a slow
-compile is in flight. Every figure is measured, none asserted: the machine is shared and noisy.
+compile is in flight. The lock-out attacks (``harness.bench.lockout``: idle and slowloris connections,
+a 64 MB header, bodies shorter or slower than declared) hold sockets open while ``/health`` is asked.
+Every figure is measured, none asserted: the machine is shared and noisy.
 """
 
 from __future__ import annotations
@@ -164,57 +166,28 @@ def _start(engine: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str
     raise RuntimeError("harness serve did not start")
 
 
-def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the attacks on the oracle engine's server (``env``: extra environment, e.g. HARNESS_SERVE_*
-    bounds); the figures as a dict (see the module doc)."""
-    import psutil
-
-    engine = "oracle"
-    proc, url, start_s = _start(engine, env or {})
-    chat = url + "/chat/completions"
-    try:
-        time.sleep(1.0)
-        server = psutil.Process(proc.pid)
-        idle_server = server.memory_info().rss / MB
-        idle_worker = max((c.memory_info().rss / MB for c in server.children(recursive=True)), default=0.0)
-        log(f"started in {start_s:.1f} s; idle: server {idle_server:.0f} MB, compile worker {idle_worker:.0f} MB")
-        figures: list[AttackFigure] = []
-        with Sampler(proc.pid) as overall:
-            for name, make in ATTACKS.items():
-                data = make()
-                with Sampler(proc.pid) as sampled:
-                    status, text, seconds = _post(chat, data, 300)
-                    repeat, _, repeat_s = _post(chat, data, 300)
-                figures.append(AttackFigure(name, status, round(seconds, 2), repeat, round(repeat_s, 2), _message(text),
-                                            round(sampled.server_mb), round(sampled.worker_mb)))
-                log(f"{name}: {status} in {seconds:.2f} s (again: {repeat} in {repeat_s:.2f} s); peak server "
-                    f"{sampled.server_mb:.0f} MB, worker {sampled.worker_mb:.0f} MB: {_message(text)}")
-            healthy, _, healthy_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
-            log(f"healthy request after the attacks: {healthy} in {healthy_s:.2f} s")
-            # A healthy request (its grammar seen before) while a new slow grammar compiles.
-            slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_000)})).encode()
-            threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
-            time.sleep(2.0)
-            during, _, during_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
-            log(f"healthy request while a slow grammar compiles: {during} in {during_s:.2f} s")
-        # Shutdown while a slow grammar compiles (a fresh one: not in the verdict cache).
-        slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_500)})).encode()
+def _grammar_attacks(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Each of ATTACKS twice, then healthy requests (after, and during a slow compile)."""
+    figures: list[AttackFigure] = []
+    with Sampler(proc.pid) as overall:
+        for name, make in ATTACKS.items():
+            data = make()
+            with Sampler(proc.pid) as sampled:
+                status, text, seconds = _post(chat, data, 300)
+                repeat, _, repeat_s = _post(chat, data, 300)
+            figures.append(AttackFigure(name, status, round(seconds, 2), repeat, round(repeat_s, 2), _message(text),
+                                        round(sampled.server_mb), round(sampled.worker_mb)))
+            log(f"{name}: {status} in {seconds:.2f} s (again: {repeat} in {repeat_s:.2f} s); peak server "
+                f"{sampled.server_mb:.0f} MB, worker {sampled.worker_mb:.0f} MB: {_message(text)}")
+        healthy, _, healthy_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
+        log(f"healthy request after the attacks: {healthy} in {healthy_s:.2f} s")
+        # A healthy request (its grammar seen before) while a new slow grammar compiles.
+        slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_000)})).encode()
         threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
         time.sleep(2.0)
-        stop_started = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(120)
-        shutdown_s = time.perf_counter() - stop_started
-        log(f"shutdown (SIGTERM) with a compile in flight: {shutdown_s:.2f} s")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        during, _, during_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
+        log(f"healthy request while a slow grammar compiles: {during} in {during_s:.2f} s")
     return {
-        "engine": engine,
-        "start_s": round(start_s, 2),
-        "idle_server_mb": round(idle_server),
-        "idle_worker_mb": round(idle_worker),
         "peak_server_mb": round(overall.server_mb),
         "peak_worker_mb": round(overall.worker_mb),
         "attacks": [asdict(f) for f in figures],
@@ -222,8 +195,63 @@ def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = 
         "healthy_s": round(healthy_s, 2),
         "healthy_during_compile_status": during,
         "healthy_during_compile_s": round(during_s, 2),
-        "shutdown_s": round(shutdown_s, 2),
     }
 
 
-__all__ = ["ATTACKS", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]
+def _lockout(proc: subprocess.Popen[str], url: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """The lock-out attacks (``harness.bench.lockout``), the server's memory sampled."""
+    from harness.bench.lockout import lockout_attacks
+
+    with Sampler(proc.pid) as sampled:
+        figures = lockout_attacks(url, log=log)
+    log(f"lock-out attacks: peak server {sampled.server_mb:.0f} MB")
+    return {"lockout": [asdict(f) for f in figures], "lockout_peak_server_mb": round(sampled.server_mb)}
+
+
+def _shutdown(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> float:
+    """Seconds a SIGTERM takes to stop the server while a slow grammar (a fresh one) compiles."""
+    slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_500)})).encode()
+    threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
+    time.sleep(2.0)
+    stop_started = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(120)
+    shutdown_s = time.perf_counter() - stop_started
+    log(f"shutdown (SIGTERM) with a compile in flight: {shutdown_s:.2f} s")
+    return shutdown_s
+
+
+PARTS = ("grammar", "lockout")
+"""The attack families: hostile grammars and bodies; connections that try to lock the server out."""
+
+
+def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print,
+                parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
+    """Run the attacks of ``parts`` on the oracle engine's server (``env``: extra environment, e.g.
+    HARNESS_SERVE_* bounds); the figures as a dict (see the module doc)."""
+    import psutil
+
+    engine = "oracle"
+    proc, url, start_s = _start(engine, env or {})
+    figures: dict[str, Any] = {"engine": engine, "start_s": round(start_s, 2)}
+    try:
+        time.sleep(1.0)
+        server = psutil.Process(proc.pid)
+        figures["idle_server_mb"] = round(server.memory_info().rss / MB)
+        figures["idle_worker_mb"] = round(max((c.memory_info().rss / MB for c in server.children(recursive=True)),
+                                              default=0.0))
+        log(f"started in {start_s:.1f} s; idle: server {figures['idle_server_mb']} MB, compile worker "
+            f"{figures['idle_worker_mb']} MB")
+        if "grammar" in parts:
+            figures.update(_grammar_attacks(proc, url + "/chat/completions", log))
+        if "lockout" in parts:
+            figures.update(_lockout(proc, url, log))
+        figures["shutdown_s"] = round(_shutdown(proc, url + "/chat/completions", log), 2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    return figures
+
+
+__all__ = ["ATTACKS", "PARTS", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]

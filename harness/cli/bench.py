@@ -74,16 +74,23 @@ def sandbox(
     typer.echo(json.dumps(figures))
 
 
-@app.command("serve", epilog=example("harness bench serve"))
-def serve() -> None:
-    """Hostile requests against `harness serve --engine oracle` (huge and slow grammars, deep and big bodies)
-    with the server's and its compile worker's memory sampled, then healthy requests and a timed
-    shutdown; JSON last. (Grammars are bounded the same way whatever the engine.)"""
+@app.command("serve", epilog=example("harness bench serve --attacks lockout"))
+def serve(
+    attacks: Annotated[
+        Names | None,
+        typer.Option("--attacks", parser=names_parser(("grammar", "lockout")), metavar="grammar|lockout[,...]",
+                     help="grammar: huge and slow grammars, deep and big bodies (minutes); lockout: idle and "
+                          "slowloris connections, a 64 MB header, short and slow bodies (~2 minutes). Default: both."),
+    ] = None,
+) -> None:
+    """Hostile requests against `harness serve --engine oracle` (huge and slow grammars, deep and big bodies;
+    connections that try to lock it out) with the server's and its compile worker's memory sampled, then
+    healthy requests and a timed shutdown; JSON last. (Grammars are bounded the same way whatever the engine.)"""
     import json
 
-    from harness.bench.serve import bench_serve
+    from harness.bench.serve import PARTS, bench_serve
 
-    figures = bench_serve(log=typer.echo)
+    figures = bench_serve(log=typer.echo, parts=tuple(attacks or PARTS))
     typer.echo(json.dumps(figures))
 
 

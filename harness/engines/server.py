@@ -15,7 +15,9 @@ unconstrained when a constraint was asked for. The constraint is passed on in on
 Bounded (``harness.engines.limits.ServeLimits``, named in every refusal): the body's size (413) and
 nesting, the constraint's size, a new grammar's compile time and memory (compiled first in a worker
 process that is killed at either bound: ``harness.engines.compile_guard``), the compiled-grammar cache,
-connections (503), and shutdown (generations in flight are told to stop).
+chat completions in flight (503), shutdown (generations in flight are told to stop), and each
+connection's time and header size, with a connection cap idle sockets cannot fill
+(``harness.engines.connections``).
 
 Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
 adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
@@ -127,13 +129,18 @@ async def _read_body(http: Request, limits: ServeLimits) -> bytes | Response:
     declared = http.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > bound:
         return _error(f"{too_big}: Content-Length is {declared}", 413, "RequestTooLargeError")
+    from starlette.requests import ClientDisconnect
+
     chunks: list[bytes] = []
     size = 0
-    async for chunk in http.stream():
-        size += len(chunk)
-        if size > bound:
-            return _error(too_big, 413, "RequestTooLargeError")
-        chunks.append(chunk)
+    try:
+        async for chunk in http.stream():
+            size += len(chunk)
+            if size > bound:
+                return _error(too_big, 413, "RequestTooLargeError")
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client left, or its body was late (the connection answered 408)
+        return _error("the connection closed before the request's body came", 400, "BadRequestError")
     return b"".join(chunks)
 
 
@@ -157,9 +164,11 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
     a ``guard``, a grammar the server has not seen compiles first in its worker process (see
     ``harness.engines.compile_guard``); without one it compiles in the server (tests, library use)."""
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
+    from harness.engines.connections import Admission
     from harness.grammar.compile import compile_artifact
 
     limits = limits or ServeLimits()
@@ -236,7 +245,7 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, middleware=[Middleware(Admission, max_requests=limits.max_requests)])
 
 
 async def _sse(
@@ -329,6 +338,7 @@ def run_server(
     ``limits`` (default: ``ServeLimits()``, from the environment) until SIGINT/SIGTERM."""
     import uvicorn
 
+    from harness.engines.connections import uvicorn_options
     from harness.engines.registry import EngineError, build_served
     from harness.grammar.compile import set_cache_limit
 
@@ -352,7 +362,7 @@ def run_server(
         print(f"harness serve: engine {engine_name} ({', '.join(engine.model_ids)}) listening on {url}", flush=True)
         config = uvicorn.Config(
             create_app(engine, limits, guard), log_level="warning", timeout_graceful_shutdown=limits.shutdown_timeout_s,
-            limit_concurrency=limits.max_connections,
+            **uvicorn_options(limits),
         )
         uvicorn.Server(config).run(sockets=[sock])
     finally:
