@@ -149,7 +149,13 @@ class BoundedH11Protocol(H11Protocol):
 
     def _arm(self, seconds: float, callback: Any) -> None:
         self._disarm()
-        self._timer = self.loop.call_later(seconds, callback)
+        self._timer = self.loop.call_later(seconds, self._confirm, callback)
+
+    def _confirm(self, callback: Any) -> None:
+        """A deadline passed: act on it one loop turn later. uvloop runs due timers before it reads the
+        sockets, so after the loop was held up (a long call holding the GIL) a request already received
+        must get its turn first; if it came, the phase changed and this second timer is cancelled."""
+        self._timer = self.loop.call_later(0, callback)
 
     def _disarm(self) -> None:
         if self._timer is not None:

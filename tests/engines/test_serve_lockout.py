@@ -105,3 +105,57 @@ async def test_chat_completions_beyond_max_requests_get_503_and_health_still_ans
         release.set()
         assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200]
         assert (await client.post("/v1/chat/completions", json={})).status_code == 200
+
+
+def test_a_request_received_while_the_loop_was_held_up_is_answered_not_timed_out() -> None:
+    """uvloop runs due timers before it reads the sockets: a request that arrived while the event loop was
+    held up past the header deadline (a long call holding the GIL) must be read, not refused with 408.
+    A real uvicorn on uvloop with the bounded protocol, in a thread; the app holds the loop on purpose."""
+    import threading
+    import time
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from harness.engines.connections import uvicorn_options
+    from harness.engines.limits import ServeLimits
+    from harness.engines.server import listen_socket
+
+    holding = threading.Event()
+
+    async def hold(_: object) -> PlainTextResponse:
+        holding.set()
+        time.sleep(2.5)  # holds the event loop past the 1 s header deadline
+        return PlainTextResponse("held")
+
+    async def ok(_: object) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/hold", hold), Route("/health", ok)])
+    limits = ServeLimits(header_timeout_s=1.0)
+    sock = listen_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, loop="uvloop", log_level="warning", **uvicorn_options(limits)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            if server.started:
+                break
+            time.sleep(0.1)
+        waiting = socket.create_connection(("127.0.0.1", port), timeout=30)  # its header deadline starts
+        assert httpx.get(base + "/health", timeout=30).text == "ok"  # the loop has accepted it
+        holder = threading.Thread(target=lambda: httpx.get(base + "/hold", timeout=30), daemon=True)
+        holder.start()
+        assert holding.wait(30)
+        waiting.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # arrives while the loop is held
+        assert waiting.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK"
+        holder.join(30)
+        waiting.close()
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
