@@ -126,17 +126,16 @@ class BoundedH11Protocol(H11Protocol):
         if self.transport.is_closing():
             self._disarm()
             return
-        if self.cycle is not self._cycle_seen:  # a request's headers came
+        if self.cycle is not self._cycle_seen:  # a request's headers came: their deadline is met
             self._cycle_seen = self.cycle
-            self.phase = "busy"
+            self._enter("busy")
         theirs = self.conn.their_state
         if theirs is h11.SEND_BODY:
             self._enter("body")
         elif theirs is h11.IDLE and (self.cycle is None or self.cycle.response_complete):
             self._enter("headers")
-        elif self.phase != "busy":
-            self.phase = "busy"
-            self._disarm()
+        else:
+            self._enter("busy")
 
     def _enter(self, phase: Phase) -> None:
         if self.phase == phase:
@@ -144,8 +143,10 @@ class BoundedH11Protocol(H11Protocol):
         self.phase, self.phase_started, self.phase_bytes = phase, self.loop.time(), 0
         if phase == "headers":
             self._arm(self.limits.header_timeout_s, self._headers_late)
-        else:
+        elif phase == "body":
             self._arm(self.limits.body_timeout_s, self._body_late)
+        else:
+            self._disarm()  # the request is whole: the app answers it, with no deadline of ours
 
     def _arm(self, seconds: float, callback: Any) -> None:
         self._disarm()

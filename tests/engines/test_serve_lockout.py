@@ -7,14 +7,17 @@ slowloris attack got /health a 503 and its sockets were never closed; a 64 MB he
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from harness.bench.lockout import ATTACKS, LockoutAttack, health, run_attack
 from harness.engines.connections import Admission
+from harness.engines.limits import ServeLimits
 from tests.servers import Server
 
 # Short bounds so every attack ends within seconds; the defaults are in the README.
@@ -107,21 +110,43 @@ async def test_chat_completions_beyond_max_requests_get_503_and_health_still_ans
         assert (await client.post("/v1/chat/completions", json={})).status_code == 200
 
 
-def test_a_request_received_while_the_loop_was_held_up_is_answered_not_timed_out() -> None:
-    """uvloop runs due timers before it reads the sockets: a request that arrived while the event loop was
-    held up past the header deadline (a long call holding the GIL) must be read, not refused with 408.
-    A real uvicorn on uvloop with the bounded protocol, in a thread; the app holds the loop on purpose."""
+@contextlib.contextmanager
+def bounded_uvicorn(app: Any, limits: ServeLimits) -> Iterator[int]:
+    """A real uvicorn (uvloop, the bounded protocol) serving ``app`` in a thread; yields its port."""
     import threading
     import time
 
     import uvicorn
+
+    from harness.engines.connections import uvicorn_options
+    from harness.engines.server import listen_socket
+
+    sock = listen_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, loop="uvloop", log_level="warning", **uvicorn_options(limits)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(300):
+            if server.started:
+                break
+            time.sleep(0.1)
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def test_a_request_received_while_the_loop_was_held_up_is_answered_not_timed_out() -> None:
+    """uvloop runs due timers before it reads the sockets: a request that arrived while the event loop was
+    held up past the header deadline (a long call holding the GIL) must be read, not refused with 408.
+    The app holds the loop on purpose."""
+    import threading
+    import time
+
     from starlette.applications import Starlette
     from starlette.responses import PlainTextResponse
     from starlette.routing import Route
-
-    from harness.engines.connections import uvicorn_options
-    from harness.engines.limits import ServeLimits
-    from harness.engines.server import listen_socket
 
     holding = threading.Event()
 
@@ -134,18 +159,8 @@ def test_a_request_received_while_the_loop_was_held_up_is_answered_not_timed_out
         return PlainTextResponse("ok")
 
     app = Starlette(routes=[Route("/hold", hold), Route("/health", ok)])
-    limits = ServeLimits(header_timeout_s=1.0)
-    sock = listen_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, loop="uvloop", log_level="warning", **uvicorn_options(limits)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
+    with bounded_uvicorn(app, ServeLimits(header_timeout_s=1.0)) as port:
         base = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            if server.started:
-                break
-            time.sleep(0.1)
         waiting = socket.create_connection(("127.0.0.1", port), timeout=30)  # its header deadline starts
         assert httpx.get(base + "/health", timeout=30).text == "ok"  # the loop has accepted it
         holder = threading.Thread(target=lambda: httpx.get(base + "/hold", timeout=30), daemon=True)
@@ -155,7 +170,31 @@ def test_a_request_received_while_the_loop_was_held_up_is_answered_not_timed_out
         assert waiting.recv(4096).split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK"
         holder.join(30)
         waiting.close()
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+
+
+def test_an_answer_longer_than_the_deadlines_comes_whole() -> None:
+    """The header and body deadlines end when the request is whole: an answer (plain or streamed) that
+    takes longer than both is sent whole, never cut by a 408."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse, StreamingResponse
+    from starlette.routing import Route
+
+    async def slow(_: object) -> PlainTextResponse:
+        await asyncio.sleep(2.5)
+        return PlainTextResponse("slow")
+
+    async def chunks() -> Any:
+        for i in range(5):
+            await asyncio.sleep(0.5)
+            yield f"data: {i}\n\n"
+
+    async def stream(_: object) -> StreamingResponse:
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/slow", slow, methods=["GET", "POST"]), Route("/stream", stream, methods=["GET", "POST"])])
+    with bounded_uvicorn(app, ServeLimits(header_timeout_s=1.0, body_timeout_s=1.0)) as port:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            assert client.get("/slow").text == "slow"  # headers and no body: the request is whole at once
+            assert client.get("/stream").text == "".join(f"data: {i}\n\n" for i in range(5))
+            assert client.post("/slow", json={"a": 1}).text == "slow"  # the same connection, kept alive
+            assert client.post("/stream", json={"a": 2}).text == "".join(f"data: {i}\n\n" for i in range(5))
