@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from harness.sandbox import Limits, SandboxError, load_script
+from harness.bench.records import BenchRecord
+from harness.sandbox import Limits, SandboxError, load_script, run_script
 
 SLOW: dict[str, str] = {  # the blocking one last: its runners stay stuck in the external for 30 s
     "an endless loop": '"""Spins."""\nwhile True:\n    pass\n',
@@ -40,20 +40,32 @@ async def _async_wait() -> str:
     return "late"
 
 
-@dataclass
-class ContentionFigure:
+class ContentionFigure(BenchRecord):
     """One kind of slow call against a healthy call."""
 
     slow_kind: str
+    """What the slow calls do."""
     slow_calls: int
+    """How many start at once."""
     wall_clock_s: float
+    """Their wall clock (the default preset's)."""
     slow_end_s_min: float
+    """When the first slow call ended, counted from when it was made."""
     slow_end_s_max: float
     """When the last slow call ended, counted from when it was made (the wall clock is the bound)."""
     slow_errors: dict[str, int]
+    """How the slow calls ended, by error kind (``ok: ...`` for an answer)."""
     healthy_s: float
     """How long the healthy call took, from when it was made."""
     healthy_result: str
+    """How it ended."""
+
+
+class ContentionBench(BenchRecord):
+    """``harness bench sandbox --contention``'s figures (its JSON line)."""
+
+    rows: list[ContentionFigure]
+    """One per kind of slow call."""
 
 
 async def _timed(call: Any) -> tuple[float, str]:
@@ -72,25 +84,27 @@ async def _one(kind: str, source: str, slow: int, folder: Path) -> ContentionFig
     slow_script, healthy = load_script(folder / "slow.pym"), load_script(folder / "healthy.pym")
     limits = Limits.default()
     externals = {"wait": _blocking_wait if "blocks" in kind else _async_wait} if "wait" in slow_script.externals else {}
-    calls = [asyncio.ensure_future(_timed(slow_script.run({}, externals=externals, limits=limits))) for _ in range(slow)]
+    calls = [asyncio.ensure_future(_timed(run_script(slow_script, {}, externals=externals, limits=limits))) for _ in range(slow)]
     await asyncio.sleep(0.1)
-    healthy_s, healthy_result = await _timed(healthy.run({}, limits=limits))
+    healthy_s, healthy_result = await _timed(run_script(healthy, {}, limits=limits))
     ends = await asyncio.gather(*calls)
     errors: dict[str, int] = {}
     for _, outcome in ends:
         errors[outcome] = errors.get(outcome, 0) + 1
-    return ContentionFigure(kind, slow, limits.wall_clock or 0.0, round(min(e for e, _ in ends), 2),
-                            round(max(e for e, _ in ends), 2), errors, round(healthy_s, 3), healthy_result)
+    return ContentionFigure(slow_kind=kind, slow_calls=slow, wall_clock_s=limits.wall_clock or 0.0,
+                            slow_end_s_min=round(min(e for e, _ in ends), 2),
+                            slow_end_s_max=round(max(e for e, _ in ends), 2), slow_errors=errors,
+                            healthy_s=round(healthy_s, 3), healthy_result=healthy_result)
 
 
-def bench_contention(slow: int = 12) -> list[dict[str, Any]]:
-    """Each kind of slow call, ``slow`` at once, against a healthy call; the figures as dicts."""
+def bench_contention(slow: int = 12) -> ContentionBench:
+    """Each kind of slow call, ``slow`` at once, against a healthy call."""
     figures = []
     with TemporaryDirectory() as tmp:
         for kind, source in SLOW.items():
-            figures.append(asdict(asyncio.run(_one(kind, source, slow, Path(tmp)))))
+            figures.append(asyncio.run(_one(kind, source, slow, Path(tmp))))
             time.sleep(1.0)  # let abandoned runners come back before the next kind
-    return figures
+    return ContentionBench(rows=figures)
 
 
-__all__ = ["SLOW", "ContentionFigure", "bench_contention"]
+__all__ = ["SLOW", "ContentionBench", "ContentionFigure", "bench_contention"]

@@ -12,18 +12,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.bench.records import BenchRecord
+
 MB = 1024 * 1024
 
 
-@dataclass
-class LockoutFigure:
+class LockoutFigure(BenchRecord):
     """One attack's figures."""
 
     name: str
+    """What the attack is."""
     sockets: int
+    """Attacking sockets."""
     health_status: int
     """What ``/health`` answered during the attack (0: no answer within its timeout)."""
     health_s: float
+    """How long ``/health`` took."""
     answered: str
     """The status line the attacking sockets got first ("" when closed without one or still open)."""
     closed: int
@@ -117,8 +121,9 @@ class _Attack:
         first = next(iter(self.answers.values()), b"")
         line = first.split(b"\r\n", 1)[0].decode("latin-1") if first else ""
         everyone = len(self.closed_at) == len(self.sockets)
-        return LockoutFigure(name, len(self.sockets), status, round(seconds, 2), line, len(self.closed_at),
-                             round(max(self.closed_at.values()), 1) if everyone else None)
+        return LockoutFigure(name=name, sockets=len(self.sockets), health_status=status, health_s=round(seconds, 2),
+                             answered=line, closed=len(self.closed_at),
+                             held_s=round(max(self.closed_at.values()), 1) if everyone else None)
 
 
 def attack(url: str, name: str, count: int, hold_s: float, first: bytes = b"", drip: bytes = b"",
@@ -164,8 +169,9 @@ def huge_header(url: str, hold_s: float, size: int = 64 * MB) -> LockoutFigure:
     thread.join(hold_s)
     sock.close()
     line = sent.answer.split(b"\r\n", 1)[0].decode("latin-1")
-    return LockoutFigure(f"one header of {size // MB} MB ({sent.count // MB} MB sent)", 1, status, round(seconds, 2),
-                         line, int(sent.seconds is not None), sent.seconds)
+    return LockoutFigure(name=f"one header of {size // MB} MB ({sent.count // MB} MB sent)", sockets=1,
+                         health_status=status, health_s=round(seconds, 2), answered=line,
+                         closed=int(sent.seconds is not None), held_s=sent.seconds)
 
 
 POST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

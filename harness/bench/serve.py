@@ -22,8 +22,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from harness.bench.lockout import LockoutFigure, lockout_attacks
+from harness.bench.records import BenchRecord, OmitsAbsent
 
 MB = 1024 * 1024
 SAMPLE_S = 0.05
@@ -121,16 +124,79 @@ class Sampler:
         self._thread.join()
 
 
-@dataclass
-class AttackFigure:
+class AttackFigure(BenchRecord):
+    """One attack request, sent twice (the second answered from the verdict cache)."""
+
     name: str
+    """What the request is."""
     status: int
+    """The server's HTTP status (0: no answer)."""
     seconds: float
+    """Until the answer."""
     repeat_status: int
+    """The status of the same request again."""
     repeat_seconds: float
+    """Until that answer."""
     message: str
-    server_peak_mb: float
-    worker_peak_mb: float
+    """The start of the error message."""
+    server_peak_mb: int
+    """The server process's peak resident memory during the two requests."""
+    worker_peak_mb: int
+    """Its compile worker's peak."""
+
+
+class GrammarAttacks(BenchRecord):
+    """The hostile grammars and bodies, and healthy requests after and during a slow compile."""
+
+    peak_server_mb: int
+    """The server's peak over every attack."""
+    peak_worker_mb: int
+    """The worker's peak over every attack."""
+    attacks: list[AttackFigure]
+    """Each attack."""
+    healthy_status: int
+    """A healthy request after the attacks."""
+    healthy_s: float
+    """Its time."""
+    healthy_during_compile_status: int
+    """A healthy request (its grammar seen before) while a slow new grammar compiles."""
+    healthy_during_compile_s: float
+    """Its time."""
+
+
+class ServeBench(OmitsAbsent):
+    """``harness bench serve``'s figures (its JSON line); the parts not asked for are left out."""
+
+    OMITTED_WHEN_NONE = (*GrammarAttacks.model_fields, "lockout", "lockout_peak_server_mb")
+
+    engine: str
+    """The served engine (grammars are bounded the same way whatever the engine)."""
+    start_s: float
+    """Until the server listened."""
+    idle_server_mb: int
+    """The server's resident memory, idle."""
+    idle_worker_mb: int
+    """The compile worker's, idle."""
+    peak_server_mb: int | None = None
+    """The server's peak over every grammar attack."""
+    peak_worker_mb: int | None = None
+    """The worker's peak over every grammar attack."""
+    attacks: list[AttackFigure] | None = None
+    """Each grammar attack."""
+    healthy_status: int | None = None
+    """A healthy request after the grammar attacks."""
+    healthy_s: float | None = None
+    """Its time."""
+    healthy_during_compile_status: int | None = None
+    """A healthy request (its grammar seen before) while a slow new grammar compiles."""
+    healthy_during_compile_s: float | None = None
+    """Its time."""
+    lockout: list[LockoutFigure] | None = None
+    """Each lock-out attack (``harness.bench.lockout``)."""
+    lockout_peak_server_mb: int | None = None
+    """The server's peak over the lock-out attacks."""
+    shutdown_s: float
+    """SIGTERM with a compile in flight, until the process ended."""
 
 
 def _post(url: str, data: bytes, timeout: float) -> tuple[int, str, float]:
@@ -166,7 +232,7 @@ def _start(engine: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str
     raise RuntimeError("harness serve did not start")
 
 
-def _grammar_attacks(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> dict[str, Any]:
+def _grammar_attacks(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> GrammarAttacks:
     """Each of ATTACKS twice, then healthy requests (after, and during a slow compile)."""
     figures: list[AttackFigure] = []
     with Sampler(proc.pid) as overall:
@@ -175,8 +241,11 @@ def _grammar_attacks(proc: subprocess.Popen[str], chat: str, log: Callable[[str]
             with Sampler(proc.pid) as sampled:
                 status, text, seconds = _post(chat, data, 300)
                 repeat, _, repeat_s = _post(chat, data, 300)
-            figures.append(AttackFigure(name, status, round(seconds, 2), repeat, round(repeat_s, 2), _message(text),
-                                        round(sampled.server_mb), round(sampled.worker_mb)))
+            figures.append(AttackFigure(
+                name=name, status=status, seconds=round(seconds, 2), repeat_status=repeat,
+                repeat_seconds=round(repeat_s, 2), message=_message(text), server_peak_mb=round(sampled.server_mb),
+                worker_peak_mb=round(sampled.worker_mb),
+            ))
             log(f"{name}: {status} in {seconds:.2f} s (again: {repeat} in {repeat_s:.2f} s); peak server "
                 f"{sampled.server_mb:.0f} MB, worker {sampled.worker_mb:.0f} MB: {_message(text)}")
         healthy, _, healthy_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
@@ -187,25 +256,19 @@ def _grammar_attacks(proc: subprocess.Popen[str], chat: str, log: Callable[[str]
         time.sleep(2.0)
         during, _, during_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
         log(f"healthy request while a slow grammar compiles: {during} in {during_s:.2f} s")
-    return {
-        "peak_server_mb": round(overall.server_mb),
-        "peak_worker_mb": round(overall.worker_mb),
-        "attacks": [asdict(f) for f in figures],
-        "healthy_status": healthy,
-        "healthy_s": round(healthy_s, 2),
-        "healthy_during_compile_status": during,
-        "healthy_during_compile_s": round(during_s, 2),
-    }
+    return GrammarAttacks(
+        peak_server_mb=round(overall.server_mb), peak_worker_mb=round(overall.worker_mb), attacks=figures,
+        healthy_status=healthy, healthy_s=round(healthy_s, 2), healthy_during_compile_status=during,
+        healthy_during_compile_s=round(during_s, 2),
+    )
 
 
 def _lockout(proc: subprocess.Popen[str], url: str, log: Callable[[str], None]) -> dict[str, Any]:
     """The lock-out attacks (``harness.bench.lockout``), the server's memory sampled."""
-    from harness.bench.lockout import lockout_attacks
-
     with Sampler(proc.pid) as sampled:
         figures = lockout_attacks(url, log=log)
     log(f"lock-out attacks: peak server {sampled.server_mb:.0f} MB")
-    return {"lockout": [asdict(f) for f in figures], "lockout_peak_server_mb": round(sampled.server_mb)}
+    return {"lockout": figures, "lockout_peak_server_mb": round(sampled.server_mb)}
 
 
 def _shutdown(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> float:
@@ -226,32 +289,31 @@ PARTS = ("grammar", "lockout")
 
 
 def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print,
-                parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
+                parts: tuple[str, ...] = PARTS) -> ServeBench:
     """Run the attacks of ``parts`` on the oracle engine's server (``env``: extra environment, e.g.
-    HARNESS_SERVE_* bounds); the figures as a dict (see the module doc)."""
+    HARNESS_SERVE_* bounds); the figures (see the module doc)."""
     import psutil
 
     engine = "oracle"
     proc, url, start_s = _start(engine, env or {})
-    figures: dict[str, Any] = {"engine": engine, "start_s": round(start_s, 2)}
     try:
         time.sleep(1.0)
         server = psutil.Process(proc.pid)
-        figures["idle_server_mb"] = round(server.memory_info().rss / MB)
-        figures["idle_worker_mb"] = round(max((c.memory_info().rss / MB for c in server.children(recursive=True)),
-                                              default=0.0))
-        log(f"started in {start_s:.1f} s; idle: server {figures['idle_server_mb']} MB, compile worker "
-            f"{figures['idle_worker_mb']} MB")
+        idle_server = server.memory_info().rss / MB
+        idle_worker = max((c.memory_info().rss / MB for c in server.children(recursive=True)), default=0.0)
+        log(f"started in {start_s:.1f} s; idle: server {idle_server:.0f} MB, compile worker {idle_worker:.0f} MB")
+        measured: dict[str, Any] = {}
         if "grammar" in parts:
-            figures.update(_grammar_attacks(proc, url + "/chat/completions", log))
+            measured.update(_grammar_attacks(proc, url + "/chat/completions", log).model_dump())
         if "lockout" in parts:
-            figures.update(_lockout(proc, url, log))
-        figures["shutdown_s"] = round(_shutdown(proc, url + "/chat/completions", log), 2)
+            measured.update(_lockout(proc, url, log))
+        shutdown_s = _shutdown(proc, url + "/chat/completions", log)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    return figures
+    return ServeBench(engine=engine, start_s=round(start_s, 2), idle_server_mb=round(idle_server),
+                      idle_worker_mb=round(idle_worker), shutdown_s=round(shutdown_s, 2), **measured)
 
 
-__all__ = ["ATTACKS", "PARTS", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]
+__all__ = ["ATTACKS", "PARTS", "GrammarAttacks", "ServeBench", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]

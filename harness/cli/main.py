@@ -11,8 +11,8 @@ import signal
 import typer
 
 from harness import __version__
-from harness.cli import bench, grammar, reporting, serve, suites, tool
-from harness.cli import run as run_cmd
+from harness.cli.commands import bench, grammar, reporting, serve, suites, tool
+from harness.cli.commands import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
 

@@ -108,6 +108,17 @@ def _stats(response: CompletionResponse) -> dict[str, Any]:
     return out
 
 
+def _completion(head: dict[str, Any], parsed: Parsed, response: CompletionResponse) -> dict[str, Any]:
+    """A non-streamed answer as vLLM's ``chat.completion`` body."""
+    content, calls, finish = shape_message(parsed, response)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
+    return {
+        **head, "object": "chat.completion", "model": response.model or parsed.request.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": _usage(response), "harness": _stats(response),
+    }
+
+
 def _error(message: str, status: int, kind: str) -> Response:
     from starlette.responses import JSONResponse
 
@@ -159,16 +170,23 @@ class _Lifetime:
             self.guard.close()
 
 
+def _middleware(limits: ServeLimits) -> list[Any]:
+    """Chat completions beyond ``max_requests`` in flight get 503 (``harness.engines.connections.Admission``)."""
+    from starlette.middleware import Middleware
+
+    from harness.engines.connections import Admission
+
+    return [Middleware(Admission, max_requests=limits.max_requests)]
+
+
 def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: CompileGuard | None = None) -> Starlette:
     """The ASGI app serving ``engine`` (loaded by the caller or on first request) under ``limits``. With
     a ``guard``, a grammar the server has not seen compiles first in its worker process (see
     ``harness.engines.compile_guard``); without one it compiles in the server (tests, library use)."""
     from starlette.applications import Starlette
-    from starlette.middleware import Middleware
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
-    from harness.engines.connections import Admission
     from harness.grammar.compile import compile_artifact
 
     limits = limits or ServeLimits()
@@ -233,19 +251,13 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
         finally:
             cancel.set()  # a client that went away (the task cancelled) stops the generation
             life.cancels.discard(cancel)
-        content, calls, finish = shape_message(parsed, response)
-        message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
-        return JSONResponse({
-            **head, "object": "chat.completion", "model": response.model or parsed.request.model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": _usage(response), "harness": _stats(response),
-        })
+        return JSONResponse(_completion(head, parsed, response))
 
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
-    ], lifespan=lifespan, middleware=[Middleware(Admission, max_requests=limits.max_requests)])
+    ], lifespan=lifespan, middleware=_middleware(limits))
 
 
 async def _sse(

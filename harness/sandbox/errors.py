@@ -7,6 +7,8 @@ carries) and ``error_kind`` the ``checker:reason`` string a ``ToolResult`` carri
 
 from __future__ import annotations
 
+from harness.vocabulary import ErrorKind
+
 MESSAGE_CHARS = 2000
 """Longest error message kept, in characters: a script's exception may carry megabytes (an 8 MB message
 was printed whole, at 107 MB of memory); beyond, the message is cut and says how much was cut."""
@@ -22,7 +24,7 @@ def cut_message(message: str, limit: int = MESSAGE_CHARS) -> str:
 class SandboxError(Exception):
     """Base class: a ``.pym`` script failed to load or to run. Its message is cut to ``MESSAGE_CHARS``."""
 
-    error_kind = "tool:script_error"
+    error_kind = ErrorKind.tool_script_error
 
     def __init__(self, message: str, *, script: str | None = None, line: int | None = None) -> None:
         message = cut_message(message)
@@ -43,13 +45,13 @@ class SandboxError(Exception):
 class ParseError(SandboxError):
     """The ``.pym`` file is not valid Python, or uses syntax the sandbox does not support."""
 
-    error_kind = "tool:load_error"
+    error_kind = ErrorKind.tool_load_error
 
 
 class CheckError(SandboxError):
     """A malformed ``Input()``/``@external`` declaration, or the type checker rejected the script."""
 
-    error_kind = "tool:load_error"
+    error_kind = ErrorKind.tool_load_error
 
 
 class InputError(SandboxError):
@@ -70,7 +72,7 @@ class InputError(SandboxError):
         super().__init__(message, script=script)
         self.input_name = input_name
         self.from_model = from_model
-        self.error_kind = "tool:bad_arguments" if from_model else "tool:script_error"
+        self.error_kind = ErrorKind.tool_bad_arguments if from_model else ErrorKind.tool_script_error
 
 
 class ExternalError(SandboxError):
@@ -107,7 +109,7 @@ class LimitError(SandboxError):
     ``tree_entries``, ``tree_bytes``.
     """
 
-    error_kind = "tool:limit"
+    error_kind = ErrorKind.tool_limit
 
     def __init__(
         self, message: str, *, limit: str, script: str | None = None, line: int | None = None
@@ -119,14 +121,14 @@ class LimitError(SandboxError):
 class OutputError(SandboxError):
     """The script's value failed the output model, is not JSON, or carries malformed mutations."""
 
-    error_kind = "tool:bad_output"
+    error_kind = ErrorKind.tool_bad_output
 
 
 class UnavailableError(SandboxError):
     """The call never started: no sandbox worker was free within its ``max_wait`` (every one busy, or
     stuck in externals past their wall clock). Not a limit of the call's own: it did not run."""
 
-    error_kind = "tool:unavailable"
+    error_kind = ErrorKind.tool_unavailable
 
 
 ERROR_KINDS: tuple[type[SandboxError], ...] = (

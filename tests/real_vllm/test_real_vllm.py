@@ -56,7 +56,7 @@ def check_in_language(family: str, strategy: str, tools: list[ToolSchema], outpu
 def smoke_runs(vllm_servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The smoke suite under all four strategies through the openai path, per family."""
 
-    from harness.eval.runner import RunSpec, run_suite
+    from harness.eval.run import RunSpec, run_suite
 
     out: dict[str, Path] = {}
     for family, server in vllm_servers.items():
@@ -118,7 +118,7 @@ def test_server_renders_the_harness_prompt_with_tools_in_grammar_order(vllm_serv
     harness renders itself; in it, cp lists ``destination`` before ``source`` (the grammars' order)."""
     from harness.agents.client import CompletionRequest
     from harness.agents.families._calls import canonical_schema
-    from harness.engines.openai_client import OpenAICompatibleClient
+    from harness.engines.remote.client import OpenAICompatibleClient
     from harness.grammar import get_tokenizer
 
     server = vllm_servers[family]

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from harness.sandbox import LimitError, Limits, UnavailableError, get_pool, load_script
+from harness.sandbox import LimitError, Limits, UnavailableError, get_pool, load_script, run_script
 
 BLOCKING = '''
 """Waits on the host."""
@@ -86,11 +86,11 @@ async def test_slow_externals_do_not_delay_a_healthy_call(scripts) -> None:
     release = threading.Event()
     patient = Limits.default().merge(Limits(wall_clock="60s"))
     slow = [
-        asyncio.ensure_future(scripts["blocking"].run({}, externals={"wait": _blocked_until(release)}, limits=patient))
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=patient))
         for _ in range(get_pool().capacity - 1)
     ]
     await asyncio.sleep(0)
-    assert await asyncio.wait_for(scripts["healthy"].run({}, limits=Limits(wall_clock="60s")), GUARD) == 45
+    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="60s")), GUARD) == 45
     assert not release.is_set()  # it ran while every external was still blocked
     release.set()
     assert await _settled(slow) == ["late"] * (get_pool().capacity - 1)
@@ -103,13 +103,13 @@ async def test_overdue_calls_end_at_their_wall_clock_and_their_places_come_back(
     release = threading.Event()
     overdue = Limits.default().merge(Limits(wall_clock="200ms"))
     slow = [
-        asyncio.ensure_future(scripts["blocking"].run({}, externals={"wait": _blocked_until(release)}, limits=overdue))
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=overdue))
         for _ in range(get_pool().capacity)
     ]
     outcomes = await _settled(slow)
     assert all(isinstance(o, LimitError) and o.limit == "wall_clock" for o in outcomes), outcomes
     assert not release.is_set()
-    assert await scripts["healthy"].run({}, limits=Limits(wall_clock="60s")) == 45  # the stuck runners were replaced
+    assert await run_script(scripts["healthy"], {}, limits=Limits(wall_clock="60s")) == 45  # the stuck runners were replaced
     release.set()
     await _pool_is_whole()
 
@@ -120,11 +120,11 @@ async def test_a_call_made_when_every_place_is_taken_ends_at_its_wall_clock_unch
     release = threading.Event()
     patient = Limits.default().merge(Limits(wall_clock="60s"))
     busy = [
-        asyncio.ensure_future(scripts["blocking"].run({}, externals={"wait": _blocked_until(release)}, limits=patient))
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=patient))
         for _ in range(get_pool().capacity)
     ]
     await asyncio.sleep(0)
-    crowded = [asyncio.ensure_future(scripts["healthy"].run({}, limits=Limits(wall_clock="300ms"))) for _ in range(3)]
+    crowded = [asyncio.ensure_future(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="300ms"))) for _ in range(3)]
     outcomes = await _settled(crowded)
     assert all(isinstance(o, UnavailableError) and o.error_kind == "tool:unavailable" for o in outcomes), outcomes
     assert not release.is_set()  # they ended at their own wall clock, not when a place came back
@@ -135,12 +135,12 @@ async def test_a_call_made_when_every_place_is_taken_ends_at_its_wall_clock_unch
 
 async def test_endless_loops_end_at_their_duration_and_do_not_delay_a_healthy_call(scripts) -> None:
     loops = [
-        asyncio.ensure_future(scripts["stubborn"].run({}, externals={"wait": lambda: "x"},
+        asyncio.ensure_future(run_script(scripts["stubborn"], {}, externals={"wait": lambda: "x"},
                                                      limits=Limits(max_duration="500ms", wall_clock="60s")))
         for _ in range(get_pool().capacity - 1)
     ]
     await asyncio.sleep(0)
-    assert await asyncio.wait_for(scripts["healthy"].run({}, limits=Limits(wall_clock="60s")), GUARD) == 45
+    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="60s")), GUARD) == 45
     outcomes = await _settled(loops)
     assert all(isinstance(o, LimitError) and o.limit == "duration" for o in outcomes), outcomes
 
@@ -154,37 +154,37 @@ async def test_an_overdue_call_that_ignores_its_cancellation_is_killed(scripts) 
         return "late"
 
     stubborn = [
-        asyncio.ensure_future(scripts["stubborn"].run({}, externals={"wait": wait},
+        asyncio.ensure_future(run_script(scripts["stubborn"], {}, externals={"wait": wait},
                                                      limits=Limits(max_duration="60s", wall_clock="200ms")))
         for _ in range(get_pool().capacity)
     ]
     outcomes = await _settled(stubborn)
     assert all(isinstance(o, LimitError) and o.limit == "wall_clock" for o in outcomes), outcomes
     await _pool_is_whole()  # long before their 60 s duration limit
-    assert await scripts["healthy"].run({}) == 45
+    assert await run_script(scripts["healthy"], {}) == 45
 
 
 async def test_a_call_that_cannot_start_in_time_is_unavailable_not_a_limit(scripts) -> None:
     release = threading.Event()
     patient = Limits.default().merge(Limits(wall_clock="60s"))
     busy = [
-        asyncio.ensure_future(scripts["blocking"].run({}, externals={"wait": _blocked_until(release)}, limits=patient))
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=patient))
         for _ in range(get_pool().capacity)
     ]
     await asyncio.sleep(0.2)
     with pytest.raises(UnavailableError) as err:
-        await scripts["healthy"].run({}, limits=Limits(max_wait="300ms"))
+        await run_script(scripts["healthy"], {}, limits=Limits(max_wait="300ms"))
     assert err.value.error_kind == "tool:unavailable" and "did not start" in str(err.value)
     release.set()
     assert await _settled(busy) == ["late"] * get_pool().capacity
     await _pool_is_whole()
-    assert await scripts["healthy"].run({}, limits=Limits(max_wait="300ms")) == 45
+    assert await run_script(scripts["healthy"], {}, limits=Limits(max_wait="300ms")) == 45
 
 
 async def test_a_job_fed_outside_the_runners_leaves_the_counts_alone(scripts) -> None:
     """The bench feeds a job on the caller's thread to time the hop: no runner took it, so nothing is counted."""
-    from harness.sandbox.pool import Job
-    from harness.sandbox.vfs import TreeOS
+    from harness.sandbox.runtime.pool import Job
+    from harness.sandbox.runtime.vfs import TreeOS
 
     pool = get_pool()
     before = pool.stats()
@@ -193,4 +193,4 @@ async def test_a_job_fed_outside_the_runners_leaves_the_counts_alone(scripts) ->
     value = pool.feed(job, "healthy.pym", code, limits={}, inputs={}, external_lookup={},
                       os_handler=TreeOS({}), print_callback=lambda stream, text: None)
     assert value == 45 and pool.stats() == before and not job.future.done()
-    assert await scripts["healthy"].run({}) == 45
+    assert await run_script(scripts["healthy"], {}) == 45

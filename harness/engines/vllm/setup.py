@@ -2,7 +2,7 @@
 
 One server per family (a server serves one model), all launched at once and awaited together (each
 takes ~60-110 s to start on 2 cores), each with its log in the run directory. The run's requests go
-through :class:`~harness.engines.openai_client.OpenAICompatibleClient` with streaming on, so time to
+through :class:`~harness.engines.remote.client.OpenAICompatibleClient` with streaming on, so time to
 first token is measured as a client sees it. ``aclose`` stops every server; so do interpreter exit and
 the death of the harness process (see :mod:`harness.engines.vllm.launch`).
 """
@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.client import LLMClient
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.types import ToolCall
-from harness.engines.registry import EngineError, EngineOptions
+from harness.engines.registry import EngineError, EngineOptions, SampleContext
 from harness.engines.vllm.launch import VllmServer
 from harness.engines.vllm.models import ModelFolder
 
@@ -81,7 +79,7 @@ class VllmSetup:
 
     def prepare(self, families: list[str]) -> None:
         """Start a server for each family (all at once), then wait until each answers ``/health``."""
-        from harness.engines.openai_client import OpenAICompatibleClient
+        from harness.engines.remote.client import OpenAICompatibleClient
 
         for family in families:
             model = self.resolve(family)
@@ -104,8 +102,8 @@ class VllmSetup:
             self.log(f"vllm: {family} ready after {server.startup_s:.0f} s")
             self.clients[family] = OpenAICompatibleClient(server.base_url, timeout_s=self.request_timeout_s)
 
-    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        return self.clients[family]  # type: ignore[no-any-return]
+    def client_for(self, sample: SampleContext) -> LLMClient:
+        return self.clients[sample.family]  # type: ignore[no-any-return]
 
     def describe(self) -> dict[str, Any]:
         """What run.json records: each server's version, full command line, start-up time and log."""

@@ -1,0 +1,174 @@
+"""How grammar cost grows: with the number of tools, and with the length of the output.
+
+- ``growth_tools``: synthetic tool sets (``harness.bench.synthetic``) of 1, 5, 18, 50 and 100 tools, each with
+  ``CALLS_PER_SET`` valid calls; per family x strategy x engine: compile cold and cached, mask
+  p50/p99/max, gold acceptance.
+- ``growth_length``: the bench's own tool set; one call whose free-text string argument holds 10 ..
+  5000 characters of prose (``series: "string_chars"``), and 1 .. 8 parallel calls in one answer
+  (``series: "parallel_calls"``, grammars built with ``allow_parallel_calls``); per point the whole
+  walk's time (median of ``WALK_REPEATS``), tokens, mask p50/p99.
+
+A point whose walk would take too long (the previous point of the same curve, scaled linearly to this
+one, predicts more than a third of the time budget) is skipped and says so, rather than stalling the
+bench for minutes; within a point, walks stop being timed once a third of the budget is spent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.agents.constraint import DecodingConstraint
+from harness.agents.types import ToolCall, ToolSchema
+from harness.bench.grammar.figures import EngineFigures, GrammarRow, WalkFigures
+from harness.bench.grammar.results import GrammarBenchConfig, GrowthLengthRow, GrowthToolsRow
+
+TOOL_COUNTS = (1, 5, 18, 50, 100)
+TOOL_COUNTS_QUICK = (1, 18)
+STRING_CHARS = (10, 100, 1000, 5000)
+STRING_CHARS_QUICK = (10, 1000)
+PARALLEL_CALLS = (1, 2, 4, 8)
+PARALLEL_CALLS_QUICK = (1, 4)
+CALLS_PER_SET = 16
+CALLS_PER_SET_QUICK = 6
+WALK_REPEATS = 3
+
+def _slim(row: GrammarRow, tools: int) -> GrowthToolsRow:
+    """The figures of a main-table row that the growth curve keeps (None where not measured)."""
+    kept = {k: getattr(row, k) for k in GrowthToolsRow.model_fields if k != "tools"}
+    return GrowthToolsRow(**kept, tools=tools)
+
+
+def growth_tools(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[GrowthToolsRow]:
+    from harness.bench.grammar.cells import measure_cell
+    from harness.bench.inputs import GoldCalls
+    from harness.bench.synthetic import synthetic_calls, synthetic_tools
+
+    counts = TOOL_COUNTS_QUICK if cfg.quick else TOOL_COUNTS
+    k = CALLS_PER_SET_QUICK if cfg.quick else CALLS_PER_SET
+    repeats = 2 if cfg.quick else 3
+    sub = _sub_config(cfg, repeats)
+    rows: list[GrowthToolsRow] = []
+    for n in counts:
+        tools = synthetic_tools(n)
+        gold = [GoldCalls(f"syn{n}-{i}", (c,)) for i, c in enumerate(synthetic_calls(tools, k))]
+        for family in cfg.families:
+            for strategy in cfg.strategies:
+                for row in measure_cell(family, strategy, tools, gold, sub, parallel=False, with_apply=False):
+                    rows.append(_slim(row, n))
+        log(f"  growth: {n} synthetic tools done")
+    return rows
+
+
+def _sub_config(cfg: GrammarBenchConfig, repeats: int) -> GrammarBenchConfig:
+    return cfg.model_copy(update={"repeats": repeats, "budget_s": max(2.0, cfg.budget_s / 2)})
+
+
+def _length_outputs(
+    tools: Sequence[ToolSchema], gold: Sequence[Any], quick: bool
+) -> list[tuple[str, int, bool, tuple[ToolCall, ...]]]:
+    """(series, x, parallel, calls) for every point of the length curves."""
+    from harness.bench.synthetic import call_with_text, long_text, string_parameter, synthetic_tools
+
+    points: list[tuple[str, int, bool, tuple[ToolCall, ...]]] = []
+    found = string_parameter(tools) or string_parameter(synthetic_tools(18))
+    if found is not None:
+        tool, key = found
+        for n in STRING_CHARS_QUICK if quick else STRING_CHARS:
+            points.append(("string_chars", n, False, (call_with_text(tool, key, long_text(n)),)))
+    singles = [g.calls[0] for g in gold if len(g.calls) == 1][:8] or [c for g in gold for c in g.calls][:8]
+    for n in PARALLEL_CALLS_QUICK if quick else PARALLEL_CALLS:
+        calls = tuple(singles[i % len(singles)] for i in range(n))
+        points.append(("parallel_calls", n, True, calls))
+    return points
+
+
+def growth_length(
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
+) -> list[GrowthLengthRow]:
+    """Walk time against output length, per family x strategy x engine."""
+    from harness.bench.grammar.cells import render_gold
+    from harness.bench.grammar.measure import GoldText
+    from harness.bench.inputs import GoldCalls
+
+    points = _length_outputs(tools, gold, cfg.quick)
+    rows: list[GrowthLengthRow] = []
+    limit_s = cfg.budget_s / 3
+    for family in cfg.families:
+        for strategy in cfg.strategies:
+            for engine in cfg.engines:
+                compiled: dict[bool, Any] = {}
+                slow_note: dict[str, str] = {}
+                last: dict[str, tuple[int, float]] = {}
+                for series, x, parallel, calls in points:
+                    base: dict[str, Any] = {"family": family, "strategy": strategy, "engine": engine, "series": series, "x": x}
+                    prev = last.get(series)
+                    if series not in slow_note and prev and prev[1] * x / prev[0] / 1000 > limit_s:
+                        slow_note[series] = (
+                            f"skipped: estimated {prev[1] * x / prev[0] / 1000:.0f} s per walk "
+                            f"({prev[1] / 1000:.1f} s at {prev[0]})"
+                        )
+                    if series in slow_note:
+                        rows.append(GrowthLengthRow(**base, walk_ms=None, note=slow_note[series]))
+                        continue
+                    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
+                    texts, errors = render_gold(family, constraint, [GoldCalls(f"{series}-{x}", calls)])
+                    if errors:
+                        rows.append(GrowthLengthRow(**base, walk_ms=None, note=errors[0].error))
+                        continue
+                    outs = [GoldText(f"{series}-{x}-{r}", texts[0].text) for r in range(WALK_REPEATS)]
+                    fig = _walk(engine, family, constraint, tools, outs, compiled, limit_s)
+                    refused = isinstance(fig, EngineFigures) and not fig.expressible
+                    row = GrowthLengthRow(
+                        **base,
+                        chars=len(texts[0].text),
+                        tokens=(fig.tokens_timed or 0) // max(1, fig.outputs_timed or 1),
+                        walk_ms=fig.walk_ms_p50,
+                        mask_us_p50=fig.mask_us_p50,
+                        mask_us_p99=fig.mask_us_p99,
+                        accepted=None if refused else fig.gold_accepted == len(outs),
+                        note=fig.note if isinstance(fig, EngineFigures) and refused else None,
+                    )
+                    rows.append(row)
+                    if row.walk_ms is not None:
+                        last[series] = (x, row.walk_ms)
+            log(f"  growth: output length for {family}/{strategy} done")
+    return rows
+
+
+def _walk(
+    engine: str,
+    family: str,
+    constraint: DecodingConstraint,
+    tools: Sequence[ToolSchema],
+    outs: Sequence[Any],
+    compiled: dict[bool, Any],
+    budget_s: float,
+) -> WalkFigures:
+    """xgrammar's walks (``WalkFigures``) or llguidance's figures (an ``EngineFigures``: it may not
+    express the grammar)."""
+    from harness.agents.families import get_adapter
+
+    payload = get_adapter(family).build_payload(list(tools), constraint)
+    assert payload.artifact is not None
+    if engine == "xgrammar":
+        from harness.bench.grammar.measure import walk_outputs
+        from harness.grammar import compile_artifact
+
+        key = constraint.allow_parallel_calls
+        if key not in compiled:
+            compiled[key] = compile_artifact(payload.artifact, family).compiled
+        return walk_outputs(compiled[key], family, outs, budget_s)
+    from harness.bench.grammar.llguidance import measure_llguidance
+
+    return measure_llguidance(family, payload.artifact, outs, repeats=1, budget_s=budget_s)
+
+
+def run_growth(
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
+) -> tuple[list[GrowthToolsRow], list[GrowthLengthRow]]:
+    """Both curves: against the number of tools, and against the output's length."""
+    return growth_tools(cfg, log), growth_length(cfg, tools, gold, log)
+
+
+__all__ = ["PARALLEL_CALLS", "STRING_CHARS", "TOOL_COUNTS", "growth_length", "growth_tools", "run_growth"]

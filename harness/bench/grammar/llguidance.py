@@ -1,0 +1,298 @@
+"""llguidance (vLLM's ``guidance`` backend) on the same grammars and tokenizers, for comparison.
+
+Strategies, as far as they can be expressed exactly (else ``NotExpressible`` with the reason):
+
+- ``json_schema``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend
+  compiles it on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles
+  with ``separators=(",", ":")``.
+- ``ebnf``: the family's EBNF converted to Lark (``harness.bench.grammar.lark``).
+- ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
+  ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
+  an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
+  ``excludes`` strings.
+
+llguidance treats every added token as special (never text): FunctionGemma's control tokens and
+Qwen's ``<tool_call>`` are referenced by id. Where the grammar expects text (inside a string), a
+control token is therefore refused by llguidance and accepted by xgrammar (the gold encoding writes
+a control token's text as that token), as are Gemma's HTML-tag added tokens: such refusals are
+counted apart (``SPECIAL_IN_TEXT``). Tokenizer: ``llguidance.hf.from_tokenizer`` on the grammar
+core's ``FamilyTokenizer.hf`` (~3-7 s; one per family and process).
+
+Figures mirror ``harness.bench.grammar.measure``: ``compile_ms_cold`` is the ``LLMatcher`` construction (llguidance
+has no compiled-grammar cache: vLLM builds a matcher per request, so there is no "cached" figure);
+each gold output gets a fresh matcher, as a request would; mask fills are timed with
+``llguidance.numpy.fill_next_token_bitmask`` and the gold id's bit checked; ``accept_us`` is
+``consume_token``; an output is accepted when its last token is consumed and a stop id is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.agents.constraint import ConstraintArtifact
+from harness.bench.grammar.figures import EngineFigures, Rejection
+from harness.bench.grammar.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
+from harness.bench.grammar.measure import REJECTIONS_KEPT, GoldText, median
+from harness.bench.records import spread_fields
+from harness.vocabulary import ErrorKind
+
+SPECIAL_IN_TEXT = ErrorKind.llguidance_special_in_text
+"""A gold output refused at a token that llguidance treats as special and xgrammar as text, where the
+grammar expects text (inside a string argument): control tokens (xgrammar gives them their text) and,
+for Gemma, 71 HTML-tag added tokens (``<table>``, ``</b>``, ...) that are ordinary text to the model.
+An engine difference (vLLM's guidance backend refuses them too), not a conversion error."""
+_LOCK = threading.Lock()
+_TOKENIZERS: dict[str, Any] = {}
+
+
+def available() -> str | None:
+    """None when llguidance imports, else why not."""
+    try:
+        import llguidance
+        import llguidance.hf  # noqa: F401
+    except ImportError as exc:
+        return f"llguidance is not installed ({exc}): pip install 'harness[guidance]'"
+    return None
+
+
+def version() -> str | None:
+    try:
+        import llguidance
+
+        return str(llguidance.__version__)
+    except (ImportError, AttributeError):
+        return None
+
+
+def get_llg_tokenizer(family: str) -> Any:
+    """llguidance's tokenizer for ``family`` (built once per process)."""
+    with _LOCK:
+        lt = _TOKENIZERS.get(family)
+        if lt is None:
+            import llguidance.hf
+
+            from harness.grammar import get_tokenizer
+
+            tok = get_tokenizer(family)
+            hf: Any = tok.hf  # a transformers fast tokenizer (llguidance reads its Rust backend)
+            lt = llguidance.hf.from_tokenizer(hf, n_vocab=tok.vocab_size, eos_token=list(tok.eos_ids))
+            _TOKENIZERS[family] = lt
+        return lt
+
+
+def special_texts(family: str, lt: Any) -> dict[str, int]:
+    """Control-token texts the grammars write that llguidance treats as special tokens."""
+    from harness.grammar import get_tokenizer
+
+    return {text: tid for text, tid in get_tokenizer(family).control_tokens.items() if lt.is_special_token(tid)}
+
+
+def _ws_options(max_ws: int | None) -> dict[str, Any]:
+    if max_ws is None:
+        return {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+    return {"whitespace_pattern": f"[\\x20\\x0A\\x0D\\x09]{{0,{int(max_ws)}}}"}
+
+
+def _with_options(schema: Any, max_ws: int | None) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        raise NotExpressible("the JSON schema is not an object")
+    if "x-guidance" in schema:
+        raise NotExpressible("the schema already carries x-guidance options")
+    return {"x-guidance": _ws_options(max_ws), **schema}
+
+
+def _pieces(text: str, specials: dict[str, int]) -> str:
+    """``text`` as a Lark sequence: literals, special tokens by id."""
+    out: list[str] = []
+    rest = text
+    while rest:
+        hits = [(rest.find(s), s) for s in specials if s in rest]
+        if not hits:
+            out.append(lark_literal(rest))
+            break
+        pos, s = min(hits, key=lambda h: (h[0], -len(h[1])))
+        if pos:
+            out.append(lark_literal(rest[:pos]))
+        out.append(f"<[{specials[s]}]>")
+        rest = rest[pos + len(s) :]
+    return " ".join(out) or '""'
+
+
+def _structural_tag(value: str, specials: dict[str, int]) -> tuple[str, list[str]]:
+    tag = json.loads(value)
+    fmt = tag.get("format") if isinstance(tag, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "triggered_tags":
+        raise NotExpressible("only triggered_tags structural tags are converted")
+    unknown = set(fmt) - {"type", "triggers", "tags", "at_least_one", "stop_after_first", "excludes"}
+    if unknown or not fmt.get("at_least_one"):
+        raise NotExpressible(f"triggered_tags without at_least_one or with {sorted(unknown)} is not converted")
+    notes: list[str] = []
+    lines: list[str] = ["%llguidance {}", ""]
+    tag_rules = []
+    for i, t in enumerate(fmt["tags"]):
+        if not any(t["begin"].startswith(trig) for trig in fmt["triggers"]):
+            raise NotExpressible(f"tag {i} does not begin with a trigger")
+        content = t.get("content") or {}
+        kind = content.get("type")
+        if kind == "json_schema":
+            schema = _with_options(content["json_schema"], content.get("max_whitespace_cnt"))
+            body = "%json " + json.dumps(schema, ensure_ascii=False)
+        elif kind == "grammar":
+            lark = ebnf_to_lark(content["grammar"], specials, prefix=f"tag{i}_")
+            lines.append(lark.text)
+            body = lark.start
+            notes.extend(n for n in lark.notes if n not in notes)
+        elif kind == "const_string":
+            body = _pieces(content["value"], specials)
+        else:
+            raise NotExpressible(f"structural-tag content {kind!r} is not converted")
+        tag_rules.append(f"tag_{i}")
+        lines.append(f"tag_{i}: {_pieces(t['begin'], specials)} {body} {_pieces(t['end'], specials)}")
+    one = " | ".join(tag_rules)
+    if fmt.get("stop_after_first"):
+        lines.insert(2, f"start: {one}")
+    else:
+        banned = [*fmt["triggers"], *fmt.get("excludes", [])]
+        alt = "|".join(lark_regex_text(b) for b in banned)
+        lines.insert(2, f"start: call (FREE_TEXT? call)* FREE_TEXT?\ncall: {one}")
+        lines.append(f"FREE_TEXT: /(?s:.+)/ & ~/(?s:.*)({alt})(?s:.*)/")
+    return "\n".join(lines) + "\n", notes
+
+
+def to_llguidance(artifact: ConstraintArtifact, family: str) -> tuple[str, list[str]]:
+    """The llguidance grammar (serialized, for ``LLMatcher``) of ``artifact`` and notes on the
+    conversion. Raises ``NotExpressible``."""
+    from llguidance import LLMatcher
+
+    specials = special_texts(family, get_llg_tokenizer(family))
+    notes = []
+    if artifact.kind == "json":
+        # As vLLM's guidance backend compiles a JSON schema on a server with disable_any_whitespace.
+        grammar = LLMatcher.grammar_from_json_schema(artifact.value, defaults={"whitespace_flexible": False})
+        notes.append("whitespace_flexible=False, as vLLM's guidance backend with disable_any_whitespace")
+        return grammar, notes
+    if artifact.kind == "grammar":
+        lark = ebnf_to_lark(artifact.value, specials)
+        return LLMatcher.grammar_from_lark(lark.text), list(lark.notes)
+    if artifact.kind == "structural_tag":
+        text, notes = _structural_tag(artifact.value, specials)
+        return LLMatcher.grammar_from_lark(text), notes
+    raise NotExpressible(f"artifact kind {artifact.kind!r}")
+
+
+def _bit(bm: Any, token: int) -> bool:
+    return bool((int(bm[0, token >> 5]) >> (token & 31)) & 1)
+
+
+@dataclass
+class _Walks:
+    """What the walks of one grammar's gold outputs found (see ``measure_llguidance``)."""
+
+    masks: list[float] = field(default_factory=list)
+    firsts: list[float] = field(default_factory=list)
+    accepts: list[float] = field(default_factory=list)
+    walk_ms: list[float] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    accepted: int = 0
+    timed: int = 0
+    tokens: int = 0
+    special_in_text: int = 0
+
+
+def _walk(lt: Any, tok: Any, grammar: str, out: GoldText, timing: bool, bm: Any, found: _Walks) -> None:
+    """One gold output through a fresh matcher (as a request gets one); masks timed when ``timing``."""
+    import llguidance.numpy as llnp
+    from llguidance import LLMatcher
+
+    clock = time.perf_counter_ns
+    ids = tok.encode(out.text)
+    m = LLMatcher(lt, grammar, log_level=0)
+    reason = None
+    start = clock()
+    for step, token in enumerate([*ids, None]):
+        if timing:
+            t0 = clock()
+            llnp.fill_next_token_bitmask(m, bm, 0)
+            dt = (clock() - t0) / 1000.0
+            found.masks.append(dt)
+            if step == 0:
+                found.firsts.append(dt)
+        if token is None:
+            if not timing:
+                llnp.fill_next_token_bitmask(m, bm, 0)
+            if not any(_bit(bm, e) for e in tok.eos_ids) and not m.is_accepting():
+                reason = f"incomplete: no stop token allowed after the last token ({m.get_error()[:200]})"
+            break
+        if timing and not _bit(bm, token):
+            reason = f"token {step}/{len(ids)} {tok.token_text(token)!r} (id {token}) not in the mask"
+            break
+        t0 = clock()
+        ok = m.consume_token(token)
+        if timing:
+            found.accepts.append((clock() - t0) / 1000.0)
+        if not ok or m.is_error():
+            reason = f"token {step}/{len(ids)} {tok.token_text(token)!r} refused: {m.get_error()[:200]}"
+            break
+    if reason is not None and token is not None and lt.is_special_token(token) and token not in tok.special_ids:
+        reason = f"{SPECIAL_IN_TEXT}: {reason}"
+    if timing:
+        found.timed += 1
+        found.tokens += len(ids)
+        found.walk_ms.append((clock() - start) / 1e6)
+    found.accepted += reason is None
+    found.special_in_text += reason is not None and reason.startswith(SPECIAL_IN_TEXT)
+    if reason is not None and len(found.rejections) < REJECTIONS_KEPT:
+        found.rejections.append(Rejection(output_id=out.output_id, reason=reason, text=out.text[:300]))
+
+
+def measure_llguidance(
+    family: str,
+    artifact: ConstraintArtifact,
+    outputs: Sequence[GoldText],
+    *,
+    repeats: int,
+    budget_s: float,
+) -> EngineFigures:
+    """llguidance figures for one grammar, or ``expressible: False`` with the reason."""
+    import llguidance.numpy as llnp
+    from llguidance import LLMatcher
+
+    from harness.grammar import get_tokenizer
+
+    engine, total = "llguidance", len(outputs)
+    try:
+        grammar, notes = to_llguidance(artifact, family)
+    except NotExpressible as exc:
+        return EngineFigures(engine=engine, gold_total=total, expressible=False, note=f"not expressible: {exc}")
+    lt = get_llg_tokenizer(family)
+    tok = get_tokenizer(family)
+    cold: list[float] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        m = LLMatcher(lt, grammar, log_level=0)
+        cold.append((time.perf_counter_ns() - t0) / 1e6)
+        if m.is_error():
+            return EngineFigures(engine=engine, gold_total=total, expressible=False,
+                                 note=f"llguidance refused it: {m.get_error()[:300]}")
+    found = _Walks()
+    bm = llnp.allocate_token_bitmask(1, tok.vocab_size)
+    deadline = time.perf_counter() + budget_s
+    for out in outputs:
+        _walk(lt, tok, grammar, out, time.perf_counter() < deadline, bm, found)
+    return EngineFigures(
+        engine=engine, gold_total=total, expressible=True, note="; ".join(notes) or None,
+        compile_ms_cold=median(cold), compile_ms_cold_min=round(min(cold), 4),
+        compile_ms_cold_max=round(max(cold), 4), compile_ms_cached=None, compile_repeats=repeats,
+        outputs=total, outputs_timed=found.timed, tokens_timed=found.tokens,
+        **spread_fields(found.masks, "mask_us"), first_mask_us_p50=median(found.firsts), **spread_fields(found.accepts, "accept_us"),
+        walk_ms_p50=median(found.walk_ms), walk_ms_total=round(sum(found.walk_ms), 3), gold_accepted=found.accepted,
+        gold_rejected_special_in_text=found.special_in_text, rejections=found.rejections,
+    )
+
+
+__all__ = ["available", "get_llg_tokenizer", "measure_llguidance", "to_llguidance", "version"]
