@@ -109,11 +109,16 @@ def _handler(state: FaultyServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that gave up (a retry test) is not the server's error
+
+
 @contextmanager
 def faulty_server(fault: Fault, times: int = 1_000_000, after: Fault | None = None) -> Iterator[FaultyServer]:
     """The server, serving until the block ends."""
     state = FaultyServer(fault, times, after)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd = _QuietServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
     state.port = httpd.server_address[1]
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
