@@ -1,6 +1,7 @@
 """A server that breaks the chat-completions protocol is a server error, never the model's answer
 (issue 22, item 1): the client raises ``model:bad_response`` naming what was wrong, retries it like the
-other ``model:`` errors, and a run counts those samples among its errors with nothing scored.
+other ``model:`` errors, and a run counts those samples among its errors with nothing scored, and exits
+2 when every sample ended so (the engine answered none).
 
 The server is a real HTTP server that answers every request 200 with a fault's exact bytes
 (``faulty_server``), as a broken proxy in front of a model server would."""
@@ -181,10 +182,26 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
             capture_output=True, text=True, timeout=300,
         )
     assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2  # every sample ended in a model: error: the engine answered none
+    assert "every one of the 4 samples run ended in a model: error (model:bad_response 4)" in done.stderr
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4
     assert {(s["status"], s["error_kind"]) for s in samples} == {("error", "model:bad_response")}
     assert server.requests == 4 * 4  # every sample tried 4 times: retried like the other model: errors
-    assert "4 errors" in done.stdout + done.stderr
+    assert "4 errors" in done.stdout
     errors = json.loads((out / "errors.json").read_text())
     assert {e["error_kind"] for e in errors} == {"model:bad_response"} and sum(e["count"] for e in errors) == 4
+
+
+def test_a_run_with_some_server_faults_still_exits_0(tmp_path: Path) -> None:
+    """Failures are results: only a run whose every sample ended in a model: error exits non-zero."""
+    out = tmp_path / "run"
+    with faulty_server(Fault(b"", SSE), times=4, after=GOOD_STREAM) as server:  # the first sample's 4 attempts
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli.main", "run", "suites/smoke", "--engine", "openai", "--base-url",
+             server.base_url, "--model", "m", "--family", "qwen", "--strategy", "none",
+             "--limit", "3", "--concurrency", "1", "--out", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "3 samples run (0 resumed, 1 errors)" in done.stdout
