@@ -10,7 +10,8 @@ expand past ``MAX_YAML_NODES`` (a "billion laughs") all raise :class:`InputError
 the file (and the line, for JSON lines) and says what is wrong; callers turn it into their own error
 type or print it as it is. Nothing here recurses, so a hostile input cannot raise RecursionError on its
 way in, and what passes the depth bound is shallow enough for every later step (pydantic,
-``json.dumps``, ``copy.deepcopy``) to walk it.
+``json.dumps``, ``copy.deepcopy``) to walk it. (Not read through here: the package's own data, the
+harness's user cache and the files it wrote itself in this process, and ``/proc``.)
 """
 
 from __future__ import annotations

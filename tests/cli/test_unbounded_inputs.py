@@ -114,6 +114,10 @@ OTHERS: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ("import shellper from a FIFO", lambda t: ["import", "shellper", str(fifo(t / "data.jsonl")), "--out",
                                                str(t / "imported")], "data.jsonl: is a named pipe"),
     ("score a run whose run.json is a FIFO", lambda t: ["score", str(_run_with(t, "run.json"))], "run.json: is a named pipe"),
+    ("score a run whose samples.jsonl is a FIFO", lambda t: ["score", str(_run_with(t, "samples.jsonl"))],
+     "samples.jsonl: is a named pipe"),
+    ("report a run whose scores.parquet is a FIFO", lambda t: ["report", str(_run_with(t, "scores.parquet")), "--out",
+                                                               str(t / "report")], "scores.parquet: is a named pipe"),
 ]
 
 
