@@ -127,6 +127,11 @@ class ErrorKind(StrEnum):
     # the constraint
     grammar_rejected_gold = "grammar:rejected_gold"
     """The constraint forbids a gold answer (the oracle engine's finding: a grammar bug)."""
+    grammar_let_through = "grammar:let_through"
+    """A constrained answer that breaks its tool's schema: the constraint let it through (a keyword the
+    strategy's builder gets wrong: the README's keyword table, ``harness fuzz``), so the failure is the
+    constraint's, not only the model's; scored instead of ``validity:schema`` under a constrained
+    strategy."""
     grammar_dead_end = "grammar:dead_end"
     """The grammar allowed no token (neither text nor the end)."""
     llguidance_special_in_text = "llguidance:special_in_text"

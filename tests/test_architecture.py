@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "bundles": 4,
     "eval": 5,
     "bench": 6,
+    "fuzz": 6,
     "cli": 7,
 }
 """A package may import its own modules and those of lower layers only (``harness`` itself, the

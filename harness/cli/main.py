@@ -41,6 +41,10 @@ app.command("run", epilog=example(
 ))(run_cmd.run)
 app.command("score", epilog=example("harness score results/x"))(run_cmd.score)
 app.command("serve", epilog=example("harness serve --engine local --port 8000"))(serve.serve)
+app.command("fuzz", epilog=example(
+    "harness fuzz --tools bundles/shellper/tools --examples 1000",
+    "harness fuzz --tools tools.json --family qwen --strategy ebnf --expected fuzz-baseline.json --junit fuzz.xml",
+))(grammar.fuzz)
 
 
 def _version(value: bool) -> None:

@@ -6,6 +6,17 @@ with the same name. Install it without its dependencies (they pin numpy and pull
 harness does not need): ``pip install --no-deps bfcl-eval==2026.3.23``. Only stdlib modules of the
 package are imported here.
 
+Single-turn categories (``load_entries``, ``distinct_tools``, ``bfcl_convert``): each entry's function
+documents as OpenAI-style tools, converted the way BFCL converts them (BFCL's own ``convert_to_tool``
+with ``GORILLA_TO_OPENAPI``, the OpenAI model style: ``.`` in names replaced by ``_``, ``float`` a
+``number`` with ``"format": "float"``, unknown types ``string``). That function's module imports BFCL's
+Java and JavaScript parsers (``tree_sitter``) and model SDKs, absent from a ``--no-deps`` install, so
+its two functions are read from the installed file and compiled on their own with the only names they
+use (BFCL's code, unchanged, without its imports). ``BfclEntry.gold_calls``: the first acceptable value
+of every argument, at every level (a dict value maps its keys to acceptable values again; ``""``: left
+out). Used by ``harness fuzz``'s BFCL corpus test, ``harness bench grammar --growth-tools bfcl``, and
+meant for the single-turn suites.
+
 Long-context entries: when BFCL loads the file system of an entry whose category names
 ``long_context`` (or ``composite``), every file not on a short list gets a fixed block of text
 appended, and every directory without subdirectories gets 30 empty image files. ``expand_long_context``
@@ -14,9 +25,14 @@ does the same to a BFCL ``initial_config`` tree, with the text and names taken f
 
 from __future__ import annotations
 
+import ast
+import copy
 import importlib.util
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -118,15 +134,129 @@ def _expand(contents: Mapping[str, Any], data: LongContextData, where: str) -> d
     return out
 
 
+SINGLE_TURN: tuple[str, ...] = (
+    "simple_python", "multiple", "parallel", "parallel_multiple",
+    "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+    "irrelevance", "live_irrelevance",
+)
+"""BFCL's single-turn categories with Python function documents (the irrelevance ones have no
+possible answers: no call is right)."""
+
+
+@cache
+def bfcl_convert() -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """BFCL's ``convert_to_tool`` for OpenAI-style tools: function docs -> ``{"type": "function",
+    "function": {...}}`` entries."""
+    try:
+        from bfcl_eval.constants.enums import ModelStyle
+        from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+    except ImportError:
+        raise BfclDataError(f"BFCL's package is not installed: {INSTALL_HINT}") from None
+    source = data_dir().parent / "model_handler" / "utils.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    wanted: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+                              and n.name in ("_cast_to_openai_type", "convert_to_tool")]
+    if len(wanted) != 2:
+        raise BfclDataError(f"{source}: convert_to_tool or _cast_to_openai_type not found: reinstall ({INSTALL_HINT})")
+    names: dict[str, Any] = {"copy": copy, "re": re, "json": json, "ModelStyle": ModelStyle,
+                             "GORILLA_TO_OPENAPI": GORILLA_TO_OPENAPI}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(source), "exec"), names)
+    convert = names["convert_to_tool"]
+
+    def to_openai(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [_wrapped(t) for t in convert(functions, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)]
+
+    return to_openai
+
+
+def _wrapped(tool: dict[str, Any]) -> dict[str, Any]:
+    return tool if tool.get("type") == "function" and "function" in tool else {"type": "function", "function": tool}
+
+
+def openai_name(name: str) -> str:
+    """A BFCL function name as the converted tool names it."""
+    return re.sub(r"\.", "_", name)
+
+
+@dataclass(frozen=True)
+class BfclEntry:
+    """One single-turn entry: its converted tools and its gold calls (none for irrelevance)."""
+
+    id: str
+    category: str
+    tools: list[dict[str, Any]]
+    """OpenAI-style tools, converted as BFCL converts them."""
+    possible: list[dict[str, dict[str, list[Any]]]]
+    """BFCL's ``ground_truth``: per call, ``{name: {argument: [acceptable values]}}`` (original names)."""
+
+    def gold_calls(self) -> list[dict[str, Any]]:
+        """The first acceptable answer as calls ``{"name", "arguments"}`` (names converted)."""
+        return [{"name": openai_name(name), "arguments": _first(args)}
+                for item in self.possible for name, args in item.items()]
+
+
+def _first(options: dict[str, Any]) -> dict[str, Any]:
+    """``{argument: [acceptable values]}`` -> ``{argument: first value}``, ``""`` (left out) dropped."""
+    return {k: _chosen(v[0]) for k, v in options.items() if isinstance(v, list) and v and v[0] != ""}
+
+
+def _chosen(value: Any) -> Any:
+    """An acceptable value: a dict in it maps its keys to acceptable values again (BFCL's nesting); a
+    list is a value whose dict items nest so."""
+    if isinstance(value, dict):
+        return _first(value)
+    if isinstance(value, list):
+        return [_chosen(v) for v in value]
+    return value
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_entries(category: str) -> list[BfclEntry]:
+    """The entries of a single-turn category of the installed package."""
+    if category not in SINGLE_TURN:
+        raise BfclDataError(f"unknown BFCL single-turn category {category!r}: expected one of {', '.join(SINGLE_TURN)}")
+    data = data_dir()
+    entries_file = data / f"{FILE_PREFIX}{category}.json"
+    if not entries_file.is_file():
+        raise BfclDataError(f"BFCL's package lacks {entries_file}: reinstall it ({INSTALL_HINT})")
+    answers_file = data / "possible_answer" / f"{FILE_PREFIX}{category}.json"
+    answers = {a["id"]: a["ground_truth"] for a in _lines(answers_file)} if answers_file.is_file() else {}
+    convert = bfcl_convert()
+    return [BfclEntry(e["id"], category, convert(e["function"]), answers.get(e["id"], [])) for e in _lines(entries_file)]
+
+
+def distinct_tools(categories: tuple[str, ...] = SINGLE_TURN) -> list[dict[str, Any]]:
+    """Every converted tool of ``categories`` once (by name and schema; the first of a name kept when two
+    differ, as one tool set cannot hold two tools of one name)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for category in categories:
+        for entry in load_entries(category):
+            for tool in entry.tools:
+                seen.setdefault(tool["function"]["name"], tool)
+    return list(seen.values())
+
+
 __all__ = [
     "CATEGORIES",
     "INSTALL_HINT",
+    "SINGLE_TURN",
     "BfclDataError",
+    "BfclEntry",
     "LongContextData",
+    "bfcl_convert",
     "category_files",
     "category_name",
     "data_dir",
+    "distinct_tools",
     "expand_long_context",
     "is_long_context",
+    "load_entries",
     "long_context_data",
+    "openai_name",
 ]

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from harness.agents.types import ToolSchema
 from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
 from harness.eval.store.records import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
-from harness.vocabulary import ErrorKind, Metric
+from harness.vocabulary import ErrorKind, Metric, Strategy
 
 CUT = ErrorKind.length_max_tokens
 """The kind of an answer the token bound cut."""
@@ -59,6 +59,14 @@ NOT_APPLICABLE = Verdict(None)
 
 def fail(kind: str) -> Verdict:
     return Verdict(0.0, kind)
+
+
+def blame_constraint(strategy: str, verdict: Verdict) -> Verdict:
+    """Under a constrained strategy, a call that breaks its tool's schema got through the grammar: the
+    failure is the constraint's (``grammar:let_through``), not only the model's ``validity:schema``."""
+    if strategy != Strategy.none and verdict.error_kind == ErrorKind.validity_schema:
+        return Verdict(verdict.value, ErrorKind.grammar_let_through)
+    return verdict
 
 
 def was_cut(step: StepRecord) -> bool:
@@ -213,8 +221,10 @@ class Scorer:
         if sample.status == "error":
             return fail(sample.error_kind or ErrorKind.sample_error)
         if isinstance(case, NextCallCase):
-            return self.validity(sample.steps[:1], self.schemas, need_call=True)
-        return self._episode_validity(case, sample.steps)
+            verdict = self.validity(sample.steps[:1], self.schemas, need_call=True)
+        else:
+            verdict = self._episode_validity(case, sample.steps)
+        return blame_constraint(sample.strategy, verdict)
 
     # the sample ----------------------------------------------------------------------------------
 
@@ -233,6 +243,7 @@ class Scorer:
             verdicts = await self._next_call(case, sample)
         else:
             verdicts = await self._episode(case, sample)
+        verdicts = {metric: blame_constraint(sample.strategy, v) for metric, v in verdicts.items()}
         verdicts[Metric.grammar_rejection] = self._rejection(sample)
         verdicts[Metric.truncated] = self._truncated(sample)
         return [
