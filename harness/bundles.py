@@ -66,7 +66,7 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
     tools_folder(file, config)
 
     def connect() -> LLMClient:
-        from harness.engines.openai_client import OpenAICompatibleClient  # imports openai
+        from harness.engines.remote.client import OpenAICompatibleClient  # imports openai
 
         assert config.model.base_url is not None
         return OpenAICompatibleClient(config.model.base_url, api_key_env=config.model.api_key_env)

@@ -1,22 +1,38 @@
 """Reading input files and JSON with one clean error for every bad input.
 
 Every file a user hands the harness (suite.yaml, cases.jsonl, bundle.yaml, tools files, calls files,
-imported data, run directories) is read through ``read_text`` and every JSON document or line through
-``load_json``. A missing file, a directory where a file belongs, bytes that are not UTF-8, JSON that
-does not parse or that nests deeper than ``MAX_JSON_DEPTH`` all raise :class:`InputError`, whose
-message names the file (and the line, for JSON lines) and says what is wrong; callers turn it into
-their own error type or print it as it is. Nothing here recurses, so a hostile input cannot raise
-RecursionError on its way in, and what passes the depth bound is shallow enough for every later step
-(pydantic, ``json.dumps``, ``copy.deepcopy``) to walk it.
+``.pym`` tools, imported data, run directories) is read through ``read_text`` (or ``read_bytes``) and
+every JSON document or line through ``load_json``. A missing file, a directory, FIFO, device or socket
+where a regular file belongs (``/dev/zero``, a named pipe: opened without blocking and refused, never
+read), a file over ``MAX_FILE_BYTES``, bytes that are not UTF-8, JSON that does not parse, is over
+``MAX_JSON_BYTES`` (one document or line) or nests deeper than ``MAX_JSON_DEPTH``, YAML whose aliases
+expand past ``MAX_YAML_NODES`` (a "billion laughs") all raise :class:`InputError`, whose message names
+the file (and the line, for JSON lines) and says what is wrong; callers turn it into their own error
+type or print it as it is. Nothing here recurses, so a hostile input cannot raise RecursionError on its
+way in, and what passes the depth bound is shallow enough for every later step (pydantic,
+``json.dumps``, ``copy.deepcopy``) to walk it. (Not read through here: the package's own data, the
+harness's user cache and the files it wrote itself in this process, and ``/proc``.)
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+MIB = 1024 * 1024
+MAX_FILE_BYTES = 256 * MIB
+"""Largest input file read (the largest the project reads, BFCL's data files, are under 4 MB)."""
+MAX_JSON_BYTES = 16 * MIB
+"""Largest JSON document or JSON line (the longest case line of the shipped and BFCL data is 24 KB)."""
+MAX_YAML_NODES = 100_000
+"""Most YAML nodes a document may hold once its aliases are expanded (suite.yaml and bundle.yaml hold
+a few hundred): anchors and aliases stay usable, a "billion laughs" of nested aliases is refused at once."""
+_READ_CHUNK = MIB
 
 MAX_JSON_DEPTH = 128
 """Deepest nesting of arrays and objects accepted in an input file (a suite case with a deep file
@@ -33,12 +49,18 @@ class InputError(ValueError):
         self.reason = message
 
 
-def read_text(path: str | Path) -> str:
-    """The UTF-8 text of the file ``path``; InputError when it is missing, a directory, not UTF-8 or
-    unreadable."""
+_KINDS = ((stat.S_ISDIR, "is a directory, expected a file"), (stat.S_ISFIFO, "is a named pipe (FIFO), not a regular file"),
+          (stat.S_ISCHR, "is a character device, not a regular file"), (stat.S_ISBLK, "is a block device, not a regular file"),
+          (stat.S_ISSOCK, "is a socket, not a regular file"))
+
+
+def read_bytes(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes``; InputError when it is missing, not
+    a regular file (checked on the opened file, so nothing can be swapped in between), over the bound or
+    unreadable. A FIFO is opened without blocking and never read."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise InputError(p, "not found") from None
     except IsADirectoryError:
@@ -48,11 +70,36 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
     try:
+        mode, size = (info := os.fstat(fd)).st_mode, info.st_size
+        for is_kind, what in _KINDS:
+            if is_kind(mode):
+                raise InputError(p, what)
+        over = f"over the bound of {max_bytes} bytes for an input file (MAX_FILE_BYTES)"
+        if size > max_bytes:
+            raise InputError(p, f"is {size} bytes: {over}")
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:  # it grew while being read
+                raise InputError(p, f"is more than {max_bytes} bytes: {over}")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of the regular file ``path`` (see ``read_bytes``); InputError when it is not UTF-8."""
+    data = read_bytes(path, max_bytes)
+    try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(
-            p, f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+            path, f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
 
 
@@ -89,11 +136,22 @@ def check_depth(value: Any, where: str | Path, max_depth: int = MAX_JSON_DEPTH, 
     return value
 
 
+def _json_size(text: str | bytes, max_bytes: int) -> int:
+    """The size of ``text`` in bytes, computed only when it may be over ``max_bytes``."""
+    if isinstance(text, bytes) or len(text) * 4 <= max_bytes:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def load_json(
-    text: str | bytes, where: str | Path, max_depth: int = MAX_JSON_DEPTH, bound: str = "MAX_JSON_DEPTH"
+    text: str | bytes, where: str | Path, max_depth: int = MAX_JSON_DEPTH, bound: str = "MAX_JSON_DEPTH",
+    max_bytes: int = MAX_JSON_BYTES,
 ) -> Any:
-    """``json.loads(text)``, with InputError (naming ``where``) for text that is not JSON or nests
-    deeper than ``max_depth`` (the setting called ``bound``)."""
+    """``json.loads(text)``, with InputError (naming ``where``) for text over ``max_bytes`` (one document
+    or line), that is not JSON or that nests deeper than ``max_depth`` (the setting called ``bound``)."""
+    size = _json_size(text, max_bytes)
+    if size > max_bytes:
+        raise InputError(where, f"is {size} bytes of JSON: over the bound of {max_bytes} (MAX_JSON_BYTES)")
     try:
         value = json.loads(text)
     except RecursionError:
@@ -120,10 +178,50 @@ def read_json_lines(path: str | Path, max_depth: int = MAX_JSON_DEPTH) -> list[t
     return out
 
 
-def load_yaml(text: str, where: str | Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``yaml.safe_load(text)``, with InputError for invalid YAML or nesting deeper than ``max_depth``."""
+def _expanded_nodes(root: yaml.Node, where: str | Path, max_nodes: int) -> None:
+    """InputError when the node graph, its aliases expanded, holds more than ``max_nodes`` nodes or an
+    alias inside itself. An alias shares its anchor's node, so sizes are computed once per node (no
+    recursion, no expansion)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = min(1 + sum(sizes[id(c)] for c in children), max_nodes + 1)
+            if sizes[key] > max_nodes:
+                raise InputError(where, f"its YAML aliases expand to more than {max_nodes} nodes (the bound "
+                                        "MAX_YAML_NODES): refused before it is built")
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise InputError(where, "a YAML alias refers to a node that contains it")
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
+def load_yaml(text: str, where: str | Path, max_depth: int = MAX_JSON_DEPTH, max_nodes: int = MAX_YAML_NODES) -> Any:
+    """``yaml.safe_load(text)``, with InputError for invalid YAML, aliases that expand past ``max_nodes``
+    nodes, or nesting deeper than ``max_depth``."""
     try:
-        value = yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _expanded_nodes(node, where, max_nodes)
+            value = loader.construct_document(node)
+        finally:
+            loader.dispose()
     except RecursionError:
         raise _too_deep(where, max_depth, "MAX_JSON_DEPTH") from None
     except yaml.YAMLError as exc:
@@ -149,7 +247,10 @@ def check_output_dir(path: str | Path, option: str = "--out") -> None:
 
 
 __all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_YAML_NODES",
     "InputError",
     "TooDeep",
     "check_depth",
@@ -157,6 +258,7 @@ __all__ = [
     "json_depth",
     "load_json",
     "load_yaml",
+    "read_bytes",
     "read_json",
     "read_json_lines",
     "read_text",

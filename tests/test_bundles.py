@@ -21,7 +21,7 @@ model:
   family: qwen
   id: Qwen/Qwen3-0.6B
   base_url: http://127.0.0.1:9/v1
-  api_key_env: HARNESS_TEST_NO_SUCH_KEY
+  api_key_env: HARNESS_TEST_NO_SUCH_API_KEY
 tools_dir: {SHELLPER_TOOLS}
 """
 

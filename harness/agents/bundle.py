@@ -12,6 +12,7 @@ This module checks the schema only. Limits are the sandbox's business: ``limits`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from harness.agents.constraint import DecodingConstraint, Strategy
 from harness.files import InputError, read_yaml
 
 BUNDLE_FILE = "bundle.yaml"
+API_KEY_ENV_PATTERN = re.compile(r"[A-Z][A-Z0-9_]*_API_KEY")
+"""The names ``model.api_key_env`` may take: API-key variables only (``OPENAI_API_KEY``, ``VLLM_API_KEY``)."""
 LimitsSpec = str | dict[str, float | int | str | None]
 """A sandbox limits preset name, or a mapping of limit keys: both checked by the sandbox's ``Limits``
 (``harness.sandbox.bundle_limits``), which knows the presets and the keys."""
@@ -50,7 +53,18 @@ class ModelConfig(_Strict):
     base_url: str | None = None
     """An OpenAI-compatible server (``http://host:port/v1``): where the agent's default client goes."""
     api_key_env: str = "OPENAI_API_KEY"
-    """The environment variable holding that server's API key (``EMPTY`` is sent when it is unset)."""
+    """The environment variable holding that server's API key (``EMPTY`` is sent when it is unset). Only a
+    name ending in ``_API_KEY`` (``API_KEY_ENV_PATTERN``): a bundle someone downloads must not be able to
+    send another secret (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``HOME``...) to its ``base_url``."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _an_api_key(cls, value: str) -> str:
+        if not API_KEY_ENV_PATTERN.fullmatch(value):
+            raise ValueError(f"{value!r} is not the name of an API key variable: a bundle may only name a "
+                             "variable like OPENAI_API_KEY (capitals, digits and _, ending in _API_KEY), so that it "
+                             "cannot send another secret of the environment to a server")
+        return value
 
     @field_validator("family")
     @classmethod

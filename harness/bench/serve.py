@@ -7,7 +7,9 @@ nested 2,000 deep, a body nested 100,000 deep, a 5 MB body, and grammars under t
 take long to compile), each twice (the second answered from the verdict cache), while a thread samples
 the resident memory of the server process and of its compile worker every 50 ms. Then a healthy
 constrained request, to show the server still answers, and a shutdown (SIGTERM) timed while a slow
-compile is in flight. Every figure is measured, none asserted: the machine is shared and noisy.
+compile is in flight. The lock-out attacks (``harness.bench.lockout``: idle and slowloris connections,
+a 64 MB header, bodies shorter or slower than declared) hold sockets open while ``/health`` is asked.
+Every figure is measured, none asserted: the machine is shared and noisy.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.bench.records import BenchRecord
+from harness.bench.lockout import LockoutFigure, lockout_attacks
+from harness.bench.records import BenchRecord, OmitsAbsent
 
 MB = 1024 * 1024
 SAMPLE_S = 0.05
@@ -142,17 +145,9 @@ class AttackFigure(BenchRecord):
     """Its compile worker's peak."""
 
 
-class ServeBench(BenchRecord):
-    """``harness bench serve``'s figures (its JSON line)."""
+class GrammarAttacks(BenchRecord):
+    """The hostile grammars and bodies, and healthy requests after and during a slow compile."""
 
-    engine: str
-    """The served engine (grammars are bounded the same way whatever the engine)."""
-    start_s: float
-    """Until the server listened."""
-    idle_server_mb: int
-    """The server's resident memory, idle."""
-    idle_worker_mb: int
-    """The compile worker's, idle."""
     peak_server_mb: int
     """The server's peak over every attack."""
     peak_worker_mb: int
@@ -167,6 +162,39 @@ class ServeBench(BenchRecord):
     """A healthy request (its grammar seen before) while a slow new grammar compiles."""
     healthy_during_compile_s: float
     """Its time."""
+
+
+class ServeBench(OmitsAbsent):
+    """``harness bench serve``'s figures (its JSON line); the parts not asked for are left out."""
+
+    OMITTED_WHEN_NONE = (*GrammarAttacks.model_fields, "lockout", "lockout_peak_server_mb")
+
+    engine: str
+    """The served engine (grammars are bounded the same way whatever the engine)."""
+    start_s: float
+    """Until the server listened."""
+    idle_server_mb: int
+    """The server's resident memory, idle."""
+    idle_worker_mb: int
+    """The compile worker's, idle."""
+    peak_server_mb: int | None = None
+    """The server's peak over every grammar attack."""
+    peak_worker_mb: int | None = None
+    """The worker's peak over every grammar attack."""
+    attacks: list[AttackFigure] | None = None
+    """Each grammar attack."""
+    healthy_status: int | None = None
+    """A healthy request after the grammar attacks."""
+    healthy_s: float | None = None
+    """Its time."""
+    healthy_during_compile_status: int | None = None
+    """A healthy request (its grammar seen before) while a slow new grammar compiles."""
+    healthy_during_compile_s: float | None = None
+    """Its time."""
+    lockout: list[LockoutFigure] | None = None
+    """Each lock-out attack (``harness.bench.lockout``)."""
+    lockout_peak_server_mb: int | None = None
+    """The server's peak over the lock-out attacks."""
     shutdown_s: float
     """SIGTERM with a compile in flight, until the process ended."""
 
@@ -204,69 +232,88 @@ def _start(engine: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str
     raise RuntimeError("harness serve did not start")
 
 
-def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print) -> ServeBench:
-    """Run the attacks on the oracle engine's server (``env``: extra environment, e.g. HARNESS_SERVE_*
-    bounds); the figures as a dict (see the module doc)."""
+def _grammar_attacks(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> GrammarAttacks:
+    """Each of ATTACKS twice, then healthy requests (after, and during a slow compile)."""
+    figures: list[AttackFigure] = []
+    with Sampler(proc.pid) as overall:
+        for name, make in ATTACKS.items():
+            data = make()
+            with Sampler(proc.pid) as sampled:
+                status, text, seconds = _post(chat, data, 300)
+                repeat, _, repeat_s = _post(chat, data, 300)
+            figures.append(AttackFigure(
+                name=name, status=status, seconds=round(seconds, 2), repeat_status=repeat,
+                repeat_seconds=round(repeat_s, 2), message=_message(text), server_peak_mb=round(sampled.server_mb),
+                worker_peak_mb=round(sampled.worker_mb),
+            ))
+            log(f"{name}: {status} in {seconds:.2f} s (again: {repeat} in {repeat_s:.2f} s); peak server "
+                f"{sampled.server_mb:.0f} MB, worker {sampled.worker_mb:.0f} MB: {_message(text)}")
+        healthy, _, healthy_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
+        log(f"healthy request after the attacks: {healthy} in {healthy_s:.2f} s")
+        # A healthy request (its grammar seen before) while a new slow grammar compiles.
+        slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_000)})).encode()
+        threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
+        time.sleep(2.0)
+        during, _, during_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
+        log(f"healthy request while a slow grammar compiles: {during} in {during_s:.2f} s")
+    return GrammarAttacks(
+        peak_server_mb=round(overall.server_mb), peak_worker_mb=round(overall.worker_mb), attacks=figures,
+        healthy_status=healthy, healthy_s=round(healthy_s, 2), healthy_during_compile_status=during,
+        healthy_during_compile_s=round(during_s, 2),
+    )
+
+
+def _lockout(proc: subprocess.Popen[str], url: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """The lock-out attacks (``harness.bench.lockout``), the server's memory sampled."""
+    with Sampler(proc.pid) as sampled:
+        figures = lockout_attacks(url, log=log)
+    log(f"lock-out attacks: peak server {sampled.server_mb:.0f} MB")
+    return {"lockout": figures, "lockout_peak_server_mb": round(sampled.server_mb)}
+
+
+def _shutdown(proc: subprocess.Popen[str], chat: str, log: Callable[[str], None]) -> float:
+    """Seconds a SIGTERM takes to stop the server while a slow grammar (a fresh one) compiles."""
+    slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_500)})).encode()
+    threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
+    time.sleep(2.0)
+    stop_started = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(120)
+    shutdown_s = time.perf_counter() - stop_started
+    log(f"shutdown (SIGTERM) with a compile in flight: {shutdown_s:.2f} s")
+    return shutdown_s
+
+
+PARTS = ("grammar", "lockout")
+"""The attack families: hostile grammars and bodies; connections that try to lock the server out."""
+
+
+def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print,
+                parts: tuple[str, ...] = PARTS) -> ServeBench:
+    """Run the attacks of ``parts`` on the oracle engine's server (``env``: extra environment, e.g.
+    HARNESS_SERVE_* bounds); the figures (see the module doc)."""
     import psutil
 
     engine = "oracle"
     proc, url, start_s = _start(engine, env or {})
-    chat = url + "/chat/completions"
     try:
         time.sleep(1.0)
         server = psutil.Process(proc.pid)
         idle_server = server.memory_info().rss / MB
         idle_worker = max((c.memory_info().rss / MB for c in server.children(recursive=True)), default=0.0)
         log(f"started in {start_s:.1f} s; idle: server {idle_server:.0f} MB, compile worker {idle_worker:.0f} MB")
-        figures: list[AttackFigure] = []
-        with Sampler(proc.pid) as overall:
-            for name, make in ATTACKS.items():
-                data = make()
-                with Sampler(proc.pid) as sampled:
-                    status, text, seconds = _post(chat, data, 300)
-                    repeat, _, repeat_s = _post(chat, data, 300)
-                figures.append(AttackFigure(
-                    name=name, status=status, seconds=round(seconds, 2), repeat_status=repeat,
-                    repeat_seconds=round(repeat_s, 2), message=_message(text), server_peak_mb=round(sampled.server_mb),
-                    worker_peak_mb=round(sampled.worker_mb),
-                ))
-                log(f"{name}: {status} in {seconds:.2f} s (again: {repeat} in {repeat_s:.2f} s); peak server "
-                    f"{sampled.server_mb:.0f} MB, worker {sampled.worker_mb:.0f} MB: {_message(text)}")
-            healthy, _, healthy_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
-            log(f"healthy request after the attacks: {healthy} in {healthy_s:.2f} s")
-            # A healthy request (its grammar seen before) while a new slow grammar compiles.
-            slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_000)})).encode()
-            threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
-            time.sleep(2.0)
-            during, _, during_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
-            log(f"healthy request while a slow grammar compiles: {during} in {during_s:.2f} s")
-        # Shutdown while a slow grammar compiles (a fresh one: not in the verdict cache).
-        slow = json.dumps(_body(structured_outputs={"grammar": short_rules_grammar(8_500)})).encode()
-        threading.Thread(target=_post, args=(chat, slow, 300), daemon=True).start()
-        time.sleep(2.0)
-        stop_started = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(120)
-        shutdown_s = time.perf_counter() - stop_started
-        log(f"shutdown (SIGTERM) with a compile in flight: {shutdown_s:.2f} s")
+        measured: dict[str, Any] = {}
+        if "grammar" in parts:
+            measured.update(_grammar_attacks(proc, url + "/chat/completions", log).model_dump())
+        if "lockout" in parts:
+            measured.update(_lockout(proc, url, log))
+        shutdown_s = _shutdown(proc, url + "/chat/completions", log)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    return ServeBench(
-        engine=engine,
-        start_s=round(start_s, 2),
-        idle_server_mb=round(idle_server),
-        idle_worker_mb=round(idle_worker),
-        peak_server_mb=round(overall.server_mb),
-        peak_worker_mb=round(overall.worker_mb),
-        attacks=figures,
-        healthy_status=healthy,
-        healthy_s=round(healthy_s, 2),
-        healthy_during_compile_status=during,
-        healthy_during_compile_s=round(during_s, 2),
-        shutdown_s=round(shutdown_s, 2),
-    )
+    return ServeBench(engine=engine, start_s=round(start_s, 2), idle_server_mb=round(idle_server),
+                      idle_worker_mb=round(idle_worker), shutdown_s=round(shutdown_s, 2), **measured)
 
 
-__all__ = ["ATTACKS", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]
+__all__ = ["ATTACKS", "PARTS", "GrammarAttacks", "ServeBench", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]

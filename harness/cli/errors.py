@@ -44,7 +44,8 @@ class ExitCode(IntEnum):
     FAILED = 1
     """Done, and the verdict is "no" (a regression, a rejected call, a suite with problems)."""
     BAD_INPUT = 2
-    """A flag, file, suite, bundle, engine or run directory the command cannot use."""
+    """A flag, file, suite, bundle, engine or run directory the command cannot use (a run whose every
+    sample ended in a ``model:`` error: its engine answered none)."""
     INTERNAL = 3
     """The harness failed (a bug); the traceback follows."""
     INTERRUPTED = 130
@@ -54,7 +55,7 @@ class ExitCode(IntEnum):
 EXIT_CODES_HELP = (
     "Exit codes (every command): 0 done; 1 done, verdict no (compare found a regression, grammar check "
     "rejected a call, validate found problems, tool run returned an error); 2 bad input or usage (nothing "
-    "run, or stopped before the first sample); 3 a harness bug (traceback follows); 130 interrupted. "
+    "run, stopped before the first sample, or an engine that answered no sample); 3 a harness bug (traceback follows); 130 interrupted. "
     "Errors go to stderr as 'harness COMMAND: error: MESSAGE'."
 )
 """The convention in one paragraph, for ``harness --help`` (a test checks it against ``ExitCode``)."""

@@ -13,7 +13,6 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.local import LocalEngine
-    from harness.engines.openai_client import OpenAICompatibleClient
     from harness.engines.oracle import OracleEngine, ServedOracle
     from harness.engines.registry import (
         ENGINE_NAMES,
@@ -24,10 +23,11 @@ if TYPE_CHECKING:
         get_engine,
         open_engine,
     )
+    from harness.engines.remote.client import OpenAICompatibleClient
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "LocalEngine": "local",
-    "OpenAICompatibleClient": "openai_client",
+    "OpenAICompatibleClient": "remote.client",
     "OracleEngine": "oracle",
     "ServedOracle": "oracle",
     **{

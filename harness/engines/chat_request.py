@@ -20,6 +20,7 @@ from harness.agents.client import CompletionRequest, ModelCallError
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
 from harness.agents.types import Message, ToolCall, ToolSchema
 from harness.engines.tool_choice import ToolChoice, read_tool_choice
+from harness.files import InputError, TooDeep, load_json
 
 if TYPE_CHECKING:
     from harness.engines.served import ServedEngine
@@ -234,12 +235,29 @@ def _check_sizes(checked: ChatCompletionBody, artifact: ConstraintArtifact | Non
                          f"over the bound max_constraint_bytes={bound}")
 
 
+def _check_depth(structured: Any, max_depth: int | None) -> None:
+    """A JSON schema or structural tag sent as text nests no deeper than the body may (``max_json_depth``);
+    text that is not JSON is left to the constraint's own reader, which names the field."""
+    if not isinstance(structured, dict) or max_depth is None:
+        return
+    for name in ("json", "structural_tag"):
+        if isinstance(structured.get(name), str):
+            try:
+                load_json(structured[name], f"structured_outputs.{name}", max_depth, "max_json_depth")
+            except TooDeep as exc:
+                raise BadRequest(str(exc)) from None
+            except InputError:
+                pass
+
+
 def parse_body(
-    body: Any, engine: ServedEngine, *, max_constraint_bytes: int = MAX_CONSTRAINT_BYTES, compile: bool = True
+    body: Any, engine: ServedEngine, *, max_constraint_bytes: int = MAX_CONSTRAINT_BYTES, compile: bool = True,
+    max_json_depth: int | None = None,
 ) -> Parsed:
     """Validate a chat-completions body (raises BadRequest) and build the engine's request. The
     constraint is compiled here unless ``compile`` is false (the server compiles it itself, under its
-    time and memory bounds): a bad grammar is a 400, never an unconstrained answer."""
+    time and memory bounds): a bad grammar is a 400, never an unconstrained answer. A schema sent as
+    text is held to ``max_json_depth`` like the body itself."""
     from harness.grammar import compile_artifact, constraint_from_request
 
     try:
@@ -259,6 +277,7 @@ def parse_body(
         choice = read_tool_choice(checked.tool_choice, checked.parallel_tool_calls, tools)
     except ValueError as exc:
         raise BadRequest(f"tool_choice: {exc}") from None
+    _check_depth(checked.structured_outputs, max_json_depth)
     try:
         artifact = constraint_from_request({"structured_outputs": checked.structured_outputs}, checked.response_format)
         forced = choice.constraint(tools)

@@ -49,8 +49,23 @@ class ServeLimits(BaseSettings):
     grammar_cache_mb: int = Field(default=128, ge=16)
     """Memory of the server's own compiled-grammar cache, per model family, in MiB (xgrammar evicts
     beyond)."""
-    max_connections: int = Field(default=32, ge=1)
-    """Connections served at once (HTTP 503 beyond)."""
+    max_requests: int = Field(default=32, ge=1)
+    """Chat completions in flight at once (HTTP 503 beyond, the body unread); ``/health`` and
+    ``/v1/models`` are never counted or refused."""
+    max_connections: int = Field(default=256, ge=2)
+    """Open connections. Beyond it, the connection that has waited longest for a request's headers is
+    closed to make room (503 to the new one only when every other is sending or awaiting an answer):
+    idle sockets cannot keep a request out."""
+    header_timeout_s: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    """Longest from a connection's opening (or its previous response) to the end of a request's headers:
+    closed beyond (HTTP 408 when part of a request came). Bounds idle and slowloris connections."""
+    body_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
+    """Longest from a request's headers to the end of its body (HTTP 408 beyond): a ``Content-Length``
+    larger than what is sent cannot hold a connection."""
+    keepalive_timeout_s: int = Field(default=5, ge=1, le=3600)
+    """How long a connection may stay idle after a response before it is closed (uvicorn's keep-alive)."""
+    max_header_bytes: int = Field(default=32 * 1024, ge=1024, le=16 * MIB)
+    """Largest request line and headers, in bytes (HTTP 431 beyond; read no further)."""
     shutdown_timeout_s: int = Field(default=2, ge=0, le=600)
     """How long a shutdown waits for requests in flight before it cancels them."""
 

@@ -15,7 +15,9 @@ unconstrained when a constraint was asked for. The constraint is passed on in on
 Bounded (``harness.engines.limits.ServeLimits``, named in every refusal): the body's size (413) and
 nesting, the constraint's size, a new grammar's compile time and memory (compiled first in a worker
 process that is killed at either bound: ``harness.engines.compile_guard``), the compiled-grammar cache,
-connections (503), and shutdown (generations in flight are told to stop).
+chat completions in flight (503), shutdown (generations in flight are told to stop), and each
+connection's time and header size, with a connection cap idle sockets cannot fill
+(``harness.engines.connections``).
 
 Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
 adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
@@ -138,13 +140,18 @@ async def _read_body(http: Request, limits: ServeLimits) -> bytes | Response:
     declared = http.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > bound:
         return _error(f"{too_big}: Content-Length is {declared}", 413, "RequestTooLargeError")
+    from starlette.requests import ClientDisconnect
+
     chunks: list[bytes] = []
     size = 0
-    async for chunk in http.stream():
-        size += len(chunk)
-        if size > bound:
-            return _error(too_big, 413, "RequestTooLargeError")
-        chunks.append(chunk)
+    try:
+        async for chunk in http.stream():
+            size += len(chunk)
+            if size > bound:
+                return _error(too_big, 413, "RequestTooLargeError")
+            chunks.append(chunk)
+    except ClientDisconnect:  # the client left, or its body was late (the connection answered 408)
+        return _error("the connection closed before the request's body came", 400, "BadRequestError")
     return b"".join(chunks)
 
 
@@ -161,6 +168,15 @@ class _Lifetime:
             cancel.set()
         if self.guard is not None:
             self.guard.close()
+
+
+def _middleware(limits: ServeLimits) -> list[Any]:
+    """Chat completions beyond ``max_requests`` in flight get 503 (``harness.engines.connections.Admission``)."""
+    from starlette.middleware import Middleware
+
+    from harness.engines.connections import Admission
+
+    return [Middleware(Admission, max_requests=limits.max_requests)]
 
 
 def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: CompileGuard | None = None) -> Starlette:
@@ -215,7 +231,8 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
             return _error(str(exc), 400, "BadRequestError")
         try:
             parsed = await asyncio.to_thread(
-                parse_body, body, engine, max_constraint_bytes=limits.max_constraint_bytes, compile=False
+                parse_body, body, engine, max_constraint_bytes=limits.max_constraint_bytes, compile=False,
+                max_json_depth=limits.max_json_depth,
             )
         except BadRequest as exc:
             return _error(str(exc), exc.status, exc.kind)
@@ -240,7 +257,7 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/health", health, methods=["GET"]),
-    ], lifespan=lifespan)
+    ], lifespan=lifespan, middleware=_middleware(limits))
 
 
 async def _sse(
@@ -333,6 +350,7 @@ def run_server(
     ``limits`` (default: ``ServeLimits()``, from the environment) until SIGINT/SIGTERM."""
     import uvicorn
 
+    from harness.engines.connections import uvicorn_options
     from harness.engines.registry import EngineError, build_served
     from harness.grammar.compile import set_cache_limit
 
@@ -356,7 +374,7 @@ def run_server(
         print(f"harness serve: engine {engine_name} ({', '.join(engine.model_ids)}) listening on {url}", flush=True)
         config = uvicorn.Config(
             create_app(engine, limits, guard), log_level="warning", timeout_graceful_shutdown=limits.shutdown_timeout_s,
-            limit_concurrency=limits.max_connections,
+            **uvicorn_options(limits),
         )
         uvicorn.Server(config).run(sockets=[sock])
     finally:

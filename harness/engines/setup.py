@@ -118,7 +118,7 @@ def served_models(base_url: str, api_key: str | None = None, timeout_s: float = 
     """The model ids an OpenAI-compatible server lists (``GET {base_url}/models``, with the key)."""
     import openai
 
-    from harness.engines.openai_client import NO_KEY
+    from harness.engines.remote.client import NO_KEY
 
     client = openai.OpenAI(base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout_s, max_retries=0)
     try:
@@ -242,9 +242,9 @@ def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]
     then the bundle (``server_settings``); the model: ``--model``, else the one the server lists (the
     bundle's ``model.id`` when it lists several); the family: ``--family``, else what the model id says
     (or the bundle's)."""
-    from harness.engines.openai_client import NO_KEY, OpenAICompatibleClient
     from harness.engines.oracle import SERVED_PREFIX
-    from harness.engines.replicas import ReplicaClient
+    from harness.engines.remote.client import NO_KEY, OpenAICompatibleClient
+    from harness.engines.remote.replicas import ReplicaClient
 
     if options.target is not None:
         _no_server_options("openai", options)

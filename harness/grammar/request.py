@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
 from harness.agents.families._syntax import ebnf_literal
+from harness.files import InputError, TooDeep, load_json
 
 CONSTRAINT_FIELDS: tuple[str, ...] = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 """The constraint fields of vLLM's ``StructuredOutputsParams`` (exactly one may be set)."""
@@ -137,10 +138,13 @@ def _artifact(name: str, value: Any) -> ConstraintArtifact:
 
 
 def _json_text(text: str, where: str) -> Any:
+    """The JSON value of a constraint sent as text; ConstraintError when it is not JSON or nests deeper
+    than ``MAX_JSON_DEPTH`` (parsing deeper text would exhaust Python's stack: a RecursionError)."""
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ConstraintError(f"{where} is not valid JSON: {exc}") from exc
+        return load_json(text, where)
+    except InputError as exc:
+        raise ConstraintError(f"{where} is not valid JSON: {exc.reason}" if not isinstance(exc, TooDeep)
+                              else str(exc)) from None
 
 
 def _from_response_format(rf: Any) -> ConstraintArtifact | None:

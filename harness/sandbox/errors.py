@@ -9,13 +9,25 @@ from __future__ import annotations
 
 from harness.vocabulary import ErrorKind
 
+MESSAGE_CHARS = 2000
+"""Longest error message kept, in characters: a script's exception may carry megabytes (an 8 MB message
+was printed whole, at 107 MB of memory); beyond, the message is cut and says how much was cut."""
+
+
+def cut_message(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """``message``, cut to ``limit`` characters with a note of how many more there were."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... [{len(message) - limit} more characters cut]"
+
 
 class SandboxError(Exception):
-    """Base class: a ``.pym`` script failed to load or to run."""
+    """Base class: a ``.pym`` script failed to load or to run. Its message is cut to ``MESSAGE_CHARS``."""
 
     error_kind = ErrorKind.tool_script_error
 
     def __init__(self, message: str, *, script: str | None = None, line: int | None = None) -> None:
+        message = cut_message(message)
         super().__init__(message)
         self.message = message
         self.script = script

@@ -13,6 +13,7 @@ sandbox's limits and the host's: more than ``max_mutations``, a tree past its ``
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -147,6 +148,7 @@ class PymTool:
         )
         fname = self.script.filename
         output, mutations = split_envelope(value, fname)
+        output = cut_output(output, self.limits.max_output)
         if mutations:
             cap = self.limits.max_mutations
             if cap is not None and len(mutations) > cap:
@@ -160,6 +162,19 @@ class PymTool:
             except ValueError as e:
                 raise OutputError(f"{fname}: cannot apply its mutations: {e}", script=fname) from e
         return output
+
+
+def cut_output(output: Any, max_bytes: int | None) -> Any:
+    """``output``, or, when its JSON text is over ``max_bytes``, that text cut to ``max_bytes`` with a note
+    (what the model is shown is bounded; the call's mutations are applied whole)."""
+    if max_bytes is None or (isinstance(output, str) and len(output) * 4 <= max_bytes):
+        return output
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return output
+    kept = data[:max_bytes].decode("utf-8", "ignore")
+    return f"{kept}... [output cut: {len(data) - max_bytes} more bytes; limit max_output={max_bytes}]"
 
 
 def discover_tools(

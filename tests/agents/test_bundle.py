@@ -211,3 +211,33 @@ def test_no_client_and_no_base_url_says_why(tmp_path: Path, adapter_double: list
     agent = Agent.from_bundle(write_bundle(tmp_path, VALID), tool_loader=no_tools)
     with pytest.raises(BundleError, match=r"model\.base_url: required when no client is given"):
         agent.make_kernel()
+
+
+# A bundle names the variable its key comes from (issue 22, item 7): an API-key variable only, so a
+# downloaded bundle cannot send another secret of the environment to its base_url. (name, accepted)
+API_KEY_ENVS: list[tuple[str, bool]] = [
+    ("OPENAI_API_KEY", True),
+    ("VLLM_API_KEY", True),
+    ("MY_SERVER_2_API_KEY", True),
+    ("GITHUB_TOKEN", False),
+    ("HF_TOKEN", False),
+    ("AWS_SECRET_ACCESS_KEY", False),
+    ("HOME", False),
+    ("PATH", False),
+    ("API_KEY", False),
+    ("openai_api_key", False),
+    ("OPENAI_API_KEY_BACKUP", False),
+    ("X_API_KEY\nPATH", False),
+]
+
+
+@pytest.mark.parametrize(("name", "accepted"), API_KEY_ENVS, ids=[n for n, _ in API_KEY_ENVS])
+def test_api_key_env_names_an_api_key_variable_only(tmp_path: Path, name: str, accepted: bool) -> None:
+    text = VALID.replace("  base_url: http://127.0.0.1:9/v1\n", f"  base_url: http://127.0.0.1:9/v1\n  api_key_env: {name!r}\n")
+    folder = write_bundle(tmp_path, text.replace("'", '"') if "\n" in name else text)
+    if accepted:
+        assert load_bundle_config(folder).model.api_key_env == name
+        return
+    with pytest.raises(BundleError) as info:
+        load_bundle_config(folder)
+    assert "model.api_key_env" in str(info.value) and "not the name of an API key variable" in str(info.value)

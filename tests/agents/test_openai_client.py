@@ -225,19 +225,6 @@ async def test_connection_refused_is_a_connection_error() -> None:
     assert client.attempts == 2
 
 
-@pytest.mark.parametrize(
-    "body",
-    ["this is not json", json.dumps({"id": "x", "object": "chat.completion"}), json.dumps([1, 2])],
-    ids=["not-json", "no-choices", "not-an-object"],
-)
-async def test_malformed_body_is_bad_response(server: FakeOpenAIServer, body: str) -> None:
-    server.script = [Reply(body=body)]
-    with pytest.raises(ModelCallError) as info:
-        await client_for(server).chat_completion(request())
-    assert info.value.kind == "model:bad_response"
-    assert len(server.seen) == 1  # not retried
-
-
 async def test_extra_body_arrives_intact_with_tools(server: FakeOpenAIServer) -> None:
     grammar = 'root ::= "<start_function_call>" "call:" name "{" [^}]* "}" "<end_function_call>"\nname ::= "ls" | "cd"'
     extra = {
@@ -400,6 +387,6 @@ async def test_a_bad_usage_field_keeps_the_answer(server: FakeOpenAIServer, usag
 
 async def test_a_bad_usage_field_keeps_a_streamed_answer(server: FakeOpenAIServer) -> None:
     bad = {"prompt_tokens": "many", "completion_tokens": 2, "total_tokens": 3}
-    server.script = [Reply(sse=[_chunk({"content": "the answer"}, finish=5), _chunk({}, usage=bad)])]  # type: ignore[arg-type]
+    server.script = [Reply(sse=[_chunk({"content": "the answer"}, finish="stop"), _chunk({}, usage=bad)])]
     resp = await client_for(server).chat_completion(request(stream=True))
-    assert resp.content == "the answer" and resp.usage is None and resp.finish_reason is None
+    assert resp.content == "the answer" and resp.usage is None and resp.finish_reason == "stop"

@@ -17,7 +17,7 @@ from harness.engines.registry import (
     open_engine,
 )
 
-BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://127.0.0.1:9/v1", api_key_env="K")
+BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://127.0.0.1:9/v1", api_key_env="K_API_KEY")
 
 
 def test_todays_engines_and_what_can_be_served() -> None:
@@ -84,9 +84,9 @@ SETTINGS = [
     ((), {"OPENAI_BASE_URL": ENV_URL}, BUNDLE_MODEL, (ENV_URL,), "$OPENAI_BASE_URL", None),
     ((), {}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",), "the bundle's model.base_url", None),
     ((), {}, None, ("http://127.0.0.1:8000/v1",), "the default", None),
-    ((), {"OPENAI_API_KEY": ENV_KEY, "K": "sk-bundle"}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",),
+    ((), {"OPENAI_API_KEY": ENV_KEY, "K_API_KEY": "sk-bundle"}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",),
      "the bundle's model.base_url", ENV_KEY),
-    ((), {"K": "sk-bundle"}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",), "the bundle's model.base_url", "sk-bundle"),
+    ((), {"K_API_KEY": "sk-bundle"}, BUNDLE_MODEL, ("http://127.0.0.1:9/v1",), "the bundle's model.base_url", "sk-bundle"),
 ]
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
 from harness.agents.types import Message
-from harness.engines.replicas import ReplicaClient
+from harness.engines.remote.replicas import ReplicaClient
 
 REQUEST = CompletionRequest(model="m", messages=(Message("user", "hi"),))
 

@@ -184,3 +184,49 @@ def test_bad_grammars_are_xgrammars_complaint(guarded) -> None:
     client, _ = guarded
     check_refused(client.post("/v1/chat/completions", json=_constrained({"grammar": 'root ::= "a" |'})), 400,
                   "xgrammar cannot compile the grammar artifact")
+
+
+# -- inputs too deep for Python or xgrammar: a 400, never a 500 (issue 22, item 5) ------------------------
+
+_ARRAYS = '{"type": "array", "items": ' * 31 + '{"type": "string"}' + "}" * 31
+_ANY_OF = '{"anyOf": [' * 31 + '{"type": "string"}' + "]}" * 31
+
+# (label, constraint fields, status, what the answer says). Before: the first four were 500 (a RecursionError
+# parsing the schema text); a constraint within the bound compiles, or xgrammar's complaint is a 400.
+DEEP: list[tuple[str, dict[str, Any], int, str]] = [
+    ("json schema text nested 2,000 deep", {"structured_outputs": {"json": nested_schema(2000)}}, 400,
+     "structured_outputs.json: nested deeper than 64 levels (the bound max_json_depth=64)"),
+    ("json schema text nested 500 deep", {"structured_outputs": {"json": nested_schema(500)}}, 400, "max_json_depth=64"),
+    ("json schema text nested 40 deep (80 levels)", {"structured_outputs": {"json": nested_schema(40)}}, 400,
+     "max_json_depth=64"),
+    ("structural tag text nested 2,000 deep", {"structured_outputs": {"structural_tag": nested_schema(2000)}}, 400,
+     "structured_outputs.structural_tag: nested deeper than 64 levels"),
+    ("json schema text nested 31 deep (62 levels: within the bound)", {"structured_outputs": {"json": nested_schema(31)}},
+     200, "chat.completion"),
+    ("arrays nested 31 deep", {"structured_outputs": {"json": _ARRAYS}}, 200, "chat.completion"),
+    ("anyOf nested 31 deep", {"structured_outputs": {"json": _ANY_OF}}, 200, "chat.completion"),
+    ("regex of 5,000 nested groups", {"structured_outputs": {"regex": "(" * 5000 + "a" + ")" * 5000}}, 400,
+     "not a regex xgrammar accepts"),
+    ("grammar of 5,000 nested groups", {"structured_outputs": {"grammar": "root ::= " + "(" * 5000 + '"a"' + ")" * 5000}},
+     400, "xgrammar cannot compile"),
+    ("json schema text that is not JSON", {"structured_outputs": {"json": '{"type": '}}, 400,
+     "structured_outputs.json is not valid JSON"),
+    ("response_format schema nested 2,000 deep", {"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": "S"}}}, 400, "max_json_depth=64"),
+]
+
+
+@pytest.fixture(scope="module")
+def default_client() -> Iterator[TestClient]:
+    """The app under the default limits, compiling in process; a server error comes back as a 500."""
+    with TestClient(create_app(ENGINE, ServeLimits()), raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize(("label", "fields", "status", "needle"), DEEP, ids=[d[0] for d in DEEP])
+def test_a_constraint_too_deep_is_a_400_never_a_500(default_client: TestClient, label: str, fields: dict[str, Any],
+                                                    status: int, needle: str) -> None:
+    text = json.dumps(body(**fields)).replace('"schema": "S"', '"schema": ' + nested_schema(2000))
+    response = default_client.post("/v1/chat/completions", **_raw(text))
+    assert response.status_code == status, response.text
+    assert needle in response.text

@@ -10,7 +10,7 @@ import pytest
 from harness.agents.client import CompletionRequest, ModelCallError
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.types import Message, ToolCall
-from harness.engines.openai_client import OpenAICompatibleClient
+from harness.engines.remote.client import OpenAICompatibleClient
 
 pytestmark = pytest.mark.slow
 

@@ -310,4 +310,37 @@ def test_cells_where_vllms_grammar_differs_are_listed(tmp_path: Path) -> None:
     (run / "samples.jsonl").write_text("".join(sample_line(s) for s in changed))
     md = write_report([run], run).read_text()
     rows = _table_rows(md, "| family | strategy | compared steps | differing |")
-    assert rows[2:] == [["qwen", "ebnf", "120", "18", "'<pad>' '<unused0>'"]]  # 6 samples x 20 steps, 3 differing each
+    assert rows[2:] == [["qwen", "ebnf", "120", "18", "'&lt;pad&gt;' '&lt;unused0&gt;'"]]  # 6 samples x 20 steps, 3 differing each; as text, not tags
+
+
+# What a hostile run's files may hold, and where report.md quotes it (issue 22, item 9). Before: 7
+# `<script>` lines of such a run reached report.md as they were.
+MARKUP = "<script>alert(1)</script> ![t](http://evil.example/t.png) [x](javascript:alert(1)) `c` | *e* &amp;"
+QUOTED: list[tuple[str, str]] = [
+    ("model id", "model"),
+    ("engine note", "engine_note"),
+    ("error kind", "error_kind"),
+]
+
+
+@pytest.mark.parametrize(("label", "where"), QUOTED, ids=[q[0] for q in QUOTED])
+def test_report_md_quotes_what_a_run_holds_as_text(tmp_path: Path, label: str, where: str) -> None:
+    import json
+    import re
+
+    from harness.eval.store import load_samples, sample_line
+
+    run = make_synthetic_run(tmp_path, "hostile")
+    if where == "error_kind":
+        samples = list(load_samples(run / "samples.jsonl").samples.values())
+        samples = [s.model_copy(update={"status": "error", "error_kind": f"model:{MARKUP}"}) for s in samples]
+        (run / "samples.jsonl").write_text("".join(sample_line(s) for s in samples))
+    else:
+        record = json.loads((run / "run.json").read_text())
+        record[where] = MARKUP
+        (run / "run.json").write_text(json.dumps(record))
+    md = write_report([run], tmp_path / "report").read_text()
+    assert "<" not in md, [line for line in md.splitlines() if "<" in line]
+    assert re.search(r"(?<!\\)\]\(", md.replace("](plots/", "")) is None  # no link or image of its own
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; ![t\\](http://evil.example/t.png)" in md  # shown, as text
+    assert "&amp;amp;" in md

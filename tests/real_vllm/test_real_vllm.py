@@ -118,7 +118,7 @@ def test_server_renders_the_harness_prompt_with_tools_in_grammar_order(vllm_serv
     harness renders itself; in it, cp lists ``destination`` before ``source`` (the grammars' order)."""
     from harness.agents.client import CompletionRequest
     from harness.agents.families._calls import canonical_schema
-    from harness.engines.openai_client import OpenAICompatibleClient
+    from harness.engines.remote.client import OpenAICompatibleClient
     from harness.grammar import get_tokenizer
 
     server = vllm_servers[family]

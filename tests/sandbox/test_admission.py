@@ -80,37 +80,67 @@ async def _pool_is_whole() -> None:
     raise AssertionError(f"the pool did not recover: {pool.stats()}")
 
 
-async def test_healthy_call_succeeds_while_slow_externals_fill_every_worker(scripts) -> None:
-    """More slow synchronous externals than workers: the healthy call waits its turn (not charged),
-    the slow ones are abandoned at their wall clock and their stuck threads replaced, so the healthy
-    call runs before any external has answered."""
+async def test_slow_externals_do_not_delay_a_healthy_call(scripts) -> None:
+    """Slow synchronous externals in all but one place: the healthy call runs at once, before any
+    external has answered (with the 4 places of before, 12 slow calls held it for 6-30 s)."""
+    release = threading.Event()
+    patient = Limits.default().merge(Limits(wall_clock="60s"))
+    slow = [
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=patient))
+        for _ in range(get_pool().capacity - 1)
+    ]
+    await asyncio.sleep(0)
+    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="60s")), GUARD) == 45
+    assert not release.is_set()  # it ran while every external was still blocked
+    release.set()
+    assert await _settled(slow) == ["late"] * (get_pool().capacity - 1)
+    await _pool_is_whole()
+
+
+async def test_overdue_calls_end_at_their_wall_clock_and_their_places_come_back(scripts) -> None:
+    """Every place taken by externals that outlive their wall clock: each ends as its own wall-clock limit
+    before any external answers, its stuck runner is replaced, and a healthy call then runs at once."""
     release = threading.Event()
     overdue = Limits.default().merge(Limits(wall_clock="200ms"))
     slow = [
         asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=overdue))
-        for _ in range(get_pool().capacity + 5)
+        for _ in range(get_pool().capacity)
+    ]
+    outcomes = await _settled(slow)
+    assert all(isinstance(o, LimitError) and o.limit == "wall_clock" for o in outcomes), outcomes
+    assert not release.is_set()
+    assert await run_script(scripts["healthy"], {}, limits=Limits(wall_clock="60s")) == 45  # the stuck runners were replaced
+    release.set()
+    await _pool_is_whole()
+
+
+async def test_a_call_made_when_every_place_is_taken_ends_at_its_wall_clock_uncharged(scripts) -> None:
+    """The wall clock runs from when the call is made: a call that finds every place taken ends within it
+    as tool:unavailable (the pool was busy), never as a limit of its own and never later."""
+    release = threading.Event()
+    patient = Limits.default().merge(Limits(wall_clock="60s"))
+    busy = [
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=patient))
+        for _ in range(get_pool().capacity)
     ]
     await asyncio.sleep(0)
-    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="200ms")), GUARD) == 45
-    assert not release.is_set()  # it ran while every external was still blocked
+    crowded = [asyncio.ensure_future(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="300ms"))) for _ in range(3)]
+    outcomes = await _settled(crowded)
+    assert all(isinstance(o, UnavailableError) and o.error_kind == "tool:unavailable" for o in outcomes), outcomes
+    assert not release.is_set()  # they ended at their own wall clock, not when a place came back
     release.set()
-    outcomes = await _settled(slow)
-    overdue_ones = [o for o in outcomes if isinstance(o, LimitError) and o.limit == "wall_clock"]
-    assert len(overdue_ones) >= get_pool().capacity, outcomes  # the ones that ran before the release
-    assert all(o == "late" for o in outcomes if o not in overdue_ones), outcomes  # the rest ran after it
+    assert await _settled(busy) == ["late"] * get_pool().capacity
     await _pool_is_whole()
-    assert await run_script(scripts["healthy"], {}) == 45  # and again once they have answered
 
 
-async def test_healthy_call_waits_for_endless_loops_without_being_charged(scripts) -> None:
+async def test_endless_loops_end_at_their_duration_and_do_not_delay_a_healthy_call(scripts) -> None:
     loops = [
         asyncio.ensure_future(run_script(scripts["stubborn"], {}, externals={"wait": lambda: "x"},
-                                                     limits=Limits(max_duration="500ms", wall_clock="5s")))
-        for _ in range(2 * get_pool().capacity)
+                                                     limits=Limits(max_duration="500ms", wall_clock="60s")))
+        for _ in range(get_pool().capacity - 1)
     ]
     await asyncio.sleep(0)
-    # its own wall clock is shorter than the queue ahead of it (two rounds of loops): waiting is not running
-    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="500ms")), GUARD) == 45
+    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="60s")), GUARD) == 45
     outcomes = await _settled(loops)
     assert all(isinstance(o, LimitError) and o.limit == "duration" for o in outcomes), outcomes
 

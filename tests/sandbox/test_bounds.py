@@ -171,3 +171,34 @@ def test_every_limit_error_names_a_documented_limit() -> None:
     for field in Limits.model_fields:
         assert f"`{field}`" in readme, field
     assert issubclass(LimitError, SandboxError)
+
+
+# Outputs and messages are cut to a documented size (issue 22, item 8): (id, source, what the result
+# starts with, the note it ends with, its most characters). Before: an 8 MB exception message came back
+# whole (107 MB of memory to print it).
+CUT: list[tuple[str, str, str, str, int]] = [
+    ("an 8 MB exception message", '"""Raises."""\nraise ValueError("x" * 8_000_000)\n', "ExecutionError: ",
+     "more characters cut]", 2100),
+    ("a 2 MB string output", '"""Talks."""\n"y" * 2_000_000\n', "yyy", "limit max_output=1048576]", 1_048_700),
+    ("a 2 MB list output", '"""Lists."""\n["z" * 1000] * 2000\n', '["zzz', "limit max_output=1048576]", 1_048_700),
+]
+
+
+@pytest.mark.parametrize(("label", "source", "start", "note", "most"), CUT, ids=[c[0] for c in CUT])
+async def test_outputs_and_messages_are_cut_to_their_bound(write_script, label: str, source: str, start: str,
+                                                            note: str, most: int) -> None:
+    tool = PymTool(load_script(write_script(source)), limits=Limits.default().merge(Limits(max_memory="64mb")))
+    result = await call_tool(tool, {})
+    text = result.output
+    assert isinstance(text, str) and text.startswith(start) and text.endswith(note), text[:100] + text[-100:]
+    assert len(text) <= most
+    assert (await call_tool(tool, {})).output == text  # and the next call is answered the same
+
+
+def test_a_short_message_or_output_is_kept_whole() -> None:
+    from harness.sandbox.errors import cut_message
+    from harness.sandbox.tool import cut_output
+
+    assert cut_message("short") == "short" and cut_output({"a": [1, 2]}, 1024) == {"a": [1, 2]}
+    assert cut_output("é" * 300, 1000) == "é" * 300  # 600 bytes
+    assert cut_output("é" * 600, 1000).startswith("é" * 500 + "...")  # cut on a character, not a byte

@@ -47,17 +47,35 @@ def goals_line(goals: dict[str, tuple[float, float]], unit: str) -> str:
     return "goals: " + "; ".join(parts)
 
 
-@app.command("sandbox", epilog=example("harness bench sandbox --n 2000 --tool cat"))
+@app.command("sandbox", epilog=example("harness bench sandbox --n 2000 --tool cat", "harness bench sandbox --contention 12"))
 def sandbox(
     n: Annotated[int, typer.Option("--n", min=1, metavar="N", help="Timed tool calls (rounded up to whole cycles).")] = 1000,
     limits: Annotated[LimitsPreset, typer.Option("--limits", help="The sandbox's limits preset.")] = LimitsPreset.default,
     tool: Annotated[str | None, typer.Option("--tool", metavar="NAME", help="Time only this tool (default: all 18 in turn).")] = None,
     tools: ToolsOpt = None,
+    contention: Annotated[
+        int | None,
+        typer.Option("--contention", min=1, metavar="N",
+                     help="Instead: N slow calls at once (an endless loop, a loop that catches its cancellation, an "
+                          "external that blocks the host) and a healthy call made meanwhile; when each ended."),
+    ] = None,
 ) -> None:
-    """Time one file-system tool call per tool (fresh session, a 20-file tree, mutations applied); JSON last."""
+    """Time one file-system tool call per tool (fresh session, a 20-file tree, mutations applied); or, with
+    --contention, slow calls against a healthy one in the same pool. JSON last."""
     import json
 
     from harness.bench.sandbox import GOAL, bench_sandbox
+
+    if contention is not None:
+        from harness.bench.contention import bench_contention
+
+        measured = bench_contention(contention)
+        for row in measured.rows:
+            typer.echo(f"{row.slow_calls} x {row.slow_kind}: ended {row.slow_end_s_min}-{row.slow_end_s_max} s after "
+                       f"they were made (wall clock {row.wall_clock_s:g} s) as {row.slow_errors}; a healthy call made "
+                       f"meanwhile: {row.healthy_result} in {row.healthy_s} s")
+        typer.echo(json.dumps(measured.dump()))
+        return
 
     try:
         figures = bench_sandbox(n=n, preset=limits.value, tool=tool, tools_dir=tools)
@@ -76,16 +94,23 @@ def sandbox(
     typer.echo(json.dumps(figures.dump()))
 
 
-@app.command("serve", epilog=example("harness bench serve"))
-def serve() -> None:
-    """Hostile requests against `harness serve --engine oracle` (huge and slow grammars, deep and big bodies)
-    with the server's and its compile worker's memory sampled, then healthy requests and a timed
-    shutdown; JSON last. (Grammars are bounded the same way whatever the engine.)"""
+@app.command("serve", epilog=example("harness bench serve --attacks lockout"))
+def serve(
+    attacks: Annotated[
+        Names | None,
+        typer.Option("--attacks", parser=names_parser(("grammar", "lockout")), metavar="grammar|lockout[,...]",
+                     help="grammar: huge and slow grammars, deep and big bodies (minutes); lockout: idle and "
+                          "slowloris connections, a 64 MB header, short and slow bodies (~2 minutes). Default: both."),
+    ] = None,
+) -> None:
+    """Hostile requests against `harness serve --engine oracle` (huge and slow grammars, deep and big bodies;
+    connections that try to lock it out) with the server's and its compile worker's memory sampled, then
+    healthy requests and a timed shutdown; JSON last. (Grammars are bounded the same way whatever the engine.)"""
     import json
 
-    from harness.bench.serve import bench_serve
+    from harness.bench.serve import PARTS, bench_serve
 
-    figures = bench_serve(log=typer.echo)
+    figures = bench_serve(log=typer.echo, parts=tuple(attacks or PARTS))
     typer.echo(json.dumps(figures.dump()))
 
 

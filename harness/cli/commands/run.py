@@ -153,6 +153,11 @@ def run(
     _print_outcome(outcome)
     if report:
         _report([outcome.run_dir], outcome.run_dir)
+    if outcome.engine_failed:  # a broken server is not a result about the model: say so, and fail
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(outcome.error_kinds.items()))
+        fail(f"every one of the {outcome.ran} samples run ended in a model: error ({kinds}): the engine answered "
+             f"none of them; they are saved as errors in {outcome.run_dir}",
+             hint="check the engine or its server (run.log, --base-url, --model), then run again into another --out")
 
 
 def _print_outcome(outcome: RunOutcome) -> None:

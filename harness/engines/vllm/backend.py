@@ -15,7 +15,6 @@ one token, which the harness's own vocabulary blanks. :func:`mask_difference` co
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import types
@@ -26,6 +25,7 @@ import numpy as np
 
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
 from harness.engines.vllm.models import ModelFolder
+from harness.files import read_json
 
 TARGET_NOTE = (
     "target vllm: grammars compiled by vLLM's own xgrammar backend (its tokenizer view, whitespace "
@@ -53,8 +53,8 @@ class VllmGrammarTarget:
         from vllm.tokenizers import get_tokenizer
         from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
 
-        config = json.loads((self.model.path / "config.json").read_text())
-        generation = json.loads((self.model.path / "generation_config.json").read_text())
+        config = read_json(self.model.path / "config.json")
+        generation = read_json(self.model.path / "generation_config.json")
         eos = generation.get("eos_token_id", config.get("eos_token_id"))
         self._stop_ids = list(eos) if isinstance(eos, list) else [int(eos)]
         self._vocab_size = int(config["vocab_size"])

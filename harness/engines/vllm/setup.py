@@ -2,7 +2,7 @@
 
 One server per family (a server serves one model), all launched at once and awaited together (each
 takes ~60-110 s to start on 2 cores), each with its log in the run directory. The run's requests go
-through :class:`~harness.engines.openai_client.OpenAICompatibleClient` with streaming on, so time to
+through :class:`~harness.engines.remote.client.OpenAICompatibleClient` with streaming on, so time to
 first token is measured as a client sees it. ``aclose`` stops every server; so do interpreter exit and
 the death of the harness process (see :mod:`harness.engines.vllm.launch`).
 """
@@ -79,7 +79,7 @@ class VllmSetup:
 
     def prepare(self, families: list[str]) -> None:
         """Start a server for each family (all at once), then wait until each answers ``/health``."""
-        from harness.engines.openai_client import OpenAICompatibleClient
+        from harness.engines.remote.client import OpenAICompatibleClient
 
         for family in families:
             model = self.resolve(family)

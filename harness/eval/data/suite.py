@@ -30,7 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
+from harness.eval.data.cases import Case, ChatMessage, EpisodeCase, NextCallCase
 from harness.files import InputError, load_json, read_text, read_yaml
 from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
@@ -164,8 +164,26 @@ def _validation_problems(where: str, err: ValidationError) -> list[str]:
     return out
 
 
+def _tool_turn_problems(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """A ``tool`` message answers a call: it follows an assistant message with ``tool_calls`` (or another
+    tool message answering the same), and there are no more of them than that message's calls."""
+    out: list[tuple[str, str]] = []
+    open_calls = 0  # calls of the last assistant message not answered yet
+    for i, m in enumerate(messages):
+        if m.role == "tool":
+            if open_calls == 0:
+                out.append((f"messages[{i}].role", "a tool message without its call: it must follow an assistant "
+                                                   "message with tool_calls (one tool message per call)"))
+            open_calls = max(0, open_calls - 1)
+        else:
+            open_calls = len(m.tool_calls) if m.role == "assistant" else 0
+    return out
+
+
 def _semantic_problems(case: Case) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
+    if isinstance(case, NextCallCase):
+        out.extend(_tool_turn_problems(case.messages))
     if case.cwd and case.initial_fs.directory(case.cwd) is None:
         out.append(("cwd", f"{case.cwd!r} is not a directory of initial_fs"))
     if isinstance(case, EpisodeCase):

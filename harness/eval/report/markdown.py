@@ -1,5 +1,6 @@
 """report.md from the report's tables (``tables.Report``), and the project's one markdown-table
-writer (report.md, bench.md)."""
+writer (report.md, bench.md). Everything quoted from run files goes through ``text``: a hostile run
+(a model id or error kind holding ``<script>`` or a tracking image) shows as the text it is."""
 
 from __future__ import annotations
 
@@ -14,11 +15,23 @@ HTML_FILE = "report.html"
 MD_FILE = "report.md"
 
 
-def cell(value: Any) -> str:
-    """A value as a table cell: ``|`` escaped, line breaks as spaces, None as blank."""
+_MARKUP = str.maketrans({"\\": "\\\\", "`": "\\`", "*": "\\*", "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;",
+                         "\r": " ", "\n": " "})
+
+
+def text(value: Any) -> str:
+    """A value quoted in report.md as the text it is: HTML (``<``, ``&``: so a token such as ``<pad>``
+    shows too), links and images (``](``), code and emphasis marks and table bars escaped, line breaks
+    as spaces (no line of its own, so no link definition), None as blank. Model ids, error kinds,
+    labels and outputs come from run files, which may come from anywhere."""
     if value is None:
         return ""
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return str(value).translate(_MARKUP).replace("](", "\\](")
+
+
+def cell(value: Any) -> str:
+    """A value as a table cell (see ``text``)."""
+    return text(value)
 
 
 def markdown_table(headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
@@ -31,14 +44,14 @@ def markdown_table(headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str
 def _section(tables: RunTables) -> list[str]:
     """One run: its facts, summary, failures and (``--target vllm``) where vLLM's grammar differs."""
     run = tables.run
-    md = [f"## Run {run.label} ({run.engine})", "", *(f"- {k}: {v}" for k, v in tables.facts), "",
+    md = [f"## Run {text(run.label)} ({text(run.engine)})", "", *(f"- {text(k)}: {text(v)}" for k, v in tables.facts), "",
           "### Results by family and strategy", "", markdown_table(tables.columns, tables.rows), "",
           "### Failures by error kind", ""]
     if not tables.failure_rows:
-        md.append(f"No failures recorded ({len(run.samples)} samples; {tables.failure_source}).")
+        md.append(f"No failures recorded ({len(run.samples)} samples; {text(tables.failure_source)}).")
     else:
-        by_checker = ", ".join(f"{c} {n}" for c, n in tables.by_checker)
-        md += [f"Failing samples by checker: {by_checker} (from {tables.failure_source}).", "",
+        by_checker = ", ".join(f"{text(c)} {n}" for c, n in tables.by_checker)
+        md += [f"Failing samples by checker: {by_checker} (from {text(tables.failure_source)}).", "",
                markdown_table(FAILURE_HEADERS, tables.failure_rows), "",
                "samples: distinct samples with this kind; metrics: the scores it failed ((sample): the "
                "sample itself ended with status error)."]
@@ -56,13 +69,13 @@ def render_markdown(report: Report, plot_dir: Path) -> str:
     runs = report.runs
     md = [
         "# Evaluation report", "",
-        f"Runs: {', '.join(f'{r.label} ({r.engine})' for r in runs)}. Written by harness {__version__} at "
+        f"Runs: {', '.join(f'{text(r.label)} ({text(r.engine)})' for r in runs)}. Written by harness {__version__} at "
         f"{report.written_at}; every sample, filterable, in {HTML_FILE}.",
         "Rates are per scoring point (next-call suites) or per episode, with Wilson 95% intervals in brackets; "
         "a blank cell is a metric the run did not measure. Figures are per model call (latency) or per token.", "",
         "## Which strategy", "",
     ]
-    md += [f"- {run.label} ({run.engine}): {sentence}" for run, sentence in report.verdicts]
+    md += [f"- {text(run.label)} ({text(run.engine)}): {text(sentence)}" for run, sentence in report.verdicts]
     md.append("")
     for tables in report.sections:
         md += _section(tables)
@@ -71,14 +84,14 @@ def render_markdown(report: Report, plot_dir: Path) -> str:
             ["family", "strategy", "metric", *(f"{r.label} ({r.engine})" for r in runs)], report.side_by_side), ""]
     md += ["## Figures", ""]
     for fig in report.figures:
-        md += [f"### {fig.heading}", ""]
+        md += [f"### {text(fig.heading)}", ""]
         if fig.path is None:
-            md += [f"Not drawn: {fig.missing}.", ""]
+            md += [f"Not drawn: {text(fig.missing)}.", ""]
             continue
-        md += [fig.caption, "", f"![{fig.name}]({plot_dir.name}/{fig.path.name})", ""]
+        md += [text(fig.caption), "", f"![{fig.name}]({plot_dir.name}/{fig.path.name})", ""]
         if fig.name == "overhead":
             md += [markdown_table(OVERHEAD_HEADERS, report.overhead), ""]
     return "\n".join(md).rstrip() + "\n"
 
 
-__all__ = ["HTML_FILE", "MD_FILE", "cell", "markdown_table", "render_markdown"]
+__all__ = ["HTML_FILE", "MD_FILE", "cell", "markdown_table", "render_markdown", "text"]

@@ -3,8 +3,10 @@
 
 Every refusal happens here, before a file of the run directory is touched: bad options, an unknown
 engine, family or strategy, an ``--out`` that cannot be a run directory or already holds another run's
-samples, and on ``--resume`` a command asking for another run than run.json records (every difference
-named; options left out take the recorded values) or an engine serving another model. The bundle is
+samples, a case whose calls the bundle's tools refuse (the check ``harness validate`` makes, so a case
+validate rejects is never run), and on ``--resume`` a command asking for another run than run.json
+records (every difference named; options left out take the recorded values) or an engine serving
+another model. The bundle is
 read once (``harness.bundles.load_agent``); generation and scoring both use its agent.
 """
 
@@ -19,7 +21,8 @@ from types import MappingProxyType
 from harness.agents.agent import Agent
 from harness.engines import registry
 from harness.engines.registry import EngineInfo, EngineOptions, RunEngine
-from harness.eval.data.suite import Suite, load_suite
+from harness.eval.data.suite import Suite, SuiteError, load_suite
+from harness.eval.data.validate import ToolSet, validate_loaded
 from harness.eval.run.run_log import RunLog
 from harness.eval.run.spec import CaseSelection, EngineChoice, ResolvedRun, RunSpec, Sampling
 from harness.eval.run.token_bound import TokenBound, choose_token_bound
@@ -151,6 +154,15 @@ def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None) -
                        f"records {previous.model!r}. Pass the recorded --model, or use another --out.")
 
 
+def _check_calls(suite: Suite, agent: Agent) -> None:
+    """The suite's calls against the tools the run will use, by the check ``harness validate`` makes
+    (``validate_loaded``): a case validate rejects is never run. SuiteError lists every problem."""
+    tools = ToolSet({tool.schema.name: tool.schema for tool in agent.tools}, f"{suite.bundle_dir}'s tools")
+    problems = validate_loaded(suite, tools)
+    if problems:
+        raise SuiteError(problems)
+
+
 def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None) -> TokenBound:
     """The run's bound; a resumed run keeps the recorded one with the source it recorded."""
     if previous is not None and previous.max_tokens is not None and previous.max_tokens_source \
@@ -173,6 +185,7 @@ async def resolve_run(
     _check_names(spec.families, spec.strategies)
     run_dir, spec, previous = _settle_run_dir(spec, suite, log)
     agent = load_agent(suite.bundle_dir)
+    _check_calls(suite, agent)
     bound = _token_bound(spec, suite, agent, previous)
     log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
     engine, families = _open_engine(spec, agent, run_dir, log, open_engine)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,13 @@ class RunOutcome:
     errors: int
     wall_s: float
     harness_ms: list[float] = field(default_factory=list)
+    error_kinds: dict[str, int] = field(default_factory=dict)
+    """This session's samples that ended in an error, by error kind."""
+
+    @property
+    def engine_failed(self) -> bool:
+        """Every sample this session ran ended in a ``model:`` error: the engine (its server) answered none."""
+        return self.ran > 0 and self.errors == self.ran and all(k.startswith("model:") for k in self.error_kinds)
 
 
 class Progress(Protocol):
@@ -317,7 +325,7 @@ async def run_suite(
     return RunOutcome(
         run_dir=run.run_dir, total=generated.total, skipped=generated.skipped, ran=len(finished),
         errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
-        harness_ms=harness_ms,
+        harness_ms=harness_ms, error_kinds=dict(Counter(str(r.error_kind) for r in finished if r.status == "error")),
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -31,7 +32,7 @@ from harness.eval.store.records import (
     ScoreRow,
     SummaryRow,
 )
-from harness.files import InputError, TooDeep, load_json, read_text
+from harness.files import MAX_FILE_BYTES, InputError, TooDeep, load_json, read_bytes, read_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -146,7 +147,7 @@ def _sample_line(raw: bytes, where: str) -> SampleRecord | None:
     """The record of one line; None when the line is not JSON at all (a torn write). InputError for
     JSON nested too deep to be a sample."""
     try:
-        value = load_json(raw, where)
+        value = load_json(raw, where, max_bytes=MAX_FILE_BYTES)  # a line is as long as the runner wrote it
     except TooDeep:
         raise
     except InputError:
@@ -163,9 +164,9 @@ def load_samples(path: Path) -> SampleLog:
     if not path.exists():
         return log
     try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise RunDirError(path, "is a directory, expected a file" if path.is_dir() else f"cannot read: {exc}") from None
+        lines = read_bytes(path).split(b"\n")  # a regular file under MAX_FILE_BYTES (a FIFO is refused, not read)
+    except InputError as exc:
+        raise RunDirError(path, exc.reason) from None
     offset = 0
     for number, raw in enumerate(lines, start=1):
         start, offset = offset, offset + len(raw) + 1
@@ -302,7 +303,11 @@ def read_scores(run_dir: Path) -> list[ScoreRow] | None:
     if not path.exists():
         return None
     try:
-        rows = pl.read_parquet(path).to_dicts()
+        data = read_bytes(path)  # a regular file under MAX_FILE_BYTES (a FIFO is refused, not read)
+    except InputError as exc:
+        raise RunDirError(path, exc.reason) from None
+    try:
+        rows = pl.read_parquet(io.BytesIO(data)).to_dicts()
     except Exception as exc:  # polars raises several error types for a damaged file
         raise RunDirError(path, f"cannot read parquet: {exc}") from exc
     try:

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.types import ToolSchema
+from harness.files import InputError as FileError
+from harness.files import read_text
 from harness.sandbox.errors import InputError, ParseError
 from harness.sandbox.pym.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.validation import SchemaCheck, compile_validator, first_error_of, first_problem
@@ -178,9 +180,9 @@ def load_script(path: str | Path, *, type_check: bool = True) -> Script:
     """Read, parse and check a ``.pym`` file. Raises ParseError or CheckError with the line."""
     path = Path(path)
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ParseError(f"cannot read {path}: {e}", script=path.name) from e
+        source = read_text(path)  # a regular file under the size bound: a FIFO or /dev/zero is refused, never read
+    except FileError as e:
+        raise ParseError(f"cannot read {path}: {e.reason}", script=path.name) from None
     script = parse_script(source, path)
     if type_check:
         from harness.sandbox.pym.typecheck import type_check_script

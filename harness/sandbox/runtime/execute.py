@@ -1,8 +1,8 @@
 """Running a loaded script once: inputs resolved, a fresh session on the pool, host-side limits, errors mapped.
 
-Host-side limits (the sandbox cannot see these costs): the wall clock, from the moment a runner starts
-the call (an overdue call is abandoned: ``SandboxPool.abandon``); the wait for a free worker
-(``tool:unavailable``); the print output kept (``max_print``); what an external may hand back (no more
+Host-side limits (the sandbox cannot see these costs): the wall clock, from the moment the call is made,
+so that no call outlives it (an overdue call is abandoned: ``SandboxPool.abandon``; one that ran out of
+it because it waited for a worker is ``tool:unavailable``, as is one that waited past ``max_wait``); the print output kept (``max_print``); what an external may hand back (no more
 than the sandbox's ``max_memory``: converting a 20M-element list would hold the host for half a
 minute); how deeply the value nests (``max_output_depth``, and never deeper than the sandbox can hand
 back uncut). A host-side breach ends the run at once (its worker is killed) and is reported even when
@@ -243,9 +243,10 @@ async def _execute(
     job = pool.submit(run.loop, feed)
     outcome: list[SandboxError] = []
 
-    def unavailable() -> None:
-        outcome.append(_unavailable(fname, limits.max_wait, pool.stats()))
+    def unavailable() -> None:  # not started within max_wait or its wall clock: the pool was busy
+        outcome.append(_unavailable(fname, job, limits, pool.stats()))
         pool.abandon(job)
+        run.cancel_externals()
         job.future.cancel()
 
     def overdue() -> None:
@@ -269,7 +270,7 @@ async def _execute(
             raise
         raise outcome[0] from None
     except Abandoned:
-        raise outcome[0] if outcome else _unavailable(fname, limits.max_wait, pool.stats()) from None
+        raise outcome[0] if outcome else _unavailable(fname, job, limits, pool.stats()) from None
     except pm.MontyError as e:
         if run.breach is not None:
             raise run.breach from None
@@ -283,9 +284,11 @@ async def _execute(
 
 
 class _Clock:
-    """A call's one timer (cheaper than ``asyncio.wait_for``: ~20 us a call), re-armed as needed: while
-    the call waits for a worker it watches ``max_wait``; once a runner has started it (``Job.started``,
-    set on the runner's thread), ``wall_clock`` from that moment. No extra wake-up when a call starts."""
+    """A call's one timer (cheaper than ``asyncio.wait_for``: ~20 us a call). The wall clock runs from the
+    moment the call is made (``Job.queued``), so every call ends within it, whether it ran or waited;
+    ``max_wait`` bounds the wait for a worker. A call cut by its wall clock is overdue when it had a place
+    at once, unavailable when it was made while every place was taken (``Job.crowded``): the wait is
+    never charged as its own limit."""
 
     def __init__(
         self,
@@ -296,27 +299,25 @@ class _Clock:
         overdue: Callable[[], None],
     ) -> None:
         self.loop, self.job = loop, job
-        self.wall, self.wait = limits.wall_clock, limits.max_wait
+        self.deadline = job.queued + limits.wall_clock if limits.wall_clock is not None else None
+        self.wait_deadline = job.queued + limits.max_wait if limits.max_wait is not None else None
         self.unavailable, self.overdue = unavailable, overdue
         self.handle: asyncio.TimerHandle | None = None
-        bounds = [b for b in (self.wall, self.wait) if b is not None]
-        if bounds:
-            self.handle = loop.call_later(min(bounds), self.check)
+        self._arm(time.perf_counter())
+
+    def _arm(self, now: float) -> None:
+        due = [d for d in (self.deadline, self.wait_deadline if self.job.started is None else None) if d is not None]
+        if due:
+            self.handle = self.loop.call_later(max(0.0, min(due) - now), self.check)
 
     def check(self) -> None:
         now, job = time.perf_counter(), self.job
-        if job.started is None:
-            if self.wait is not None and now - job.queued >= self.wait:
-                return self.unavailable()
-            # it may start any moment: look again when its wall clock could have run out at the earliest
-            due = [d for d in (self.wait and job.queued + self.wait, self.wall and now + self.wall) if d]
-        elif self.wall is not None:
-            if now - job.started >= self.wall:
-                return self.overdue()
-            due = [job.started + self.wall]
-        else:
-            return None
-        self.handle = self.loop.call_later(max(0.0, min(due) - now), self.check)
+        started = job.started
+        if started is None and self.wait_deadline is not None and now >= self.wait_deadline:
+            return self.unavailable()
+        if self.deadline is not None and now >= self.deadline:
+            return self.unavailable() if started is None or job.crowded else self.overdue()
+        self._arm(now)
         return None
 
     def cancel(self) -> None:
@@ -324,12 +325,17 @@ class _Clock:
             self.handle.cancel()
 
 
-def _unavailable(fname: str, wait: float | None, stats: dict[str, int]) -> UnavailableError:
-    return UnavailableError(
-        f"{fname}: no sandbox worker was free within {wait or 0:g}s ({stats['busy']} running, {stats['stuck']} "
-        f"stuck in externals past their wall clock, {stats['pending']} waiting); the call did not start",
-        script=fname,
-    )
+def _unavailable(fname: str, job: Job, limits: Limits, stats: dict[str, int]) -> UnavailableError:
+    busy = (f"{stats['busy']} running, {stats['stuck']} stuck in externals past their wall clock, "
+            f"{stats['pending']} waiting")
+    if job.started is None:
+        bound = min(b for b in (limits.max_wait, limits.wall_clock, float("inf")) if b is not None)
+        return UnavailableError(f"{fname}: no sandbox worker was free within {bound:g}s ({busy}); the call did not "
+                                "start", script=fname)
+    waited = job.started - job.queued
+    return UnavailableError(f"{fname}: it waited {waited:.2f}s for a sandbox worker ({busy}), then ran out of its "
+                            f"wall clock of {limits.wall_clock or 0:g}s: the pool was busy, not a limit of this call",
+                            script=fname)
 
 
 _LIMIT_MARKERS = (

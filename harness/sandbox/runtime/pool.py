@@ -10,9 +10,11 @@ one wake-up each way: ~30 us for the round trip, against ~57 us for ``run_in_exe
 
 Admission, so that a starved or overdue call is never charged to a healthy one:
 
-- At most ``capacity`` calls run at once; the others wait in the queue, in order. Waiting is not
-  running: a call's wall clock starts when a runner starts it (``Job.started``), and a call that waits
-  longer than its ``max_wait`` ends as ``tool:unavailable``, never as a limit of its own.
+- At most ``capacity`` calls run at once (``CAPACITY``, more than the cores: a slow call must not
+  keep a healthy one from starting); the others wait in the queue, in order. A call's wall clock runs
+  from the moment it is made, so no call outlives it; a call that had to wait for a place
+  (``Job.crowded``) and runs out of it, or that waits longer than its ``max_wait``, ends as
+  ``tool:unavailable``, never as a limit of its own.
 - A call past its wall clock is abandoned: its worker process is killed (so a script that caught the
   cancellation cannot go on), and its runner, which may be stuck in a synchronous external that
   nothing can interrupt, stops counting against the capacity: a new runner takes its place. Up to
@@ -37,6 +39,12 @@ import pydantic_monty as pm
 
 from harness.sandbox.runtime.vfs import TreeOS
 
+CAPACITY = 16
+"""Tool calls that may run at once in the process-wide pool. More than the cores: a call that waits on
+the host or spins to its limit must not keep a healthy call from starting (with the 4 of before, 12
+slow calls held a healthy one for 6-30 s; ``harness bench sandbox --contention``). Runners and workers
+start only when that many calls run at once (~8 MB a worker)."""
+
 
 class Abandoned(Exception):
     """Raised in a runner when its job was abandoned before the script started."""
@@ -46,7 +54,8 @@ class Job:
     """One script run handed to the pool: its future on the caller's loop, and where it stands."""
 
     __slots__ = (
-        "_lock", "abandoned", "finished", "fn", "future", "loop", "pid", "queued", "replaced", "started", "stuck"
+        "_lock", "abandoned", "crowded", "finished", "fn", "future", "loop", "pid", "queued", "replaced", "started",
+        "stuck",
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fn: Callable[[Job], Any]) -> None:
@@ -54,6 +63,8 @@ class Job:
         self.fn = fn
         self.future: asyncio.Future[Any] = loop.create_future()
         self.queued = time.perf_counter()
+        self.crowded = False
+        """Made while every place was taken: it had to wait for another call to end."""
         self.started: float | None = None
         """``perf_counter()`` when a runner started the job (set by the runner thread)."""
         self.pid: int | None = None
@@ -103,8 +114,8 @@ class SandboxPool:
     """A lazily started pydantic-monty worker pool plus the runner threads that drive its sessions."""
 
     def __init__(self, *, capacity: int | None = None, max_stuck: int | None = None, min_processes: int = 1) -> None:
-        self.capacity = capacity or max(4, os.cpu_count() or 1)
-        """Calls that run at once; the others wait in order."""
+        self.capacity = capacity or CAPACITY
+        """Calls that run at once (their runners and workers start when needed); the others wait in order."""
         self.max_stuck = max_stuck if max_stuck is not None else 2 * self.capacity
         """Runners that may be stuck in an abandoned call before the capacity shrinks."""
         self._min = min_processes
@@ -145,6 +156,7 @@ class SandboxPool:
             _ = self.monty  # start the pool on the caller's thread (and fail there when closed)
         job = Job(loop, fn)
         with self._lock:
+            job.crowded = self._pending + self._busy >= self._limit()
             self._pending += 1
             self._grow()
         self._queue.put(job)

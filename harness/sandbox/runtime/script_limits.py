@@ -7,7 +7,8 @@ others are enforced on the host, for costs the sandbox cannot see: ``wall_clock`
 waiting on the host, an external or a sleep, is not counted by the sandbox's duration limit),
 ``max_wait`` (a call waiting for a free worker), ``max_print``, ``max_output_depth`` and
 ``max_mutations``. A breach of any of them is ``tool:limit`` (``LimitError.limit`` names it), except
-``max_wait``, which is ``tool:unavailable``: a call that never started is not charged a limit.
+``max_wait``, which is ``tool:unavailable``: a call that never started (or ran out of its wall clock
+because it waited for a worker) is not charged a limit. ``max_output`` cuts an output longer than it.
 """
 
 from __future__ import annotations
@@ -93,17 +94,23 @@ class Limits(BaseModel):
     gc_interval: int | None = Field(default=None, gt=0, description="Collect garbage every N allocations.")
     wall_clock: float | None = Field(
         default=None,
-        description="Host-side bound on a call from the moment it starts, waiting on externals included ('5s'). "
-        "An overdue call is abandoned: its worker is killed, its thread replaced.",
+        description="Host-side bound on a call from the moment it is made, waiting on externals and for a worker "
+        "included ('5s'): no call outlives it. An overdue call is abandoned: its worker is killed, its thread "
+        "replaced. A call that waited for a worker and then ran out of it ends as tool:unavailable, not this limit.",
     )
     max_wait: float | None = Field(
         default=None,
-        description="Host-side bound on the time a call waits for a free sandbox worker before it starts ('60s'); "
-        "not part of wall_clock. Beyond it the call ends as tool:unavailable.",
+        description="Host-side bound on the time a call waits for a free sandbox worker before it starts ('60s'; "
+        "the wall clock also bounds it). Beyond it the call ends as tool:unavailable.",
     )
     max_print: int | None = Field(
         default=None,
         description="Bytes of print() output the host keeps for one run ('1mb'); more ends the run (limit 'print').",
+    )
+    max_output: int | None = Field(
+        default=None,
+        description="Bytes of a tool's output (as JSON) handed back ('1mb'); a longer output is cut to that many "
+        "bytes of its JSON text, with a note of what was cut.",
     )
     max_output_depth: int | None = Field(
         default=None,
@@ -115,7 +122,7 @@ class Limits(BaseModel):
         default=None, gt=0, description="Mutations one call may return (limit 'mutations')."
     )
 
-    @field_validator("max_memory", "max_print", mode="before")
+    @field_validator("max_memory", "max_print", "max_output", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int | None:
         return parse_size(value)
@@ -138,6 +145,7 @@ class Limits(BaseModel):
                 "wall_clock": "1s",
                 "max_wait": "10s",
                 "max_print": "64kb",
+                "max_output": "64kb",
                 "max_output_depth": 100,
                 "max_mutations": 100,
             }
@@ -156,6 +164,7 @@ class Limits(BaseModel):
                 "wall_clock": "5s",
                 "max_wait": "60s",
                 "max_print": "1mb",
+                "max_output": "1mb",
                 "max_output_depth": 100,
                 "max_mutations": 1000,
             }
@@ -174,6 +183,7 @@ class Limits(BaseModel):
                 "wall_clock": "30s",
                 "max_wait": "300s",
                 "max_print": "8mb",
+                "max_output": "8mb",
                 "max_output_depth": 100,
                 "max_mutations": 10000,
             }

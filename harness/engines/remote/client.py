@@ -1,17 +1,17 @@
 """OpenAICompatibleClient: the LLMClient for any OpenAI-compatible server (vLLM first).
 
 Built on the ``openai`` package with its own retries switched off; retries are done here with
-tenacity (exponential backoff) on 429, 5xx, connection errors and timeouts, never on other 4xx.
-``extra_body`` goes on the wire untouched. Latency is measured per request; with ``stream=True`` the
-time to the first content or tool-call delta too, and usage is asked for with ``include_usage``.
-Native tool calls whose arguments are not a JSON object are never decoded to ``{}``: they go to
+tenacity (exponential backoff) on 429, 5xx, connection errors, timeouts and answers that break the
+protocol (``model:bad_response``, read by ``wire.py``), never on other 4xx. ``extra_body`` goes on
+the wire untouched. Latency is measured per request; with ``stream=True`` the time to the first content
+or tool-call delta too, and usage is asked for with ``include_usage``. Native tool calls whose
+arguments the model did not write as a JSON object are never decoded to ``{}``: they go to
 ``CompletionResponse.malformed_tool_calls`` as raw text.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import time
 from collections.abc import AsyncIterator
@@ -21,8 +21,8 @@ import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
-from harness.agents.types import TokenUsage, ToolCall
 from harness.engines.limits import ClientLimits
+from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
 
 NO_KEY = "EMPTY"
 """Sent when no API key is configured (what vLLM's docs use; a server without --api-key accepts it)."""
@@ -99,7 +99,7 @@ def _too_large(exc: BaseException) -> ResponseTooLarge | None:
 def _retryable(exc: BaseException) -> bool:
     if not isinstance(exc, ModelCallError):
         return False
-    if exc.kind in ("model:timeout", "model:connection", "model:http_429"):
+    if exc.kind in ("model:timeout", "model:connection", "model:http_429", BAD_RESPONSE):
         return True
     return exc.kind.startswith("model:http_5")
 
@@ -118,7 +118,9 @@ def _to_model_error(exc: Exception) -> ModelCallError:
     if isinstance(exc, openai.APIStatusError):
         body = exc.response.text[:300] if exc.response is not None else ""
         return ModelCallError(f"model:http_{exc.status_code}", body or str(exc))
-    return ModelCallError("model:bad_response", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, openai.APIError):  # an ``error`` event in a stream: the server gave up mid-answer
+        return bad_response(f"the stream carried an error event: {str(exc.message)[:SNIPPET]}")
+    return bad_response(f"{type(exc).__name__}: {str(exc)[:SNIPPET]}")
 
 
 class OpenAICompatibleClient:
@@ -216,138 +218,30 @@ class OpenAICompatibleClient:
         if request.stream:
             return await self._stream(body, started)
         text = await self._client.post("/chat/completions", body=body, cast_to=str)
-        latency_ms = (time.perf_counter() - started) * 1e3
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            raise ModelCallError("model:bad_response", f"body is not JSON: {text[:200]!r}") from exc
-        return _parse_completion(parsed, latency_ms)
+        return read_completion(text, (time.perf_counter() - started) * 1e3)
 
     async def _stream(self, body: dict[str, Any], started: float) -> CompletionResponse:
-        from openai.types.chat import ChatCompletionChunk
-
+        # Events come as plain JSON values (cast_to=object): StreamAnswer checks each against the protocol.
         stream = await self._client.post(
             "/chat/completions",
             body={**body, "stream": True, "stream_options": {"include_usage": True}},
-            cast_to=ChatCompletionChunk,
+            cast_to=object,
             stream=True,
-            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            stream_cls=openai.AsyncStream[object],
         )
+        answer = StreamAnswer()
         ttft_ms: float | None = None
-        content: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        usage: TokenUsage | None = None
-        finish: str | None = None
-        model = ""
-        async for chunk in stream:
-            model = _text(chunk.model) or model
-            if chunk.usage is not None:
-                usage = _read_usage(chunk.usage.model_dump()) or usage
-            for choice in chunk.choices or ():
-                delta = choice.delta
-                if ttft_ms is None and (delta.content or delta.tool_calls):
+        try:
+            async for event in stream:
+                if answer.feed(event) and ttft_ms is None:
                     ttft_ms = (time.perf_counter() - started) * 1e3
-                if delta.content:
-                    content.append(delta.content)
-                for tc in delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-                    slot["id"] = tc.id or slot["id"]
-                    if tc.function is not None:
-                        slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
-                finish = _text(choice.finish_reason) or finish
+        except ValueError as exc:  # an event whose data is not JSON (the SDK decodes each one)
+            doc = getattr(exc, "doc", "")
+            raise bad_response(f"stream event {answer.events + 1} is not JSON: {doc[:SNIPPET]!r}") from None
+        finally:
+            await stream.close()
         latency_ms = (time.perf_counter() - started) * 1e3
-        raw_calls = [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for _, c in sorted(calls.items())
-        ]
-        good, bad = _read_tool_calls(raw_calls)
-        return CompletionResponse(
-            content="".join(content) if content else None,
-            tool_calls=good,
-            usage=usage,
-            finish_reason=finish,
-            latency_ms=latency_ms,
-            ttft_ms=ttft_ms,
-            model=model,
-            malformed_tool_calls=bad,
-        )
-
-
-def _parse_completion(body: Any, latency_ms: float) -> CompletionResponse:
-    """Read a chat-completions JSON body; anything off-shape is ``model:bad_response``."""
-    if not isinstance(body, dict):
-        raise ModelCallError("model:bad_response", f"body is not a JSON object: {str(body)[:200]}")
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ModelCallError("model:bad_response", f"no choices in body: {json.dumps(body)[:200]}")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise ModelCallError("model:bad_response", f"choices[0].message missing: {json.dumps(body)[:200]}")
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        raise ModelCallError("model:bad_response", "choices[0].message.content is not a string")
-    raw_calls = message.get("tool_calls") or []
-    if not isinstance(raw_calls, list):
-        raise ModelCallError("model:bad_response", "choices[0].message.tool_calls is not a list")
-    good, bad = _read_tool_calls(raw_calls)
-    return CompletionResponse(
-        content=content,
-        tool_calls=good,
-        usage=_read_usage(body.get("usage")),
-        finish_reason=_text(choices[0].get("finish_reason")),
-        latency_ms=latency_ms,
-        model=str(body.get("model") or ""),
-        malformed_tool_calls=bad,
-    )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _read_usage(raw: Any) -> TokenUsage | None:
-    """The token counts; None when absent or not counts: a bad ``usage`` field never costs the answer."""
-    if not isinstance(raw, dict):
-        return None
-    prompt, completion = _count(raw.get("prompt_tokens")), _count(raw.get("completion_tokens"))
-    if prompt is None or completion is None:
-        return None
-    total = _count(raw.get("total_tokens"))
-    return TokenUsage(prompt, completion, prompt + completion if total is None else total)
-
-
-def _text(value: Any) -> str | None:
-    """A string field of the answer (``finish_reason``), or None when the server sent something else."""
-    return value if isinstance(value, str) else None
-
-
-def _read_tool_calls(raw_calls: list[Any]) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
-    """Well-formed calls decoded; the others kept as raw JSON text, never as ``{}``."""
-    good: list[ToolCall] = []
-    bad: list[str] = []
-    for raw in raw_calls:
-        fn = raw.get("function") if isinstance(raw, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) else None
-        arguments = fn.get("arguments") if isinstance(fn, dict) else None
-        decoded: Any = None
-        if isinstance(arguments, str):
-            try:
-                decoded = json.loads(arguments) if arguments.strip() else None
-            except ValueError:
-                decoded = None
-        elif isinstance(arguments, dict):  # some servers send the object itself
-            decoded = arguments
-        if isinstance(name, str) and name and isinstance(decoded, dict):
-            call_id = raw.get("id")
-            good.append(
-                ToolCall(id=str(call_id), name=name, arguments=decoded)
-                if call_id
-                else ToolCall.create(name, decoded)
-            )
-        else:
-            bad.append(json.dumps(raw, ensure_ascii=False))
-    return tuple(good), tuple(bad)
+        return answer.finish(latency_ms, ttft_ms, stream.response.headers.get("content-type", ""))
 
 
 __all__ = ["TOO_LARGE", "BoundedTransport", "OpenAICompatibleClient", "ResponseTooLarge"]
