@@ -103,7 +103,7 @@ def _nucleus_draw(p: NDArray[np.float64], top_p: float, rng: np.random.Generator
     (the position that crosses it included, as vLLM keeps it)."""
     order = np.argsort(-p, kind="stable")
     cumulative = np.cumsum(p[order])
-    keep = int(np.searchsorted(cumulative, top_p, side="left")) + 1
+    keep = int(np.searchsorted(cumulative, top_p - 1e-9, side="left")) + 1  # 0.5 + 0.3 reaches 0.8
     kept = order[: min(keep, len(order))]
     q = p[kept] / p[kept].sum()
     return int(kept[int(rng.choice(len(kept), p=q))])

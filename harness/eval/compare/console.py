@@ -48,11 +48,11 @@ def paired_row(p: PairedMetric) -> list[str]:
     """family, strategy, metric, cases, baseline, candidate, change [95% CI], worse/better, p, MDE."""
     return [p.family, p.strategy, p.metric, str(p.cases), f"{p.baseline:.3f}", f"{p.candidate:.3f}",
             f"{p.effect:+.3f} [{p.ci_low:+.3f}, {p.ci_high:+.3f}]", f"{p.worse_cases}/{p.better_cases}",
-            f"{p.p_value:.3g}", f"{p.mde:.3f}"]
+            f"{p.p_value:.3g}" + (f" ({p.p_adjusted:.3g})" if p.p_adjusted != p.p_value else ""), f"{p.mde:.3f}"]
 
 
 PAIRED_HEADERS = ["family", "strategy", "metric", "cases", "baseline", "candidate", "change [95% CI]",
-                  "worse/better", "p", "MDE"]
+                  "worse/better", "p (adjusted)", "MDE"]
 
 
 def _paired_table(cmp: Comparison, console: Any) -> None:

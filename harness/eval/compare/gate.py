@@ -42,7 +42,7 @@ from harness.eval.compare.policy import (
     Policy,
     TimingGate,
 )
-from harness.eval.compare.setup_check import SetupCheck, check_runs
+from harness.eval.compare.setup_check import SetupCheck, check_runs, recorded_fields
 from harness.eval.store.records import Machine, RunRecord, ScoreRow, SummaryRow
 from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_scores, read_summary
 from harness.vocabulary import ACCURACY_METRICS, Metric
@@ -275,7 +275,8 @@ def compare_runs(
     base_scores, cand_scores = read_scores(baseline), read_scores(candidate)
     cmp.baseline_scores, cmp.candidate_scores = base_scores, cand_scores
     if base_scores is not None and cand_scores is not None:
-        cmp.paired = compare_scores(base_scores, cand_scores, settled)
+        engines = (recorded_fields(base_run)["engine"], recorded_fields(cand_run)["engine"])
+        cmp.paired = compare_scores(base_scores, cand_scores, settled, settled.worse_cases_allowed(engines))
     else:
         missing = baseline if base_scores is None else candidate
         cmp.warnings.append(f"{missing} has no scores.parquet: rates compared on summary.json alone (a drop over "

@@ -55,6 +55,8 @@ class MetricVerdict(_Model):
     cases: int | None = None
     """Paired rates: cases scored on both sides."""
     p_value: float | None = None
+    p_adjusted: float | None = None
+    """Paired rates: the p the verdict used (Holm-adjusted for the number of gated rates)."""
     mde: float | None = None
     """Paired rates: the smallest change the comparison could detect."""
     flips_worse: int | None = None
@@ -94,7 +96,7 @@ def _paired_verdict(p: PairedMetric) -> MetricVerdict:
     worse = sum(f.worse for f in p.flips)
     return MetricVerdict(family=p.family, strategy=p.strategy, metric=p.metric, status=p.status, reason=p.reason,
                          baseline=round(p.baseline, 6), candidate=round(p.candidate, 6), cases=p.cases,
-                         p_value=p.p_value, mde=round(p.mde, 6), flips_worse=worse, flips_better=len(p.flips) - worse)
+                         p_value=p.p_value, p_adjusted=p.p_adjusted, mde=round(p.mde, 6), flips_worse=worse, flips_better=len(p.flips) - worse)
 
 
 def verdict(cmp: Comparison, baseline_updated: bool = False) -> Verdict:

@@ -18,17 +18,22 @@ Tests (two-sided, at the policy's ``alpha``):
   the gate takes the larger p.
 
 A rate regresses when it moved the worse way, significantly, by at least the policy's ``min_effect``.
+One comparison tests many rates (every family x strategy x gated metric), and at ``alpha`` = 0.05 one
+in twenty unchanged rates would look significant by luck; so the p values of the gated rates are
+adjusted with Holm's step-down method (``holm``), which keeps the chance of any false alarm in the
+whole comparison at ``alpha`` (policy ``correction: none`` gates each rate on its own p).
 The minimum detectable effect says what the comparison could have seen at all: the larger of the
 change that ``k`` cases moving one way make, where ``k`` is the fewest that can be significant
 (``2 * 0.5**k < alpha``: 6 at 0.05), and ``(z(1 - alpha/2) + z(0.8)) * sd(d) / sqrt(cases)``, the change
-found with 80% power given the spread seen (Miller 2024, "Adding Error Bars to Evals").
+found with 80% power given the spread seen (Miller 2024, "Adding Error Bars to Evals"); with Holm's
+adjustment at the level a lone change must reach, ``alpha`` over the number of gated rates.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Literal
 
@@ -81,6 +86,8 @@ class PairedMetric:
     test: str
     """``exact McNemar`` or ``paired bootstrap + sign test``."""
     p_value: float
+    p_adjusted: float
+    """``p_value`` adjusted for the number of gated rates (Holm); what the verdict uses."""
     mde: float
     """The smallest change this comparison could have detected (module doc)."""
     status: Status
@@ -174,22 +181,40 @@ def _mean(rows: Mapping[int, ScoreRow]) -> float:
     return sum(float(r.value or 0.0) for r in rows.values()) / len(rows)
 
 
-def _verdict(effect: float, p: float, worse: bool, policy: Policy, gated: bool) -> tuple[Status, str]:
-    size = abs(effect)
-    moved = ("fell" if effect < 0 else "rose") + f" by {size:.3f}"
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment: the i-th smallest of m p values times (m - i + 1), made
+    non-decreasing, at most 1 (in the input's order)."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _verdict(m: PairedMetric, policy: Policy, worse_allowed: int | None) -> tuple[Status, str]:
+    size, p, gated = abs(m.effect), m.p_adjusted, m.gated
+    moved = ("fell" if m.effect < 0 else "rose") + f" by {size:.3f}"
+    shown = f"p = {m.p_value:.3g}" + (f", adjusted {p:.3g}" if p != m.p_value else "")
+    if gated and worse_allowed is not None and m.worse_cases > worse_allowed:
+        return "regression", (f"{m.worse_cases} case(s) got worse (more than max_worse_cases {worse_allowed}: "
+                              f"without noise every one is a change); {moved} ({shown})")
     if size == 0:
         return ("ok" if gated else "info"), "no change"
     if p >= policy.alpha:
-        return ("ok" if gated else "info"), f"{moved}, not significant (p = {p:.3g})"
+        return ("ok" if gated else "info"), f"{moved}, not significant ({shown})"
     if size < policy.min_effect - 1e-9:
-        return ("ok" if gated else "info"), f"{moved} (p = {p:.3g}), below the minimum effect {policy.min_effect:g}"
+        return ("ok" if gated else "info"), f"{moved} ({shown}), below the minimum effect {policy.min_effect:g}"
     if not gated:
-        return "info", f"{moved} (p = {p:.3g}); not a gated metric"
-    return ("regression" if worse else "improved"), f"{moved} (p = {p:.3g} < {policy.alpha:g})"
+        return "info", f"{moved} ({shown}); not a gated metric"
+    worse = m.effect < 0 if policy.higher_is_better(m.metric) else m.effect > 0
+    return ("regression" if worse else "improved"), f"{moved} ({shown} < {policy.alpha:g})"
 
 
-def compare_lane(lane: Lane, base: CaseTable, cand: CaseTable, policy: Policy) -> PairedMetric | None:
-    """The paired comparison of one rate (None when no case is scored on both sides)."""
+def compare_lane(lane: Lane, base: CaseTable, cand: CaseTable, policy: Policy, tests: int = 1) -> PairedMetric | None:
+    """The paired comparison of one rate, its verdict not yet given (``compare_scores`` gives it once
+    every rate's p is known); None when no case is scored on both sides."""
     family, strategy, metric = lane
     shared = sorted(set(base) & set(cand))
     if not shared:
@@ -203,30 +228,32 @@ def compare_lane(lane: Lane, base: CaseTable, cand: CaseTable, policy: Policy) -
     p_boot, low, high = paired_bootstrap(diffs)
     p = p_sign if one_try else max(p_sign, p_boot)
     tries = max(max(len(base[c]), len(cand[c])) for c in shared)
-    effect = sum(diffs) / len(diffs)
-    worse = effect < 0 if higher else effect > 0
-    status, reason = _verdict(effect, p, worse, policy, metric in policy.metrics)
     return PairedMetric(
         family=family, strategy=strategy, metric=metric, cases=len(shared),
         baseline=sum(_mean(base[c]) for c in shared) / len(shared),
-        candidate=sum(_mean(cand[c]) for c in shared) / len(shared), effect=effect, ci_low=low, ci_high=high,
-        worse_cases=worse_cases, better_cases=better_cases,
-        test="exact McNemar" if one_try else "paired bootstrap + sign test", p_value=p,
-        mde=min_detectable_effect(diffs, 1.0 / tries, policy.alpha), status=status, reason=reason,
-        flips=tuple(flips({c: base[c] for c in shared}, {c: cand[c] for c in shared}, higher)), gated=metric in policy.metrics,
+        candidate=sum(_mean(cand[c]) for c in shared) / len(shared), effect=sum(diffs) / len(diffs),
+        ci_low=low, ci_high=high, worse_cases=worse_cases, better_cases=better_cases,
+        test="exact McNemar" if one_try else "paired bootstrap + sign test", p_value=p, p_adjusted=p,
+        mde=min_detectable_effect(diffs, 1.0 / tries, policy.alpha / tests), status="info", reason="",
+        flips=tuple(flips({c: base[c] for c in shared}, {c: cand[c] for c in shared}, higher)),
+        gated=metric in policy.metrics,
     )
 
 
-def compare_scores(base: Iterable[ScoreRow], cand: Iterable[ScoreRow], policy: Policy) -> list[PairedMetric]:
-    """Every rate both runs scored, compared case by case, in the baseline's order."""
+def compare_scores(base: Iterable[ScoreRow], cand: Iterable[ScoreRow], policy: Policy,
+                   worse_allowed: int | None = None) -> list[PairedMetric]:
+    """Every rate both runs scored, compared case by case, in the baseline's order; ``worse_allowed``:
+    the cases that may get worse on a gated rate before it regresses whatever its p (None: no limit)."""
     b, c = index_scores(base), index_scores(cand)
-    out = []
-    for lane in b:
-        if lane in c:
-            result = compare_lane(lane, b[lane], c[lane], policy)
-            if result is not None:
-                out.append(result)
-    return out
+    # With Holm's method a lone change must reach alpha / (gated rates): what it could detect says so.
+    tests = max(1, sum(1 for lane in b if lane in c and lane[2] in policy.metrics)) if policy.correction == "holm" else 1
+    out = [r for lane in b if lane in c and (r := compare_lane(lane, b[lane], c[lane], policy, tests)) is not None]
+    gated = [i for i, r in enumerate(out) if r.gated]
+    if policy.correction == "holm":
+        for i, adjusted in zip(gated, holm([out[i].p_value for i in gated]), strict=True):
+            out[i] = replace(out[i], p_adjusted=adjusted)
+    return [replace(r, status=status, reason=reason) for r in out
+            for status, reason in [_verdict(r, policy, worse_allowed)]]
 
 
 __all__ = [
@@ -237,6 +264,7 @@ __all__ = [
     "exact_mcnemar",
     "fewest_significant",
     "flips",
+    "holm",
     "index_scores",
     "min_detectable_effect",
     "paired_bootstrap",

@@ -4,6 +4,8 @@
     alpha: 0.05            # significance level of the paired tests
     min_effect: 0.05       # smallest change of a rate that counts (absolute: 0.05 = 5 points)
     metrics: [validity, exact_match, state_match, grammar_rejection, truncated]   # rates gated
+    correction: holm       # holm | none: p values adjusted for the number of gated rates
+    max_worse_cases: 0     # also fail when more cases got worse (default: 0 for two oracle runs, else none)
     timings: auto          # auto | gate | info (see harness.eval.compare.gate)
     max_slowdown: 3.0      # a timing over this ratio to the baseline is a regression...
     timing_ratios:         # ...unless its own ratio is given here
@@ -29,7 +31,7 @@ from harness.vocabulary import ACCURACY_METRICS, SAMPLE_METRICS, TIMING_METRICS,
 
 TimingGate = Literal["auto", "gate", "info"]
 TIMING_GATES: tuple[TimingGate, ...] = ("auto", "gate", "info")
-RATE_METRICS: tuple[str, ...] = (*SAMPLE_METRICS, Metric.target_mask_diff)
+RATE_METRICS: tuple[str, ...] = tuple(str(m) for m in (*SAMPLE_METRICS, Metric.target_mask_diff))
 """Rates the paired comparison can gate (per case: pass or fail)."""
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.05
@@ -66,6 +68,13 @@ class Policy(BaseModel):
     thousands of cases is real, and still not worth failing a build for)."""
     metrics: tuple[str, ...] = RATE_METRICS
     """The rates gated; others are shown only."""
+    max_worse_cases: int | None = Field(default=None, ge=0)
+    """Also a regression, significant or not: more than this many cases got worse on a gated rate.
+    For setups without noise, where one case that got worse is a change and not luck: None (default)
+    means 0 between two runs of the oracle (it replays gold), no such limit otherwise."""
+    correction: Literal["holm", "none"] = "holm"
+    """How the p values of the gated rates are adjusted for their number: ``holm`` keeps the chance
+    of any false alarm in one comparison at ``alpha``; ``none`` tests each rate at ``alpha``."""
     timings: TimingGate = "auto"
     """Gate timings: ``auto`` only between runs measured on the same machine, ``gate`` always,
     ``info`` never."""
@@ -89,10 +98,16 @@ class Policy(BaseModel):
     @classmethod
     def _ratios(cls, value: dict[str, float]) -> dict[str, float]:
         for name, ratio in value.items():
-            _known_metric(name, tuple(TIMING_METRICS), "timing")
+            _known_metric(name, tuple(str(m) for m in TIMING_METRICS), "timing")
             if not ratio >= 1:
                 raise ValueError(f"{name}: a ratio must be >= 1, got {ratio}")
         return value
+
+    def worse_cases_allowed(self, engines: tuple[str, str]) -> int | None:
+        """``max_worse_cases``, or its default for runs on ``engines`` (baseline, candidate)."""
+        if self.max_worse_cases is not None:
+            return self.max_worse_cases
+        return 0 if all(e.split()[0] == "oracle" for e in engines) else None
 
     def ratio_for(self, metric: str) -> float:
         """The largest allowed slowdown of ``metric``."""
