@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from harness.eval.run.setup_identity import folder_digest, server_arguments
-from harness.eval.store.repeat_records import SetupIdentity, identity_with_digest, setup_differences, setup_fields
+from harness.eval.store.repeat_records import (
+    SetupIdentity,
+    identity_with_digest,
+    setup_differences,
+    setup_fields,
+)
 
 VLLM = ["/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "/cache/hf/gemma-abc",
         "--served-model-name", "gemma", "--host", "127.0.0.1", "--port", "41234", "--dtype", "bfloat16",

@@ -207,6 +207,13 @@ def _print_summary(summary: list[SummaryRow]) -> None:
             r = metrics.get(m)
             cells.append(f"{r.value:.3f} (n={r.n})".rjust(18) if r else "-".rjust(18))
         typer.echo(f"{fam:16} {strat:15} " + " ".join(cells))
+    for row in summary:
+        if row.repeats is not None:
+            rep = row.repeats
+            at, hat = rep.pass_at_k[-1], rep.pass_hat_k[-1]
+            typer.echo(f"{row.family}/{row.strategy} {row.metric} over {rep.epochs} epochs of {rep.cases} cases: "
+                       f"pass@1 {rep.pass_at_k[0].value:.3f}, pass@{at.k} {at.value:.3f}, pass^{hat.k} {hat.value:.3f}; "
+                       f"{rep.stable_pass} stable-pass, {rep.flaky} flaky, {rep.stable_fail} stable-fail")
 
 
 def _report(run_dirs: list[Path], out: Path) -> None:

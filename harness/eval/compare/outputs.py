@@ -31,6 +31,7 @@ from harness.eval.compare.paired import PairedMetric
 from harness.eval.compare.policy import Policy
 from harness.eval.store.records import SampleRecord, ScoreRow
 from harness.eval.store.results import read_samples
+from harness.vocabulary import Metric
 
 ANSWER_CHARS = 2000
 """Of a failing case's answer, what a JUnit failure keeps."""
@@ -183,6 +184,22 @@ def _baseline_failed(cmp: Comparison) -> set[tuple[str, str, str, str]]:
             if r.value is not None and r.metric in cmp.policy.metrics and _fails(r)}
 
 
+def _failure_words(rows: list[ScoreRow], epochs: int, failed_before: set[tuple[str, str, str, str]]) -> list[str]:
+    """``metric: kind, kind (2 of 3 epochs; passed in the baseline)`` per failed metric of a case."""
+    by_metric: dict[str, list[ScoreRow]] = defaultdict(list)
+    for row in rows:
+        by_metric[row.metric].append(row)
+    words = []
+    for metric, failed in by_metric.items():
+        first = failed[0]
+        notes = [f"{len(failed)} of {max(epochs, len(failed))} epochs"] if epochs > 1 else []
+        known = (first.family, first.strategy, metric, first.case_id) in failed_before
+        notes.append("failed in the baseline too" if known else "passed in the baseline")
+        kinds = ", ".join(sorted({r.error_kind or "no error kind" for r in failed}))
+        words.append(f"{metric}: {kinds} ({'; '.join(notes)})")
+    return words
+
+
 def write_junit(cmp: Comparison, path: Path) -> Path:
     """The JUnit XML file (module doc), written atomically."""
     from junitparser import Failure, JUnitXml, TestCase, TestSuite
@@ -200,6 +217,10 @@ def write_junit(cmp: Comparison, path: Path) -> Path:
     samples = read_samples(cmp.candidate_dir)
     by_id = samples.samples if samples is not None else {}
     failed_before = _baseline_failed(cmp)
+    epochs: dict[tuple[str, str, str], int] = defaultdict(int)
+    for row in cmp.candidate_scores or ():
+        if row.metric == Metric.validity:
+            epochs[(row.family, row.strategy, row.case_id)] += 1
     suite = cmp.candidate_run.suite.name
     for (family, strategy), cases in sorted(_case_failures(cmp).items()):
         lane = TestSuite(f"{suite}/{family}/{strategy}")
@@ -207,10 +228,8 @@ def write_junit(cmp: Comparison, path: Path) -> Path:
             case = TestCase(case_id, f"{suite}.{family}.{strategy}")
             if rows:
                 first = rows[0]
-                kinds = sorted({f"{r.metric}: {r.error_kind or 'no error kind'} (epoch {r.epoch})" for r in rows})
-                known = any((family, strategy, r.metric, case_id) in failed_before for r in rows)
-                before = "failed in the baseline too" if known else "passed in the baseline"
-                failure = Failure(f"{'; '.join(kinds)}; {before}", first.error_kind or "fail")
+                words = _failure_words(rows, epochs.get((family, strategy, case_id), 1), failed_before)
+                failure = Failure(" | ".join(words), first.error_kind or "fail")
                 failure.text = (f"sample {first.sample_id}\n{sample_link(cmp.candidate_dir, first.sample_id)}\n"
                                 f"answer:\n{_answer(by_id.get(first.sample_id))}")
                 case.result = [failure]

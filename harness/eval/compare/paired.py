@@ -252,6 +252,8 @@ def compare_scores(base: Iterable[ScoreRow], cand: Iterable[ScoreRow], policy: P
     if policy.correction == "holm":
         for i, adjusted in zip(gated, holm([out[i].p_value for i in gated]), strict=True):
             out[i] = replace(out[i], p_adjusted=adjusted)
+    if worse_allowed is not None:  # a count of cases that got worse detects what the tests cannot
+        out = [replace(r, mde=min(r.mde, (worse_allowed + 1) / r.cases)) if r.gated else r for r in out]
     return [replace(r, status=status, reason=reason) for r in out
             for status, reason in [_verdict(r, policy, worse_allowed)]]
 

@@ -47,7 +47,8 @@ def recorded_fields(run: RunRecord) -> dict[str, Any]:
         return setup_fields(run.setup)
     fields: dict[str, Any] = {
         "engine": f"{run.engine} --target {run.target}" if run.target else run.engine,
-        "max_steps_per_turn": run.max_steps_per_turn, "suite": f"{run.suite.name} v{run.suite.version}",
+        "max_steps_per_turn": run.max_steps_per_turn if run.suite.kind == "episode" else None,
+        "suite": f"{run.suite.name} v{run.suite.version}",
         "temperature": run.temperature if run.temperature is not None else 0.0,
         "top_p": run.top_p if run.top_p is not None else 1.0,
     }

@@ -141,7 +141,8 @@ def setup_identity(run: ResolvedRun, record: RunRecord) -> SetupIdentity:
         engine=f"{record.engine} --target {record.target}" if record.target else record.engine,
         models={str(f): m for f, m in run.models.items()}, weights=weights, servers=servers,
         chat_templates=templates, grammar_library=f"xgrammar {xgrammar}" if xgrammar else None,
-        max_tokens=run.sampling.max_tokens, max_steps_per_turn=run.max_steps_per_turn,
+        max_tokens=run.sampling.max_tokens,
+        max_steps_per_turn=run.max_steps_per_turn if run.suite.kind == "episode" else None,  # one call per point
         suite=f"{run.suite.name} v{run.suite.spec.version}", suite_digest=suite_digest(run.suite),
         temperature=run.sampling.temperature, top_p=run.sampling.top_p,
     )

@@ -66,7 +66,8 @@ class SetupIdentity(Record):
     max_tokens: int | None
     """The token bound per model response."""
     max_steps_per_turn: int | None
-    """The bound of model calls per user turn (episodes)."""
+    """The bound of model calls per user turn (episode suites; None for next-call suites, whose points
+    are one model call each)."""
     suite: str
     """The suite's name and version."""
     suite_digest: str | None
