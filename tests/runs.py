@@ -72,3 +72,26 @@ async def _write_samples(path: Path, samples: Sequence[SampleRecord]) -> None:
     async with SampleWriter(path) as writer:
         for sample in samples:
             writer.put(sample)
+
+
+def score_rows(
+    cases: dict[str, Sequence[float]], metric: str = "exact_match", family: str = "function_gemma",
+    strategy: str = "ebnf", error_kind: str = "exact:wrong_arguments",
+) -> list[ScoreRow]:
+    """Score rows of one metric: each case's values, one per epoch (a failure carries ``error_kind``)."""
+    return [
+        ScoreRow(sample_id=f"{case}/{family}/{strategy}/{epoch}", case_id=case, family=family, strategy=strategy,
+                 epoch=epoch, metric=metric, value=value,
+                 error_kind=error_kind if (value < 1 if metric in ("validity", "exact_match", "state_match") else value > 0) else None)
+        for case, values in cases.items() for epoch, value in enumerate(values, start=1)
+    ]
+
+
+def write_scored_run(path: Path, scores: Sequence[ScoreRow], **fields: Any) -> Path:
+    """A finished run directory with run.json (``fields`` override), scores.parquet and the summary
+    computed from the scores, as a run would write them."""
+    from harness.eval.score.summary import summarize
+
+    epochs = max((s.epoch for s in scores), default=1)
+    return write_run_dir(path, run_record(path.name, **{"epochs": epochs, **fields}), summarize([], scores),
+                         scores=scores)

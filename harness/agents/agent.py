@@ -163,8 +163,12 @@ class Agent:
             self._client = self._connect()
         return self._client
 
-    def make_kernel(self, client: LLMClient | None = None, observers: Sequence[Observer] | None = None) -> AgentKernel:
-        """A kernel on ``client`` (default: the agent's own) with the bundle's kernel settings."""
+    def make_kernel(
+        self, client: LLMClient | None = None, observers: Sequence[Observer] | None = None, *,
+        temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
+    ) -> AgentKernel:
+        """A kernel on ``client`` (default: the agent's own) with the bundle's kernel settings; its
+        requests carry ``temperature``, ``top_p`` and ``seed`` (a run derives one seed per sample)."""
         kernel = self.config.kernel
         return AgentKernel(
             client if client is not None else self.client,
@@ -177,6 +181,9 @@ class Agent:
             agent_id=self.config.name,
             max_tokens=self.max_tokens,
             stream=self.stream,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
         )
 
     def opening(self, messages: Sequence[Message] = ()) -> list[Message]:

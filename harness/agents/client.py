@@ -37,7 +37,11 @@ class CompletionRequest:
     stop: tuple[str, ...] = ()
     max_tokens: int | None = None
     temperature: float = 0.0
+    top_p: float = 1.0
+    """Nucleus sampling: sample among the most likely tokens whose probabilities add up to this (1: all)."""
     seed: int | None = None
+    """Seed of the request's sampler (vLLM's per-request ``seed``): the same seed, prompt and settings give
+    the same answer. None: the server's own randomness."""
     stream: bool = False
 
 

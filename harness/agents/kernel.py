@@ -120,6 +120,7 @@ class AgentKernel:
         temperature: float = 0.0,
         seed: int | None = None,
         stream: bool = False,
+        top_p: float = 1.0,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
@@ -139,6 +140,7 @@ class AgentKernel:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.top_p = top_p
         self.stream = stream
         self.observer_errors: list[ObserverErrorEvent] = []
         """Every observer failure seen by this kernel (also emitted to the other observers)."""
@@ -206,6 +208,7 @@ class AgentKernel:
             stop=payload.stop,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
+            top_p=self.top_p,
             seed=self.seed,
             stream=self.stream,
         )

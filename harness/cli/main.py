@@ -11,7 +11,7 @@ import signal
 import typer
 
 from harness import __version__
-from harness.cli.commands import bench, grammar, reporting, serve, suites, tool
+from harness.cli.commands import bench, compare, grammar, reporting, serve, suites, tool
 from harness.cli.commands import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
@@ -31,9 +31,11 @@ app.add_typer(bench.app, name="bench")
 app.command("validate", epilog=example("harness validate suites/shellper"))(suites.validate)
 app.add_typer(suites.import_app, name="import")
 app.command("report", epilog=example("harness report results/a results/b --out results/ab"))(reporting.report)
-app.command("compare", epilog=example("harness compare --timings info results/baselines/smoke results/x"))(
-    reporting.compare
-)
+app.command("compare", epilog=example(
+    "harness compare --timings info results/baselines/smoke results/x",
+    "harness compare BASE NEW --policy gate.yaml --junit junit.xml --update-baseline",
+    "harness compare results/a results/b --allow-setup-change   # e.g. another token bound",
+))(compare.compare)
 app.command("run", epilog=example(
     "harness run suites/shellper --limit 25 --report",
     "harness run suites/shellper --engine oracle --family function_gemma,qwen --strategy ebnf,json_schema",

@@ -29,7 +29,7 @@ IGNORED = frozenset({"user", "metadata", "store", "chat_template_kwargs"})
 """Accepted and without effect here: the grammar decides how many calls there are, and the family
 adapter renders the prompt (Qwen's ``enable_thinking: false`` is what it renders anyway)."""
 MUST_BE_DEFAULT: dict[str, tuple[Any, ...]] = {
-    "n": (1,), "top_p": (1, 1.0), "logprobs": (False,), "frequency_penalty": (0, 0.0),
+    "n": (1,), "logprobs": (False,), "frequency_penalty": (0, 0.0),
     "presence_penalty": (0, 0.0), "echo": (False,), "include_stop_str_in_output": (False,),
 }
 """Accepted only at their default (or null): anything else would be silently ignored."""
@@ -124,6 +124,8 @@ class ChatCompletionBody(_Body):
     """The newer name of ``max_tokens`` (it wins when both are given)."""
     temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
     """0 is greedy; None is ``DEFAULT_TEMPERATURE``; at most 2, as vLLM."""
+    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    """Nucleus sampling over the tokens the grammar allows (None: 1, every token); in (0, 1], as vLLM."""
     seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
     """Seed of the sampler (a 64-bit integer, as vLLM)."""
     stream: bool = False
@@ -302,7 +304,7 @@ def parse_body(
     request = CompletionRequest(
         model=served, messages=messages, tools=tools, extra_body=extra, stop=checked.stops(),
         max_tokens=checked.max_completion_tokens or checked.max_tokens, temperature=temperature,
-        seed=checked.seed, stream=checked.stream,
+        top_p=1.0 if checked.top_p is None else checked.top_p, seed=checked.seed, stream=checked.stream,
     )
     include_usage = checked.stream_options is not None and checked.stream_options.include_usage
     return Parsed(request, family, choice, include_usage, artifact)

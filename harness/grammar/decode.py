@@ -81,8 +81,15 @@ class _Decoder:
         temperature: float,
         rng: np.random.Generator | None,
         matcher_stop_ids: Sequence[int] | None = None,
+        top_p: float = 1.0,
     ) -> None:
         self.tokenizer, self.policy, self.temperature, self.rng = tokenizer, mask_policy, temperature, rng
+        self.top_p = top_p
+        # Trying the model's own pick first and masking only when the grammar refuses it is the same
+        # as masking first for greedy choice and for plain sampling (a rejection sampler of the masked
+        # distribution), not for top_p: the nucleus of the masked distribution is not the nucleus of
+        # the whole one, so with top_p < 1 the mask comes first.
+        self.lazy = mask_policy == "lazy" and (temperature <= 0.0 or top_p >= 1.0)
         self.stops, self.stop_set = stops, frozenset(stops)
         self.clock = time.perf_counter_ns
         self.start = self.clock()
@@ -125,7 +132,7 @@ class _Decoder:
 
     def _pick(self, scores: NDArray[np.floating[Any]], ids: NDArray[np.intp] | None) -> int:
         t0 = self.clock()
-        token = pick_token(scores, ids, self.temperature, self.rng)
+        token = pick_token(scores, ids, self.temperature, self.rng, self.top_p)
         self.run.grammar_ns += self.clock() - t0
         return token
 
@@ -278,7 +285,7 @@ class _Decoder:
         if self.matcher is None:
             return self._pick(logits, None)
         spent = 0
-        if self.policy == "lazy":  # the model's own choice first; the mask only when it is refused
+        if self.lazy:  # the model's own choice first; the mask only when it is refused
             token = self._pick(logits, None)
             ok, spent = self._accept(token)
             if ok:
@@ -310,7 +317,7 @@ class _Decoder:
         scores, ids = masked_scores(logits, self.bitmask, limit)
         if scores.size == 0:
             return None
-        token = pick_token(scores, ids, self.temperature, self.rng)
+        token = pick_token(scores, ids, self.temperature, self.rng, self.top_p)
         return None if ids is None and bool(scores[token] == -np.inf) else token
 
     def feed(self, source: TokenSource, token: int) -> bool:
@@ -372,6 +379,7 @@ def decode(
     rng: np.random.Generator | None = None,
     matcher_stop_ids: Sequence[int] | None = None,
     jump: JumpMode = "off",
+    top_p: float = 1.0,
 ) -> DecodeResult:
     """Run ``source`` through ``compiled`` (an ``xgr.CompiledGrammar``; None = unconstrained).
 
@@ -380,7 +388,8 @@ def decode(
     ones too). ``matcher_stop_ids`` overrides the stop tokens the grammar itself knows (as vLLM does
     with the generation config's end ids); by default they are those of the tokenizer info it was
     compiled for. ``jump``: what to do with text the grammar forces (module doc); ``verify`` needs a
-    :class:`DraftingSource`.
+    :class:`DraftingSource`. ``temperature`` > 0 samples from ``rng`` among the allowed tokens,
+    restricted to the nucleus ``top_p`` of the masked distribution (``mask.pick_token``).
     """
     if mask_policy not in ("always", "lazy"):
         raise ValueError(f"unknown mask policy {mask_policy!r}: expected 'always' or 'lazy'")
@@ -389,7 +398,7 @@ def decode(
     if jump == "verify" and not hasattr(source, "propose_draft"):
         raise ValueError("jump-forward 'verify' needs a source that evaluates drafts (propose_draft)")
     stops = tuple(tokenizer.eos_ids if stop_ids is None else stop_ids)
-    d = _Decoder(compiled, tokenizer, mask_policy, stops, temperature, rng, matcher_stop_ids)
+    d = _Decoder(compiled, tokenizer, mask_policy, stops, temperature, rng, matcher_stop_ids, top_p)
     mode = jump if d.matcher is not None else "off"
     while d.generated < max_tokens:
         if mode == "append" and (d.jump(source, max_tokens) or d.generated >= max_tokens):

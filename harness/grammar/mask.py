@@ -79,8 +79,13 @@ def pick_token(
     ids: NDArray[np.intp] | None,
     temperature: float,
     rng: np.random.Generator | None,
+    top_p: float = 1.0,
 ) -> int:
-    """Greedy (temperature 0) or sampled choice; ``ids`` maps positions of ``scores`` to token ids."""
+    """Greedy (temperature 0) or sampled choice; ``ids`` maps positions of ``scores`` to token ids.
+
+    Sampling is vLLM's order: the scores (already masked by the grammar, when there is one) divided by
+    the temperature, softmax, then nucleus (``top_p`` < 1: only the most likely tokens whose
+    probabilities add up to ``top_p`` stay, renormalised), then one draw from ``rng``."""
     if temperature <= 0.0:
         k = int(np.argmax(scores))
     else:
@@ -88,8 +93,20 @@ def pick_token(
         z -= z.max()
         p = np.exp(z)
         p /= p.sum()
-        k = int((rng or np.random.default_rng()).choice(len(p), p=p))
+        generator = rng or np.random.default_rng()
+        k = _nucleus_draw(p, top_p, generator) if top_p < 1.0 else int(generator.choice(len(p), p=p))
     return k if ids is None else int(ids[k])
+
+
+def _nucleus_draw(p: NDArray[np.float64], top_p: float, rng: np.random.Generator) -> int:
+    """One draw among the smallest set of most likely positions whose probabilities reach ``top_p``
+    (the position that crosses it included, as vLLM keeps it)."""
+    order = np.argsort(-p, kind="stable")
+    cumulative = np.cumsum(p[order])
+    keep = int(np.searchsorted(cumulative, top_p - 1e-9, side="left")) + 1  # 0.5 + 0.3 reaches 0.8
+    kept = order[: min(keep, len(order))]
+    q = p[kept] / p[kept].sum()
+    return int(kept[int(rng.choice(len(kept), p=q))])
 
 
 __all__ = ["allocate_bitmask", "allowed_ids", "allows_only", "masked_scores", "pick_token", "token_allowed"]

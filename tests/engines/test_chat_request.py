@@ -64,6 +64,8 @@ REFUSED = [
     (body(max_tokens=True), "max_tokens: Input should be a valid integer"),
     (body(seed=True), "seed: Input should be a valid integer"),
     (body(seed=2**64), "seed: Input should be less than or equal to"),
+    (body(top_p=0), "top_p: Input should be greater than 0"),
+    (body(top_p=1.5), "top_p: Input should be less than or equal to 1"),
     (body(stream="yes"), "stream: Input should be a valid boolean"),
     (body(skip_special_tokens="no"), "skip_special_tokens: Input should be a valid boolean"),
     (body(tool_choice=5), "tool_choice"),
@@ -104,6 +106,7 @@ def test_a_good_body_becomes_the_engines_request() -> None:
     request = parsed.request
     assert (parsed.family, parsed.tool_choice.mode, parsed.include_usage) == ("qwen", "none", True)
     assert (request.model, request.stop, request.max_tokens, request.temperature) == ("oracle-qwen", ("END",), 7, 1.0)
+    assert request.top_p == 1.0 and parse_body(body(top_p=0.9), ENGINE).request.top_p == 0.9  # the local engine honours it
     assert request.messages[0].content == "hi" and request.messages[1].tool_calls[0].name == "ls"
     assert list(request.extra_body["structured_outputs"]) == ["grammar"]  # choice, as the canonical grammar
     assert [t.name for t in request.tools] == ["ls"]

@@ -106,6 +106,17 @@ def test_seeded_sampling_is_valid_and_repeatable(local_engine, make_request, str
 
 @slow
 @pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
+def test_top_p_is_taken_among_the_tokens_the_grammar_allows(local_engine, make_request, strategy):
+    """A nucleus this small holds one token: the most likely *allowed* one, so sampling at temperature 1
+    gives the greedy answer under the grammar (a nucleus of the unmasked scores would often hold no
+    allowed token at all)."""
+    greedy = local_engine.complete(make_request(strategy, max_tokens=24))
+    sampled = local_engine.complete(make_request(strategy, max_tokens=24, temperature=1.0, top_p=1e-6, seed=3))
+    assert sampled.content == greedy.content
+
+
+@slow
+@pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
 def test_lazy_mask_picks_the_same_tokens_as_always(local_engine, make_request, strategy):
     """The cheap path (argmax checked against the matcher) is exact for greedy decoding."""
     request = make_request(strategy, parallel=True, max_tokens=40)

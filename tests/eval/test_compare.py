@@ -10,7 +10,7 @@ import pytest
 from runs import run_record, write_run_dir
 from typer.testing import CliRunner
 
-from harness.cli.commands import reporting
+from harness.cli.commands import compare as reporting
 from harness.cli.main import app
 from harness.eval import compare as compare_mod
 

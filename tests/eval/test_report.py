@@ -344,3 +344,19 @@ def test_report_md_quotes_what_a_run_holds_as_text(tmp_path: Path, label: str, w
     assert re.search(r"(?<!\\)\]\(", md.replace("](plots/", "")) is None  # no link or image of its own
     assert "&lt;script&gt;alert(1)&lt;/script&gt; ![t\\](http://evil.example/t.png)" in md  # shown, as text
     assert "&amp;amp;" in md
+
+
+def test_repeats_are_reported_with_the_case_as_the_unit(tmp_path: Path) -> None:
+    from runs import score_rows, write_scored_run
+
+    # 4 cases x 3 epochs: one stable pass, two flaky (2 of 3, 1 of 3), one stable fail.
+    scores = score_rows({"a": [1, 1, 1], "b": [1, 1, 0], "c": [0, 1, 0], "d": [0, 0, 0]})
+    run = write_scored_run(tmp_path / "rep", scores, engine="local")
+    md = write_report([run], tmp_path / "out").read_text()
+    assert "### Repeats: pass@k, pass^k and flaky cases" in md
+    # pass@2 per case: 1, 1, 2/3, 0 -> 0.667; pass^2: 1, 1/3, 0, 0 -> 0.333; n 12 samples of 4 cases.
+    assert "| function_gemma | ebnf | exact_match | 2 | 0.667 [" in md and "| 0.333 [" in md
+    assert "| function_gemma | ebnf | exact_match | 4 | 3 | 1 | 2 | 1 |" in md
+    assert "12 (4 cases)" in md
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "pass^k [95% CI]" in html and "stable fail" in html

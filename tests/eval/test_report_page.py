@@ -141,3 +141,19 @@ def test_the_report_page_works_in_a_real_browser(report_page: Path, browser: Any
     assert problems == []
     assert requests == []  # nothing fetched at view time
     page.close()
+
+
+def test_a_link_to_one_sample_opens_it(report_page: Path, browser: Any) -> None:
+    """``harness compare`` links each flip to ``report.html#sample=<id>``: the page opens that sample."""
+    from urllib.parse import quote
+
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    data = report_page.read_text()
+    sample_id = "priya-inbox-03/qwen/json_schema/1"
+    assert sample_id in data
+    page.goto(report_page.as_uri() + "#sample=" + quote(sample_id, safe=""))
+    page.wait_for_selector("#sample-rows td.detail")
+    assert page.eval_on_selector("#sample-rows tr.sample.open", "row => row.dataset.id") == sample_id
+    assert all(s["id"] == sample_id for s in visible_samples(page))
+    assert page.input_value("#f-text") == sample_id
+    page.close()

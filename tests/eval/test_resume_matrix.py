@@ -48,6 +48,8 @@ OTHER_MATRIX: list[tuple[dict[str, Any], str]] = [
     ({"max_tokens": 7}, "max_tokens 7 (recorded: "),
     ({"engine": "openai"}, "engine 'openai' (recorded: 'oracle')"),
     ({"target": "vllm"}, "target 'vllm' (recorded: None)"),
+    ({"temperature": 1.0}, "temperature 1.0 (recorded: 0.0)"),
+    ({"seed": 123456789012}, "seed 123456789012 (recorded: "),
 ]
 
 

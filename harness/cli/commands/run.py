@@ -82,6 +82,26 @@ MaxTokensOpt = Annotated[
     ),
 ]
 
+TemperatureOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--temperature", min=0.0, max=2.0, metavar="T",
+        help="Sampling temperature, 0 (greedy) to 2 (default: the suite's temperature, else 0). Above 0 each "
+        "sample's requests carry a seed derived from --seed, its case and its epoch (vLLM's per-request seed; "
+        "the embedded engine samples with it under the grammar's mask), so a rerun with the same seed reproduces.",
+    ),
+]
+TopPOpt = Annotated[
+    float | None,
+    typer.Option("--top-p", min=0.0, max=1.0, metavar="P",
+                 help="Nucleus sampling, above 0 and at most 1 (default: the suite's top_p, else 1)."),
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option("--seed", min=0, metavar="N",
+                 help="The run's seed (default: the suite's seed, else a random one; run.json records it)."),
+]
+
 
 class _Bars:
     """The run's progress bars (one per run_suite call) and where its messages go: above the bar, or
@@ -123,8 +143,15 @@ def run(
     report: ReportOpt = False,
     sample_timeout: SampleTimeoutOpt = 300.0,
     max_tokens: MaxTokensOpt = None,
+    temperature: TemperatureOpt = None,
+    top_p: TopPOpt = None,
+    seed: SeedOpt = None,
 ) -> None:
-    """Run a suite: family x strategy x case x epoch samples, saved as they finish, then scored."""
+    """Run a suite: family x strategy x case x epoch samples, saved as they finish, then scored.
+
+    With --epochs N > 1 (and a temperature above 0, or every epoch repeats the same answer) summary.json
+    and the reports add pass@k and pass^k for k = 1..N and each case's class (stable-pass, flaky,
+    stable-fail); every interval counts cases, not samples, as the unit."""
     import asyncio
 
     from harness.agents.bundle import BundleError
@@ -139,6 +166,7 @@ def run(
         target=None if target is None else target.value, families=list(family) if family else None,
         strategies=list(strategy) if strategy else None, limit=limit, concurrency=concurrency, epochs=epochs,
         out=out, resume=resume, sample_timeout_s=sample_timeout, max_tokens=max_tokens,
+        temperature=temperature, top_p=top_p, seed=seed,
     )
     bars = _Bars()
     try:
@@ -184,6 +212,13 @@ def _print_summary(summary: list[SummaryRow]) -> None:
             r = metrics.get(m)
             cells.append(f"{r.value:.3f} (n={r.n})".rjust(18) if r else "-".rjust(18))
         typer.echo(f"{fam:16} {strat:15} " + " ".join(cells))
+    for row in summary:
+        if row.repeats is not None:
+            rep = row.repeats
+            at, hat = rep.pass_at_k[-1], rep.pass_hat_k[-1]
+            typer.echo(f"{row.family}/{row.strategy} {row.metric} over {rep.epochs} epochs of {rep.cases} cases: "
+                       f"pass@1 {rep.pass_at_k[0].value:.3f}, pass@{at.k} {at.value:.3f}, pass^{hat.k} {hat.value:.3f}; "
+                       f"{rep.stable_pass} stable-pass, {rep.flaky} flaky, {rep.stable_fail} stable-fail")
 
 
 def _report(run_dirs: list[Path], out: Path) -> None:

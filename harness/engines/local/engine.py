@@ -113,8 +113,8 @@ class LocalEngine:
     note = (
         f"local: {LOCAL_MODEL_ID}: Gemma 3 270M base (Q4_K_M GGUF, llama.cpp on the CPU) prompted in "
         "FunctionGemma's format; it is not FunctionGemma (not instruction-tuned for calls); xgrammar masks, "
-        "greedy unless a temperature is given; text the grammar forces is drafted and checked in one batch "
-        "(jump-forward)"
+        "greedy unless a temperature is given (then sampled among the allowed tokens, with top_p and the "
+        "request's seed); text the grammar forces is drafted and checked in one batch (jump-forward)"
     )
 
     def __init__(
@@ -271,7 +271,9 @@ class LocalEngine:
         stop_ids = (*tok.eos_ids, FUNCTION_RESPONSE_ID)
         text = TextStops(tok, request.stop, on_text)
         source = LogitsSource(runtime, text, stop_ids=stop_ids, cancel=cancel)
-        rng = np.random.default_rng(request.seed) if request.temperature > 0 else None
+        # numpy seeds are non-negative: a negative 64-bit seed (vLLM accepts them) maps to its two's complement.
+        seed = None if request.seed is None else request.seed % 2**64
+        rng = np.random.default_rng(seed) if request.temperature > 0 else None
         result = decode(
             compiled,
             source,
@@ -282,6 +284,7 @@ class LocalEngine:
             temperature=request.temperature,
             rng=rng,
             jump=self.jump,
+            top_p=request.top_p,
         )
         self.last_decode = result
         if source.cancelled:

@@ -206,6 +206,8 @@ class OpenAICompatibleClient:
             body["max_tokens"] = request.max_tokens
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.top_p != 1.0:
+            body["top_p"] = request.top_p
         return {**body, **(request.extra_body or {})}
 
     # The body goes through the SDK's ``post`` (its documented road for any endpoint) rather than

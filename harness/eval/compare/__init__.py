@@ -1,7 +1,11 @@
-"""``harness compare``: the regression gate between two runs' summary.json (``gate``: the rules and
-``compare_runs``) and its output (``console``)."""
+"""``harness compare``: the regression gate between two runs. ``policy``: what the gate decides with;
+``setup_check``: what must hold before runs compare; ``paired``: rates case by case (exact McNemar,
+paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``console``, ``outputs``: the
+tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
+kept baseline atomically."""
 
-from harness.eval.compare.console import print_comparison
+from harness.eval.compare.baseline import BASELINE_FILES, BaselineError, update_baseline
+from harness.eval.compare.console import print_comparison, sample_link
 from harness.eval.compare.gate import (
     DEFAULT_MAX_DROP,
     DEFAULT_MAX_SLOWDOWN,
@@ -14,17 +18,57 @@ from harness.eval.compare.gate import (
     metric_kind,
     timing_gate_note,
 )
+from harness.eval.compare.outputs import Verdict, append_step_summary, markdown_summary, verdict, write_junit
+from harness.eval.compare.paired import (
+    Flip,
+    PairedMetric,
+    exact_mcnemar,
+    fewest_significant,
+    min_detectable_effect,
+    paired_bootstrap,
+)
+from harness.eval.compare.policy import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    Policy,
+    PolicyError,
+    load_policy,
+)
+from harness.eval.compare.setup_check import CompareError, SetupCheck, recorded_fields
 
 __all__ = [
+    "BASELINE_FILES",
+    "DEFAULT_ALPHA",
     "DEFAULT_MAX_DROP",
     "DEFAULT_MAX_SLOWDOWN",
+    "DEFAULT_MIN_EFFECT",
     "DEFAULT_MIN_TIMING_N",
     "TIMING_GATES",
+    "BaselineError",
+    "CompareError",
     "Comparison",
     "Diff",
+    "Flip",
+    "PairedMetric",
+    "Policy",
+    "PolicyError",
+    "SetupCheck",
     "TimingGate",
+    "Verdict",
+    "append_step_summary",
     "compare_runs",
+    "exact_mcnemar",
+    "fewest_significant",
+    "load_policy",
+    "markdown_summary",
     "metric_kind",
+    "min_detectable_effect",
+    "paired_bootstrap",
     "print_comparison",
+    "recorded_fields",
+    "sample_link",
     "timing_gate_note",
+    "update_baseline",
+    "verdict",
+    "write_junit",
 ]

@@ -1,12 +1,17 @@
-"""``harness compare``: the regression gate between two runs' summary.json.
+"""``harness compare``: the regression gate between two runs (``compare_runs``).
 
-Rules, per (family, strategy, metric):
-- validity, exact_match, state_match: a drop larger than ``max_drop`` (absolute, default 0.02) is a
-  regression; ``grammar_rejection``, ``truncated`` (answers cut by the token bound) or
-  ``target_mask_diff`` rising by more than ``max_drop`` is one too.
+The runs must compare at all (``setup_check``: both finished, one suite, one setup unless allowed).
+Then, when both have scores.parquet, every rate (validity, exact_match, state_match,
+grammar_rejection, truncated) is compared case by case (``paired``: exact McNemar, or a paired
+bootstrap with a sign test over epochs) and regresses only when its change is significant and at
+least the policy's minimum effect. Runs without per-case scores (written before they were kept, or a
+baseline of summary.json alone) are compared on summary.json as before: a rate falling (or a
+rejection rate rising) by more than ``max_drop`` is a regression.
+
+Summary rules, per (family, strategy, metric):
 - timings (ttft_ms_p50, latency_ms_p50, ms_per_token_p50, compile_ms, mask_us_*, tool_us_*,
   grammar_us_per_token_p50, any ``*_ms``/``*_us``): the
-  candidate taking more than ``max_slowdown`` times the baseline (default 3.0) is a regression, when
+  candidate taking more than the policy's ratio times the baseline (default 3.0) is a regression, when
   both sides have at least ``min_timing_n`` values (default 20), and for a percentile enough values
   that 10 lie beyond it (p99: 1,000). Timings on shared CI machines move by
   2x between runs for no reason, and a percentile of a handful of values moves by more (two smoke runs
@@ -18,7 +23,6 @@ Rules, per (family, strategy, metric):
   machine; the same oracle run on a CI runner measured mask_us_p50 4x slower with nothing changed.
 - a metric in the baseline but missing in the candidate is a regression (a metric that silently
   disappears must fail the build); a metric new in the candidate is reported, not a failure.
-Only ``run.json`` and ``summary.json`` are read from either directory.
 """
 
 from __future__ import annotations
@@ -29,21 +33,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from harness.eval.store.records import Machine, RunRecord, SummaryRow
-from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_summary
+from harness.eval.compare.paired import PairedMetric, compare_scores
+from harness.eval.compare.policy import (
+    DEFAULT_MAX_DROP,
+    DEFAULT_MAX_SLOWDOWN,
+    DEFAULT_MIN_TIMING_N,
+    TIMING_GATES,
+    Policy,
+    TimingGate,
+)
+from harness.eval.compare.setup_check import SetupCheck, check_runs, recorded_fields
+from harness.eval.store.records import Machine, RunRecord, ScoreRow, SummaryRow
+from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_scores, read_summary
 from harness.vocabulary import ACCURACY_METRICS, Metric
 
-DEFAULT_MAX_DROP = 0.02
-DEFAULT_MAX_SLOWDOWN = 3.0
-DEFAULT_MIN_TIMING_N = 20
 LOWER_IS_BETTER_RATES: tuple[Metric, ...] = (Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
 _EPS = 1e-9
 TAIL_VALUES = 10
 _PERCENTILE = re.compile(r"_p(\d{1,2})$")
 
 Kind = Literal["accuracy", "rejections", "timing", "other"]
-TimingGate = Literal["auto", "gate", "info"]
-TIMING_GATES: tuple[TimingGate, ...] = ("auto", "gate", "info")
 Status = Literal["ok", "improved", "regression", "missing", "new", "info"]
 
 
@@ -88,22 +97,46 @@ class Diff:
 
 @dataclass(slots=True)
 class Comparison:
+    """Everything ``compare_runs`` found: the setup check, the paired rates, the summary diffs."""
+
     baseline_dir: Path
     candidate_dir: Path
     baseline_run: RunRecord
     candidate_run: RunRecord
-    max_drop: float
-    max_slowdown: float
-    min_timing_n: int
-    timings: TimingGate = "auto"
+    policy: Policy
+    setup: SetupCheck
     timing_note: str = ""
     """Why timings are shown and not gated ("" when they are gated)."""
+    paired: list[PairedMetric] = field(default_factory=list)
+    """Rates compared case by case (empty when a run has no scores.parquet)."""
     diffs: list[Diff] = field(default_factory=list)
+    """What summary.json compares: timings, rates without per-case scores, missing and new metrics."""
     warnings: list[str] = field(default_factory=list)
+    baseline_scores: list[ScoreRow] | None = None
+    """The baseline's scores.parquet (None: it keeps none)."""
+    candidate_scores: list[ScoreRow] | None = None
+    """The candidate's scores.parquet (its JUnit file lists every case from it)."""
 
     @property
-    def regressions(self) -> list[Diff]:
-        return [d for d in self.diffs if d.is_regression]
+    def max_drop(self) -> float:
+        return self.policy.max_drop
+
+    @property
+    def max_slowdown(self) -> float:
+        return self.policy.max_slowdown
+
+    @property
+    def min_timing_n(self) -> int:
+        return self.policy.min_timing_n
+
+    @property
+    def mode(self) -> str:
+        """``paired`` (case by case) or ``summary`` (summary.json only, the rule before paired tests)."""
+        return "paired" if self.paired else "summary"
+
+    @property
+    def regressions(self) -> list[Diff | PairedMetric]:
+        return [*(p for p in self.paired if p.is_regression), *(d for d in self.diffs if d.is_regression)]
 
 
 def values_needed(metric: str, min_timing_n: int) -> int:
@@ -172,35 +205,18 @@ def _index(rows: list[SummaryRow], path: Path) -> dict[tuple[str, str, str], Sum
     return out
 
 
-def compare_runs(
-    baseline: Path,
-    candidate: Path,
-    *,
-    max_drop: float = DEFAULT_MAX_DROP,
-    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
-    min_timing_n: int = DEFAULT_MIN_TIMING_N,
-    timings: TimingGate = "auto",
-) -> Comparison:
-    """Diff two results directories. Raises RunDirError (naming the file) on unreadable input."""
-    if max_drop < 0:
-        raise ValueError("max_drop must be >= 0")
-    if max_slowdown < 1:
-        raise ValueError("max_slowdown must be >= 1")
-    baseline, candidate = Path(baseline), Path(candidate)
-    for d in (baseline, candidate):
-        if not d.is_dir():
-            raise RunDirError(d, "not a directory")
-    cmp = Comparison(
-        baseline, candidate, read_run(baseline), read_run(candidate), max_drop, max_slowdown, min_timing_n, timings
-    )
-    cmp.timing_note = timing_gate_note(cmp.baseline_run, cmp.candidate_run, timings)
-    base = _index(read_summary(baseline), baseline / SUMMARY_FILE)
-    cand = _index(read_summary(candidate), candidate / SUMMARY_FILE)
-    sides = {"engine": (cmp.baseline_run.engine, cmp.candidate_run.engine),
-             "suite": (cmp.baseline_run.suite.name, cmp.candidate_run.suite.name)}
-    for what, (b, c) in sides.items():
-        if b != c:
-            cmp.warnings.append(f"{what} differs: baseline {b!r}, candidate {c!r}")
+def _policy(policy: Policy | None, overrides: dict[str, object]) -> Policy:
+    """``policy`` (default: the defaults) with the options given on the command line."""
+    base = policy or Policy()
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return Policy.model_validate({**base.model_dump(), **given}) if given else base
+
+
+def _summary_diffs(cmp: Comparison, paired: set[tuple[str, str, str]]) -> None:
+    """The rules of summary.json for what the paired comparison did not cover (module doc)."""
+    base = _index(read_summary(cmp.baseline_dir), cmp.baseline_dir / SUMMARY_FILE)
+    cand = _index(read_summary(cmp.candidate_dir), cmp.candidate_dir / SUMMARY_FILE)
+    policy = cmp.policy
     for key in [*base, *(k for k in cand if k not in base)]:
         b_row, c_row = base.get(key), cand.get(key)
         kind = metric_kind(key[2])
@@ -215,14 +231,61 @@ def compare_runs(
             status, reason = "new", "not in the baseline"
         elif c_val is None:
             status, reason = "missing", "in the baseline, missing in the candidate"
+        elif key in paired:
+            continue
         else:
-            enough = min(b_n or 0, c_n or 0) >= values_needed(key[2], min_timing_n)
-            status, reason = _judge(
-                kind, float(b_val), float(c_val), max_drop, max_slowdown, enough, cmp.timing_note
-            )
+            enough = min(b_n or 0, c_n or 0) >= values_needed(key[2], policy.min_timing_n)
+            status, reason = _judge(kind, float(b_val), float(c_val), policy.max_drop, policy.ratio_for(key[2]),
+                                    enough, cmp.timing_note)
+            if kind in ("accuracy", "rejections") and key[2] not in policy.metrics:
+                status, reason = "info", "not a gated metric" + (f" ({reason})" if reason else "")
         cmp.diffs.append(Diff(*key, kind, b_val, c_val, b_n, c_n, status, reason))
         if b_n is not None and c_n is not None and c_n < b_n and kind != "timing":
             cmp.warnings.append(f"{'/'.join(key)}: n fell from {b_n} to {c_n}")
+
+
+def compare_runs(
+    baseline: Path,
+    candidate: Path,
+    *,
+    policy: Policy | None = None,
+    max_drop: float | None = None,
+    max_slowdown: float | None = None,
+    min_timing_n: int | None = None,
+    timings: TimingGate | None = None,
+    allow_setup_change: bool = False,
+) -> Comparison:
+    """Compare two results directories (module doc); the keyword options override ``policy``.
+    Raises RunDirError (naming the file) on unreadable input and CompareError (naming the file and
+    the field) on runs that do not compare."""
+    if max_drop is not None and max_drop < 0:
+        raise ValueError("max_drop must be >= 0")
+    if max_slowdown is not None and max_slowdown < 1:
+        raise ValueError("max_slowdown must be >= 1")
+    settled = _policy(policy, {"max_drop": max_drop, "max_slowdown": max_slowdown, "min_timing_n": min_timing_n,
+                               "timings": timings})
+    baseline, candidate = Path(baseline), Path(candidate)
+    for d in (baseline, candidate):
+        if not d.is_dir():
+            raise RunDirError(d, "not a directory")
+    base_run, cand_run = read_run(baseline), read_run(candidate)
+    check = check_runs(baseline, base_run, candidate, cand_run, allow_setup_change)
+    cmp = Comparison(baseline, candidate, base_run, cand_run, settled, check)
+    cmp.timing_note = timing_gate_note(base_run, cand_run, settled.timings)
+    base_scores, cand_scores = read_scores(baseline), read_scores(candidate)
+    cmp.baseline_scores, cmp.candidate_scores = base_scores, cand_scores
+    if base_scores is not None and cand_scores is not None:
+        engines = (recorded_fields(base_run)["engine"], recorded_fields(cand_run)["engine"])
+        cmp.paired = compare_scores(base_scores, cand_scores, settled, settled.worse_cases_allowed(engines))
+    else:
+        missing = baseline if base_scores is None else candidate
+        cmp.warnings.append(f"{missing} has no scores.parquet: rates compared on summary.json alone (a drop over "
+                            f"{settled.max_drop:g} fails), not case by case")
+    if check.differences:
+        cmp.warnings.append("setups differ (allowed by --allow-setup-change): " + "; ".join(check.differences))
+    if check.unchecked:
+        cmp.warnings.append(f"setup fields not recorded by both runs, not checked: {', '.join(check.unchecked)}")
+    _summary_diffs(cmp, {(p.family, p.strategy, p.metric) for p in cmp.paired})
     return cmp
 
 

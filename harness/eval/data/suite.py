@@ -14,6 +14,9 @@ suite.yaml::
     licence: ...
     echo_mode: overwrite           # overwrite (BFCL, default) | append (SHELLper's bash `>>`)
     max_tokens: 64                 # bound per model response (default: derived from the longest gold answer)
+    temperature: 1.0               # sampling defaults of the suite's runs (flags override): default 0, greedy
+    top_p: 0.95                    #   default 1
+    seed: 7                        #   default: a random run seed, recorded in run.json
 
 cases.jsonl holds one case per line (see ``NextCallCase`` and ``EpisodeCase``). Every model forbids
 unknown fields; problems are reported as ``<file>:<line>: <field path>: <message>``.
@@ -62,6 +65,12 @@ class SuiteSpec(BaseModel):
     """Bound per model response in this suite's runs (``--max-tokens`` overrides it). None: derived
     from the longest gold answer with headroom (``harness.eval.run.token_bound``). An answer cut by it
     fails as ``length:max_tokens``."""
+    temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
+    """Sampling temperature of this suite's runs (``--temperature`` overrides it); None: 0, greedy."""
+    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    """Nucleus sampling of this suite's runs (``--top-p`` overrides it); None: 1."""
+    seed: int | None = Field(default=None, ge=0, lt=2**63)
+    """The run seed of this suite's runs (``--seed`` overrides it); None: a random one, recorded."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -297,7 +306,8 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     """Write ``suite.yaml`` and the cases file into ``out_dir`` (created if needed); returns the dir."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = spec.model_dump(mode="json", exclude={"max_tokens"} if spec.max_tokens is None else None)
+    optional = ("max_tokens", "temperature", "top_p", "seed")  # left out when not set, as the suite always read
+    data = spec.model_dump(mode="json", exclude={name for name in optional if getattr(spec, name) is None})
     (out / "suite.yaml").write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
     )

@@ -25,7 +25,14 @@ from harness import __version__
 from harness.eval.data.cases import CallSpec, ChatMessage, EpisodeCase, NextCallCase
 from harness.eval.report.data import ACCURACY, Run
 from harness.eval.report.figures import Figure
-from harness.eval.report.tables import FAILURE_HEADERS, OVERHEAD_HEADERS, Report
+from harness.eval.report.tables import (
+    CLASS_HEADERS,
+    FAILURE_HEADERS,
+    OVERHEAD_HEADERS,
+    REPEAT_HEADERS,
+    REPEATS_NOTE,
+    Report,
+)
 from harness.eval.store.records import METRICS, CallRecord, SampleRecord, StepRecord
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "report"
@@ -232,6 +239,7 @@ def render(report: Report) -> str:
         verdicts=report.verdicts, side_by_side=report.side_by_side,
         figures=[(f, _image(f)) for f in report.figures],
         overhead_headers=OVERHEAD_HEADERS, overhead_rows=report.overhead, failure_headers=FAILURE_HEADERS,
+        repeat_headers=REPEAT_HEADERS, class_headers=CLASS_HEADERS, repeats_note=REPEATS_NOTE,
         data=script_json(page_data(report.runs, report.families, report.strategies)),
         style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),
         script=(TEMPLATES / "report.js").read_text(encoding="utf-8"),

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.eval.report.tables import FAILURE_HEADERS, OVERHEAD_HEADERS, Report, RunTables
+from harness.eval.report.tables import (
+    CLASS_HEADERS,
+    FAILURE_HEADERS,
+    OVERHEAD_HEADERS,
+    REPEAT_HEADERS,
+    REPEATS_NOTE,
+    Report,
+    RunTables,
+)
 
 HTML_FILE = "report.html"
 MD_FILE = "report.md"
@@ -45,8 +53,11 @@ def _section(tables: RunTables) -> list[str]:
     """One run: its facts, summary, failures and (``--target vllm``) where vLLM's grammar differs."""
     run = tables.run
     md = [f"## Run {text(run.label)} ({text(run.engine)})", "", *(f"- {text(k)}: {text(v)}" for k, v in tables.facts), "",
-          "### Results by family and strategy", "", markdown_table(tables.columns, tables.rows), "",
-          "### Failures by error kind", ""]
+          "### Results by family and strategy", "", markdown_table(tables.columns, tables.rows), ""]
+    if tables.repeats:
+        md += ["### Repeats: pass@k, pass^k and flaky cases", "", REPEATS_NOTE, "",
+               markdown_table(REPEAT_HEADERS, tables.repeats), "", markdown_table(CLASS_HEADERS, tables.classes), ""]
+    md += ["### Failures by error kind", ""]
     if not tables.failure_rows:
         md.append(f"No failures recorded ({len(run.samples)} samples; {text(tables.failure_source)}).")
     else:
@@ -71,7 +82,8 @@ def render_markdown(report: Report, plot_dir: Path) -> str:
         "# Evaluation report", "",
         f"Runs: {', '.join(f'{text(r.label)} ({text(r.engine)})' for r in runs)}. Written by harness {__version__} at "
         f"{report.written_at}; every sample, filterable, in {HTML_FILE}.",
-        "Rates are per scoring point (next-call suites) or per episode, with Wilson 95% intervals in brackets; "
+        "Rates are per scoring point (next-call suites) or per episode, with Wilson 95% intervals in brackets "
+        "(with several epochs, at the effective number of independent samples: the case is the unit); "
         "a blank cell is a metric the run did not measure. Figures are per model call (latency) or per token.", "",
         "## Which strategy", "",
     ]

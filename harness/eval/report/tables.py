@@ -25,7 +25,7 @@ from harness.eval.report.data import (
 )
 from harness.eval.report.figures import Figure
 from harness.eval.store.records import SummaryRow
-from harness.vocabulary import Metric, Strategy
+from harness.vocabulary import ACCURACY_METRICS, Metric, Strategy
 
 # ---------------------------------------------------------------- formatting
 
@@ -102,9 +102,45 @@ def summary_rows(run: Run, family_names: Sequence[str], strategy_names: Sequence
             cells = [run.summary_row(family, strategy, m) for m, _ in columns]
             if all(c is None for c in cells):
                 continue
-            n = next((c.n for c in cells if c is not None and c.metric in RATES and c.n is not None), None)
-            rows.append([family, strategy, "" if n is None else str(n), *(summary_cell(c) for c in cells)])
+            rate = next((c for c in cells if c is not None and c.metric in RATES and c.n is not None), None)
+            n = "" if rate is None else str(rate.n)
+            if rate is not None and rate.cases is not None and rate.cases != rate.n:
+                n += f" ({rate.cases} cases)"
+            rows.append([family, strategy, n, *(summary_cell(c) for c in cells)])
     return rows
+
+
+def _k_cell(value: float, low: float, high: float) -> str:
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def repeat_rows(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> tuple[list[list[str]], list[list[str]]]:
+    """Runs with epochs > 1: (pass@k and pass^k per family, strategy, metric and k; the case classes
+    per family, strategy and metric). Empty for a run of one epoch."""
+    estimates: list[list[str]] = []
+    classes: list[list[str]] = []
+    for family in family_names:
+        for strategy in strategy_names:
+            for metric in ACCURACY_METRICS:
+                row = run.summary_row(family, strategy, metric)
+                if row is None or row.repeats is None:
+                    continue
+                rep = row.repeats
+                classes.append([family, strategy, metric, str(rep.cases), str(rep.epochs), str(rep.stable_pass),
+                                str(rep.flaky), str(rep.stable_fail)])
+                estimates += [[family, strategy, metric, str(at.k), _k_cell(at.value, at.ci_low, at.ci_high),
+                               _k_cell(hat.value, hat.ci_low, hat.ci_high)]
+                              for at, hat in zip(rep.pass_at_k, rep.pass_hat_k, strict=True)]
+    return estimates, classes
+
+
+REPEAT_HEADERS = ["family", "strategy", "metric", "k", "pass@k [95% CI]", "pass^k [95% CI]"]
+CLASS_HEADERS = ["family", "strategy", "metric", "cases", "epochs", "stable pass", "flaky", "stable fail"]
+REPEATS_NOTE = (
+    "pass@k: the chance that at least one of k tries passes; pass^k: that all k pass (unbiased estimators "
+    "from each case's tries, averaged over cases; intervals count cases, not tries). A case is stable-pass "
+    "when every try passed, flaky when some did, stable-fail when none did."
+)
 
 
 def failure_rows(run: Run) -> tuple[list[list[Any]], str]:
@@ -195,6 +231,10 @@ class RunTables:
     """(checker, failing samples), most first."""
     target: list[TargetCell]
     """Cells where vLLM's grammar differs (``--target vllm``)."""
+    repeats: list[list[str]]
+    """Epochs > 1: pass@k and pass^k (headers ``REPEAT_HEADERS``)."""
+    classes: list[list[str]]
+    """Epochs > 1: the case classes (headers ``CLASS_HEADERS``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,11 +259,12 @@ class Report:
 
 def run_tables(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> RunTables:
     rows, source = failure_rows(run)
+    repeats, classes = repeat_rows(run, family_names, strategy_names)
     return RunTables(
         run=run, facts=run_facts(run),
         columns=["family", "strategy", "n", *(h for _, h in summary_columns([run]))],
         rows=summary_rows(run, family_names, strategy_names), failure_rows=rows, failure_source=source,
-        by_checker=failures_by_checker(failures(run)), target=target_cells(run),
+        by_checker=failures_by_checker(failures(run)), target=target_cells(run), repeats=repeats, classes=classes,
     )
 
 
@@ -240,8 +281,11 @@ def build_report(runs: Sequence[Run], family_names: list[str], strategy_names: l
 
 
 __all__ = [
+    "CLASS_HEADERS",
     "FAILURE_HEADERS",
     "OVERHEAD_HEADERS",
+    "REPEATS_NOTE",
+    "REPEAT_HEADERS",
     "Report",
     "RunTables",
     "build_report",
@@ -249,6 +293,7 @@ __all__ = [
     "number",
     "oracle_verdict",
     "overhead_rows",
+    "repeat_rows",
     "run_facts",
     "run_tables",
     "side_by_side",

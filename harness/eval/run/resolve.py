@@ -35,7 +35,8 @@ from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 EngineOpener = Callable[[str, EngineOptions], tuple[RunEngine, list[str] | None]]
 """``(engine name, options) -> (engine, families)``: the registry's ``open_engine`` by default."""
 
-MATRIX_FIELDS = ("engine", "target", "families", "strategies", "epochs", "limit", "max_tokens", "max_steps_per_turn")
+MATRIX_FIELDS = ("engine", "target", "families", "strategies", "epochs", "limit", "max_tokens", "max_steps_per_turn",
+                 "temperature", "top_p", "seed")
 """What a run's samples depend on, beside its suite: a resumed run must ask for the same (or leave it
 out to take the recorded value). Concurrency and the sample timeout may change between sessions."""
 
@@ -52,6 +53,12 @@ def _check_options(spec: RunSpec) -> None:
                           (spec.max_tokens, "--max-tokens")):
         if value is not None and value < 1:
             raise RunError(f"{option} must be >= 1, got {value}")
+    if spec.temperature is not None and not (math.isfinite(spec.temperature) and 0.0 <= spec.temperature <= 2.0):
+        raise RunError(f"--temperature must be within 0..2, got {spec.temperature:g}")
+    if spec.top_p is not None and not (math.isfinite(spec.top_p) and 0.0 < spec.top_p <= 1.0):
+        raise RunError(f"--top-p must be above 0 and at most 1, got {spec.top_p:g}")
+    if spec.seed is not None and not 0 <= spec.seed < 2**63:
+        raise RunError(f"--seed must be within 0..2**63-1, got {spec.seed}")
 
 
 def _engine_info(name: str) -> EngineInfo:
@@ -171,6 +178,26 @@ def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord 
     return choose_token_bound(spec.max_tokens, suite, agent)
 
 
+def _sampling(spec: RunSpec, suite: Suite, bound: TokenBound, previous: RunRecord | None, log: RunLog) -> Sampling:
+    """The per-request settings: flags, else the suite's defaults, else greedy; a resumed run's recorded
+    values (a run recorded before sampling settings were is greedy). A sampled run without a seed gets a
+    random one, logged and recorded, so it can be reproduced."""
+    defaults = (0.0, 1.0) if previous is not None else (suite.spec.temperature or 0.0, suite.spec.top_p or 1.0)
+    temperature = spec.temperature if spec.temperature is not None else defaults[0]
+    top_p = spec.top_p if spec.top_p is not None else defaults[1]
+    seed = spec.seed if spec.seed is not None or previous is not None else suite.spec.seed
+    if seed is None and previous is None:
+        import secrets
+
+        seed = secrets.randbelow(2**31)
+        if temperature > 0:
+            log(f"sampling: run seed {seed} (random; --seed {seed} reproduces this run)")
+    if temperature > 0:
+        log(f"sampling: temperature {temperature:g}, top_p {top_p:g}, per-sample seeds from run seed {seed}")
+    return Sampling(max_tokens=bound.max_tokens, max_tokens_source=bound.source, temperature=temperature,
+                    top_p=top_p, seed=seed)
+
+
 async def resolve_run(
     spec: RunSpec, log: RunLog, open_engine: EngineOpener = registry.open_engine
 ) -> tuple[ResolvedRun, RunEngine]:
@@ -202,7 +229,7 @@ async def resolve_run(
                             concurrency=spec.concurrency or info.concurrency),
         models=models, families=lanes, strategies=tuple(Strategy(s) for s in spec.strategies or suite.spec.strategies),
         cases=CaseSelection(limit=spec.limit), epochs=spec.epochs or 1,
-        sampling=Sampling(max_tokens=bound.max_tokens, max_tokens_source=bound.source),
+        sampling=_sampling(spec, suite, bound, previous, log),
         max_steps_per_turn=spec.max_steps_per_turn or agent.config.kernel.max_steps,
         sample_timeout_s=spec.sample_timeout_s, resumed=previous,
     )

@@ -27,10 +27,18 @@ from harness.eval.data.cases import Case, NextCallCase
 from harness.eval.data.suite import Suite
 from harness.eval.run.resolve import EngineOpener, RunError, resolve_run
 from harness.eval.run.run_log import LOG_FILE, RunLog
-from harness.eval.run.sample import SampleOutcome, gold_answers, run_episode, run_next_call, sample_record
+from harness.eval.run.sample import (
+    Draw,
+    SampleOutcome,
+    gold_answers,
+    run_episode,
+    run_next_call,
+    sample_record,
+)
 from harness.eval.run.spec import ResolvedRun, RunSpec
 from harness.eval.store.provenance import git_commit, machine, utc_now, versions
-from harness.eval.store.records import RunRecord, RunTiming, SampleKey, SampleRecord, SuiteRef
+from harness.eval.store.records import RunRecord, RunTiming, SampleKey, SampleRecord, SetupIdentity, SuiteRef
+from harness.eval.store.repeat_records import setup_differences, setup_fields
 from harness.eval.store.results import (
     SAMPLES_FILE,
     RunDirError,
@@ -134,6 +142,11 @@ class Runner:
             for epoch in range(1, self.resolved.epochs + 1)
         ]
 
+    def draw(self, job: _Job) -> Draw:
+        """The sample's temperature, top_p and seed (derived from the run's seed, its case and epoch)."""
+        sampling = self.resolved.sampling
+        return Draw(sampling.temperature, sampling.top_p, sampling.seed_for(job.case.id, job.epoch))
+
     async def _attempt(self, job: _Job) -> SampleOutcome:
         constraint = job.agent.constraint
         gold = tuple(tuple(answer) for answer in gold_answers(job.case, constraint.allow_parallel_calls))
@@ -142,11 +155,12 @@ class Runner:
         if isinstance(job.case, NextCallCase):
             workspace = await self.states.workspace_after_history(job.case)
             setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_next_call(job.agent, job.case, client, workspace)
+            outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job))
         else:
             workspace = self.states.workspace(job.case)
             setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_episode(job.agent, job.case, client, workspace, self.resolved.max_steps_per_turn)
+            outcome = await run_episode(job.agent, job.case, client, workspace, self.resolved.max_steps_per_turn,
+                                        self.draw(job))
         outcome.setup_ms = setup_ms
         return outcome
 
@@ -165,7 +179,7 @@ class Runner:
                 outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
-            return sample_record(job.key(self.suite), outcome, started, attempts)
+            return sample_record(job.key(self.suite), outcome, started, attempts, self.draw(job).seed)
 
     async def run(self, writer: SampleWriter, todo: list[_Job], progress: Progress | None) -> list[SampleRecord]:
         queue: asyncio.Queue[_Job] = asyncio.Queue()
@@ -243,7 +257,8 @@ def _run_record(run: ResolvedRun, engine: RunEngine) -> RunRecord:
         strategies=list(run.strategies), epochs=run.epochs, limit=run.cases.limit,
         concurrency=run.engine.concurrency, sample_timeout_s=run.sample_timeout_s,
         max_steps_per_turn=run.max_steps_per_turn, max_tokens=run.sampling.max_tokens,
-        max_tokens_source=run.sampling.max_tokens_source, versions=versions(), machine=machine(),
+        max_tokens_source=run.sampling.max_tokens_source, temperature=run.sampling.temperature,
+        top_p=run.sampling.top_p, seed=run.sampling.seed, versions=versions(), machine=machine(),
         git_commit=git_commit(), started_at=utc_now(),
     )
     if run.resumed is not None:
@@ -283,12 +298,29 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         # What an engine knows only once it runs (a started server's version, command and model).
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
                                            "model": engine.model_id, "engine_details": engine.describe() or None})
-        write_run(run.run_dir, record)
+    record = record.model_copy(update={"setup": _setup(run, record, prepared=bool(todo))})
+    write_run(run.run_dir, record)
     progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
     started = time.perf_counter()
     async with SampleWriter(run.run_dir / SAMPLES_FILE) as writer:
         finished = await runner.run(writer, todo, progress)
     return _Generated(record, len(jobs), len(jobs) - len(todo), finished, time.perf_counter() - started)
+
+
+def _setup(run: ResolvedRun, record: RunRecord, prepared: bool) -> SetupIdentity | None:
+    """The run's setup identity once its engine is ready. A resumed run must have the setup it recorded
+    (one samples.jsonl never mixes two setups); when it has nothing left to run, the recorded one stays."""
+    from harness.eval.run.setup_identity import setup_identity
+
+    previous = run.resumed.setup if run.resumed is not None else None
+    if previous is not None and not prepared:
+        return previous
+    identity = setup_identity(run, record)
+    if previous is not None and previous.digest != identity.digest:
+        differences = setup_differences(setup_fields(previous), setup_fields(identity))
+        raise RunError(f"{run.run_dir}: cannot resume: the setup differs from the one run.json records: "
+                       f"{'; '.join(differences)}. Use another --out for the new setup.")
+    return identity
 
 
 async def run_suite(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
@@ -114,6 +114,17 @@ def step_record(step: StepResult, response: CompletionResponse, turn: int | None
     )
 
 
+class Draw(NamedTuple):
+    """How a sample's requests choose tokens: the run's temperature and top_p, the sample's seed."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+
+GREEDY = Draw()
+
+
 @dataclass
 class SampleOutcome:
     """What one attempt produced: the steps, and the error that ended it (if any)."""
@@ -130,11 +141,11 @@ class SampleOutcome:
 
 
 async def run_next_call(
-    agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any
+    agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any, draw: Draw = GREEDY
 ) -> SampleOutcome:
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
     recorder = RecordingClient(client)
-    kernel = agent.make_kernel(recorder)
+    kernel = agent.make_kernel(recorder, **draw._asdict())
     outcome = SampleOutcome()
     try:
         step = await kernel.step(agent.opening(case.history()), agent.tools, workspace=workspace)
@@ -148,7 +159,8 @@ async def run_next_call(
 
 
 async def run_episode(
-    agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None
+    agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None,
+    draw: Draw = GREEDY,
 ) -> SampleOutcome:
     """``kernel.run`` per user turn on one workspace; every step of every turn is recorded.
 
@@ -158,7 +170,7 @@ async def run_episode(
     (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
     one more to answer, which is ``max_steps`` 21 (``bundles/bfcl``)."""
     recorder = RecordingClient(client)
-    kernel = agent.make_kernel(recorder)
+    kernel = agent.make_kernel(recorder, **draw._asdict())
     history: list[Message] = agent.opening()
     bound = max_steps or agent.config.kernel.max_steps
     outcome = SampleOutcome()
@@ -195,7 +207,9 @@ def _note_rejection(outcome: SampleOutcome, responses: Sequence[CompletionRespon
     return False
 
 
-def sample_record(key: SampleKey, outcome: SampleOutcome, started: float, attempts: int = 1) -> SampleRecord:
+def sample_record(
+    key: SampleKey, outcome: SampleOutcome, started: float, attempts: int = 1, seed: int | None = None
+) -> SampleRecord:
     """The samples.jsonl line: ids, status, steps, and where the time went."""
     duration_ms = (time.perf_counter() - started) * 1000.0
     model_ms = sum(step.latency_ms or 0.0 for step in outcome.steps)
@@ -211,10 +225,13 @@ def sample_record(key: SampleKey, outcome: SampleOutcome, started: float, attemp
         duration_ms=round(duration_ms, 3),
         setup_ms=round(outcome.setup_ms, 3),
         harness_ms=round(max(0.0, duration_ms - model_ms - tool_ms - outcome.setup_ms), 3),
+        seed=seed,
     )
 
 
 __all__ = [
+    "GREEDY",
+    "Draw",
     "RecordingClient",
     "SampleOutcome",
     "gold_answers",

@@ -16,6 +16,7 @@ samples is recorded in run.json and compared on resume (``resolve.MATRIX_FIELDS`
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,13 @@ class RunSpec:
     max_tokens: int | None = None
     """Bound per model response; None = the suite's ``max_tokens``, else derived from its longest gold
     answer (``harness.eval.run.token_bound``). Always sent, and recorded in run.json with its source."""
+    temperature: float | None = None
+    """Sampling temperature; None = the suite's ``temperature``, else 0 (greedy)."""
+    top_p: float | None = None
+    """Nucleus sampling; None = the suite's ``top_p``, else 1 (every token)."""
+    seed: int | None = None
+    """The run's seed, from which each sample's is derived; None = the suite's ``seed``, else a random
+    one (recorded in run.json: ``--seed`` with it reproduces the run)."""
     results_root: Path = Path("results")
 
 
@@ -88,6 +96,27 @@ class Sampling:
     """The token bound of one model response."""
     max_tokens_source: str
     """Where it came from, in words (``--max-tokens``, ``suite.yaml max_tokens`` or how it was derived)."""
+    temperature: float = 0.0
+    """0: greedy; above: sampled."""
+    top_p: float = 1.0
+    """Nucleus sampling (1: every token the grammar allows)."""
+    seed: int | None = None
+    """The run's seed (None: a run recorded before seeds were): see ``seed_for``."""
+
+    def seed_for(self, case_id: str, epoch: int) -> int | None:
+        """The seed a sample's requests carry when the run samples (temperature > 0), else None."""
+        if self.temperature <= 0.0 or self.seed is None:
+            return None
+        return sample_seed(self.seed, case_id, epoch)
+
+
+def sample_seed(run_seed: int, case_id: str, epoch: int) -> int:
+    """A sample's seed: a hash of the run's seed, the case and the epoch, below 2**31 (every server
+    takes it). Not of the family or strategy: each lane of a case's epoch draws the same random
+    numbers, so two strategies (or a baseline and a candidate run with one seed) differ by what
+    they change, not by luck."""
+    digest = hashlib.sha256(f"{run_seed}/{case_id}/{epoch}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 2**31
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,4 +167,4 @@ class ResolvedRun:
         return self.cases.select(self.suite.cases)
 
 
-__all__ = ["CaseSelection", "EngineChoice", "ResolvedRun", "RunSpec", "Sampling"]
+__all__ = ["CaseSelection", "EngineChoice", "ResolvedRun", "RunSpec", "Sampling", "sample_seed"]

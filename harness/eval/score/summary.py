@@ -1,6 +1,7 @@
 """summary.json and errors.json from a run's samples and scores, grouped with polars.
 
-Rates carry Wilson 95% intervals. Timings are percentiles (``harness.stats``: one definition) over
+Rates carry Wilson 95% intervals with the case as the unit, and with epochs > 1 pass@k, pass^k and
+the case classes of each accuracy metric (``repeats``). Timings are percentiles (``harness.stats``: one definition) over
 what the samples recorded, per model call (*step*) unless said otherwise. Speed is reported per token
 next to the latency of a call, because strategies change how long answers are: a strategy that makes
 answers shorter looks "faster" per call while it may be slower per token. A metric no sample measured
@@ -26,14 +27,14 @@ Per family and strategy:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from harness import vocabulary
+from harness.eval.score.repeats import rate_figures
 from harness.eval.store.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
 from harness.eval.store.results import typed_rows
-from harness.stats import quantile
+from harness.stats import quantile, wilson
 from harness.vocabulary import Metric
 
 RATE_METRICS = METRICS
@@ -54,27 +55,6 @@ class _Figure(NamedTuple):
     strategy: str
     value: float
     n: int
-
-
-class _RateSum(NamedTuple):
-    """Successes and scoring points of one metric per (family, strategy)."""
-
-    family: str
-    strategy: str
-    metric: str
-    sum: float
-    n: int
-
-
-def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a proportion (95% for z = 1.96); (0, 1) when n = 0."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _step_schema() -> dict[str, Any]:
@@ -172,21 +152,6 @@ def _put(out: dict[Key, dict[str, tuple[float, int]]], metric: str, frame: Any, 
         out.setdefault((row.family, row.strategy), {})[metric] = (float(row.value), int(row.n))
 
 
-def _rates(scores: Sequence[ScoreRow]) -> dict[Key, dict[str, tuple[float, int]]]:
-    """metric -> (successes, n) per (family, strategy), over the rows that apply."""
-    import polars as pl
-
-    frame = pl.DataFrame(
-        [(r.family, r.strategy, r.metric, r.value) for r in scores if r.value is not None],
-        schema={"family": pl.Utf8, "strategy": pl.Utf8, "metric": pl.Utf8, "value": pl.Float64}, orient="row",
-    )
-    out: dict[Key, dict[str, tuple[float, int]]] = {}
-    agg = frame.group_by("family", "strategy", "metric").agg(pl.col("value").sum().alias("sum"), pl.len().alias("n"))
-    for rate in typed_rows(agg, _RateSum):
-        out.setdefault((rate.family, rate.strategy), {})[rate.metric] = (float(rate.sum), int(rate.n))
-    return out
-
-
 def _target(steps: Any) -> dict[Key, tuple[float, int]]:
     """(differing steps, compared steps) per (family, strategy), where the oracle had a target."""
     import polars as pl
@@ -202,7 +167,7 @@ def _target(steps: Any) -> dict[Key, tuple[float, int]]:
 def summarize(samples: Iterable[SampleRecord], scores: Iterable[ScoreRow]) -> list[SummaryRow]:
     """summary.json rows per family and strategy: rates with Wilson CIs, then timings."""
     steps = steps_frame(samples)
-    rates, timings, target = _rates(list(scores)), _timings(steps), _target(steps)
+    rates, timings, target = rate_figures(scores), _timings(steps), _target(steps)
     groups = set(rates) | set(timings) | set(target)
     groups |= {(f, s) for f, s in steps.select("family", "strategy").unique().iter_rows()}
     out: list[SummaryRow] = []
@@ -210,8 +175,9 @@ def summarize(samples: Iterable[SampleRecord], scores: Iterable[ScoreRow]) -> li
         family, strategy = key
         for rate in RATE_METRICS:
             if rate in rates.get(key, {}):
-                successes, n = rates[key][rate]
-                out.append(_row(family, strategy, rate, successes / n, n, *wilson(successes, n)))
+                fig = rates[key][rate]
+                out.append(_row(family, strategy, rate, fig.value, fig.n, fig.low, fig.high).model_copy(
+                    update={"cases": fig.cases, "repeats": fig.repeats}))
         for timing in TIMING_METRICS:
             if timing in timings.get(key, {}):
                 value, n = timings[key][timing]

@@ -17,10 +17,12 @@ default. JSON values a tool or a model produced (arguments, outputs) stay plain 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from harness.eval.store.base import OmitsAbsent, Record
+from harness.eval.store.repeat_records import KFigure, Repeats, SetupIdentity
 from harness.vocabulary import SAMPLE_METRICS, Family, Metric, Strategy
 
 METRICS: tuple[Metric, ...] = SAMPLE_METRICS
@@ -28,12 +30,6 @@ METRICS: tuple[Metric, ...] = SAMPLE_METRICS
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
 SampleKind = Literal["next_call", "episode"]
 Status = Literal["ok", "error"]
-
-
-class Record(BaseModel):
-    """Strict and immutable: unknown fields are errors."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def _renamed(data: Any, old: str, new: str) -> Any:
@@ -163,8 +159,10 @@ class SampleKey(Record):
     """The suite's kind."""
 
 
-class SampleRecord(SampleKey):
+class SampleRecord(SampleKey, OmitsAbsent):
     """One line of samples.jsonl: a case on one family x strategy x epoch, finished."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("seed",)
 
     status: Status
     """``error`` when the sample ended early (``error_kind`` says why)."""
@@ -186,6 +184,9 @@ class SampleRecord(SampleKey):
     """Of which building the sample's workspace (sandbox time)."""
     harness_ms: float
     """Of which the harness itself: the wall time less model, tool and setup time."""
+    seed: int | None = None
+    """The seed its requests carried (a sampled run: derived from the run's seed, the case and the
+    epoch); absent when the run was greedy."""
 
     @model_validator(mode="before")
     @classmethod
@@ -221,9 +222,11 @@ class ScoreRow(Record):
     """``checker:reason`` when the value is 0 (and for a rejected gold answer)."""
 
 
-class SummaryRow(Record):
+class SummaryRow(OmitsAbsent):
     """One row of summary.json: a rate or a timing per family and strategy. Its names are plain text,
     so a summary written by another version (a family, a metric this one does not know) still reads."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("cases", "repeats")
 
     family: str
     """The model family (a ``Family``)."""
@@ -241,6 +244,12 @@ class SummaryRow(Record):
     """Wilson 95% interval of a rate, low end."""
     ci_high: float | None = None
     """Wilson 95% interval of a rate, high end."""
+    cases: int | None = None
+    """Rates: the cases behind the ``n`` samples, the unit of the interval (with epochs > 1 the interval
+    is Wilson's at the effective number of independent samples, ``harness.stats.clustered_wilson``);
+    absent in files written before."""
+    repeats: Repeats | None = None
+    """Rates of runs with epochs > 1: pass@k, pass^k and the case classes."""
 
     @model_validator(mode="before")
     @classmethod
@@ -361,6 +370,14 @@ class RunRecord(Record):
     max_tokens_source: str | None = None
     """Where the bound came from: ``--max-tokens``, ``suite.yaml max_tokens``, or how it was derived
     from the suite's longest gold answer (``harness.eval.run.token_bound``)."""
+    temperature: float | None = None
+    """Sampling temperature (None in runs written before it was recorded: greedy)."""
+    top_p: float | None = None
+    """Nucleus sampling (None in runs written before it was recorded: 1)."""
+    seed: int | None = None
+    """The run's seed; each sample's is derived from it, its case and its epoch (``SampleRecord.seed``)."""
+    setup: SetupIdentity | None = None
+    """What determines the scores (``SetupIdentity``); None in runs written before it was recorded."""
     versions: Versions
     """Versions of what the figures depend on."""
     machine: Machine | None = None
@@ -381,16 +398,20 @@ __all__ = [
     "METRICS",
     "CallRecord",
     "ErrorCount",
+    "KFigure",
     "Machine",
     "Metric",
+    "OmitsAbsent",
     "ParseErrorRecord",
     "Record",
+    "Repeats",
     "RunRecord",
     "RunTiming",
     "SampleKey",
     "SampleKind",
     "SampleRecord",
     "ScoreRow",
+    "SetupIdentity",
     "StepRecord",
     "StepStats",
     "SuiteRef",

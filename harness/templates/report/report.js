@@ -162,5 +162,22 @@
     shown = PAGE;
     render();
   }));
+  // A link to one sample (harness compare's flip list): report.html#sample=<sample id> shows it, opened.
+  function openLinkedSample() {
+    const match = /^#sample=(.+)$/.exec(window.location.hash);
+    if (!match) return;
+    const id = decodeURIComponent(match[1]);
+    Object.values(filters).forEach((input) => { input.value = ""; });
+    filters.text.value = id;
+    shown = PAGE;
+    render();
+    const tr = Array.from(rows.querySelectorAll("tr.sample")).find((row) => row.dataset.id === id);
+    if (!tr) return;
+    const sample = data.samples.find((s) => s.id === id);
+    toggle(tr, sample);
+    tr.scrollIntoView();
+  }
+  window.addEventListener("hashchange", openLinkedSample);
   render();
+  openLinkedSample();
 })();

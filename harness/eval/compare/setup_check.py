@@ -1,0 +1,97 @@
+"""What must hold before two runs compare at all (``check_runs``); a failure is a ``CompareError``
+naming the file and the field, which ``harness compare`` reports with exit 2.
+
+- both runs finished (run.json's ``finished_at``): a run still in progress, or killed, has a partial
+  matrix whose rates move as it fills;
+- the same suite (``suite.name``): case ids of two suites are not the same cases;
+- the same setup (run.json's ``setup``: engine, model and weights, server and its arguments, chat
+  template, grammar library, token bound, suite digest, temperature, top_p), unless
+  ``--allow-setup-change``: a difference in any is named. A run written before setups were recorded
+  is checked on what its run.json says (engine, model, token bound, step bound, suite version,
+  grammar library; greedy), and the comparison says which fields it could not check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.eval.store.records import RunRecord
+from harness.eval.store.repeat_records import setup_differences, setup_fields
+from harness.eval.store.results import RUN_FILE
+
+
+class CompareError(Exception):
+    """Two runs that cannot be compared, or a file the gate cannot use; the message names the file
+    and the field."""
+
+
+@dataclass(slots=True)
+class SetupCheck:
+    """What ``check_runs`` found."""
+
+    differences: list[str] = field(default_factory=list)
+    """``field: baseline X, candidate Y`` per setup field that differs."""
+    allowed: bool = False
+    """The differences were allowed (``--allow-setup-change``)."""
+    unchecked: list[str] = field(default_factory=list)
+    """Setup fields one side does not record (a run written before setup identities)."""
+    baseline_digest: str | None = None
+    candidate_digest: str | None = None
+
+
+def recorded_fields(run: RunRecord) -> dict[str, Any]:
+    """A run's setup as flat fields: its ``setup``, else what an older run.json says of it."""
+    if run.setup is not None:
+        return setup_fields(run.setup)
+    fields: dict[str, Any] = {
+        "engine": f"{run.engine} --target {run.target}" if run.target else run.engine,
+        "max_steps_per_turn": run.max_steps_per_turn if run.suite.kind == "episode" else None,
+        "suite": f"{run.suite.name} v{run.suite.version}",
+        "temperature": run.temperature if run.temperature is not None else 0.0,
+        "top_p": run.top_p if run.top_p is not None else 1.0,
+    }
+    if run.model and "," not in run.model:
+        fields.update({f"models[{family}]": run.model for family in run.families})
+    if run.max_tokens is not None:
+        fields["max_tokens"] = run.max_tokens
+    if run.versions.xgrammar:
+        fields["grammar_library"] = f"xgrammar {run.versions.xgrammar}"
+    return fields
+
+
+def _finished(path: Path, run: RunRecord) -> None:
+    if run.finished_at is None:
+        raise CompareError(
+            f"{path / RUN_FILE}: finished_at: the run has not finished (still running, or stopped before its "
+            "end: continue it with `harness run SUITE --out DIR --resume`)"
+        )
+
+
+def check_runs(baseline: Path, base: RunRecord, candidate: Path, cand: RunRecord, allow_setup_change: bool) -> SetupCheck:
+    """Refuse what cannot compare (module doc); the setup differences, allowed or not."""
+    _finished(baseline, base)
+    _finished(candidate, cand)
+    if base.suite.name != cand.suite.name:
+        raise CompareError(
+            f"{candidate / RUN_FILE}: suite.name: {cand.suite.name!r}, but the baseline ({baseline / RUN_FILE}) ran "
+            f"{base.suite.name!r}: runs of different suites do not compare"
+        )
+    b, c = recorded_fields(base), recorded_fields(cand)
+    check = SetupCheck(
+        differences=setup_differences(b, c), allowed=allow_setup_change,
+        unchecked=sorted({k.partition("[")[0] for k in b} ^ {k.partition("[")[0] for k in c}),
+        baseline_digest=base.setup.digest if base.setup else None,
+        candidate_digest=cand.setup.digest if cand.setup else None,
+    )
+    if check.differences and not allow_setup_change:
+        raise CompareError(
+            f"{baseline / RUN_FILE} and {candidate / RUN_FILE}: the setups differ (setup.{'; setup.'.join(check.differences)}): "
+            "scores of different setups measure the setups, not the change. Pass --allow-setup-change "
+            "to compare them anyway."
+        )
+    return check
+
+
+__all__ = ["CompareError", "SetupCheck", "check_runs", "recorded_fields"]
