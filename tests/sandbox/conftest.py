@@ -13,9 +13,13 @@ from sandbox_helpers import BASE_TREE, TOOLS_DIR
 
 @pytest.fixture(scope="session")
 def fs_tools() -> dict[str, Any]:
-    from harness.sandbox import discover_tools
+    """The tools with the everyday limits, their clocks made generous: these tests check what a call
+    does, and a loaded machine (CI's two cores running other work) must not turn an echo into a
+    tool:limit. The clocks themselves are tested with scripts made to breach them."""
+    from harness.sandbox import Limits, discover_tools
 
-    return {t.name: t for t in discover_tools(TOOLS_DIR)}
+    limits = Limits.default().merge(Limits(max_duration=60.0, wall_clock=120.0))
+    return {t.name: t for t in discover_tools(TOOLS_DIR, limits=limits)}
 
 
 @pytest.fixture
