@@ -46,7 +46,7 @@ def test_per_tool_limits_override_the_bundle_limits(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [
-        ("limits: {max_mmeory: 32mb}\n", "limits.max_mmeory: Extra inputs are not permitted"),
+        ("limits: {max_mmeory: 32mb}\n", "limits.max_mmeory: unknown key: did you mean 'max_memory'?"),
         ("tools:\n  - name: ls\n    limits: {wall_clock: soon}\n", "tools[0].limits.wall_clock:"),
         ("limits: lax\n", "limits: unknown limits preset 'lax'; expected one of strict, default, permissive"),
         ("limits: [1]\n", "limits.str: Input should be a valid string"),

@@ -11,7 +11,7 @@ import signal
 import typer
 
 from harness import __version__
-from harness.cli.commands import bench, grammar, reporting, serve, suites, tool
+from harness.cli.commands import bench, grammar, init, reporting, serve, suites, tool
 from harness.cli.commands import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
@@ -30,6 +30,8 @@ app.add_typer(tool.app, name="tool")
 app.add_typer(bench.app, name="bench")
 app.command("validate", epilog=example("harness validate suites/shellper"))(suites.validate)
 app.add_typer(suites.import_app, name="import")
+app.add_typer(suites.suites_app, name="suites")
+app.command("init", epilog=example("harness init mytools", "harness run mytools/suite --engine oracle --report"))(init.init)
 app.command("report", epilog=example("harness report results/a results/b --out results/ab"))(reporting.report)
 app.command("compare", epilog=example("harness compare --timings info results/baselines/smoke results/x"))(
     reporting.compare

@@ -81,7 +81,7 @@ def test_each_problem_names_file_line_and_field(tmp_path: Path) -> None:
     text = "\n".join(problems)
     expected = [
         f"{cases}:2: expected: Field required",
-        f"{cases}:3: bogus: Extra inputs are not permitted",
+        f"{cases}:3: bogus: unknown key: expected one of id, messages, expected, expected_alternatives, state_check, conversation, tags, cwd, initial_fs",
         f"{cases}:4: expected.arguments.lines: '5' is not of type 'integer'",
         f"{cases}:5: id: duplicate id 'ok' (first on line 1)",
         f"{cases}:6: invalid JSON",
@@ -138,7 +138,7 @@ def test_suite_yaml_problems(tmp_path: Path) -> None:
     assert any(p.startswith(f"{where}: kind: Input should be 'next_call' or 'episode'") for p in problems)
     assert any(p.startswith(f"{where}: strategies: Value error, unknown strategy 'grammar'")
                or p.startswith(f"{where}: strategies: unknown strategy 'grammar'") for p in problems)
-    assert any(p.startswith(f"{where}: extra: Extra inputs are not permitted") for p in problems)
+    assert any(p.startswith(f"{where}: extra: unknown key: expected one of") for p in problems)
     with pytest.raises(SuiteError):
         load_suite(d)
 

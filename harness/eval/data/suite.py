@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from harness import packaged
 from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
 from harness.files import InputError, load_json, read_text, read_yaml
 from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
@@ -130,7 +131,8 @@ class Suite:
 
 def resolve_bundle(suite_dir: Path, bundle: str) -> Path:
     """A bundle path relative to the suite dir, or a bare name looked up as ``bundles/<name>`` in the
-    suite dir's ancestors, then in the working directory. The result may not exist."""
+    suite dir's ancestors, then in the working directory, then among the bundles that ship with the
+    harness (``harness.packaged``). The result may not exist."""
     p = Path(bundle).expanduser()
     if p.is_absolute():
         return p
@@ -141,7 +143,8 @@ def resolve_bundle(suite_dir: Path, bundle: str) -> Path:
         cand = anc / "bundles" / bundle
         if cand.is_dir():
             return cand
-    return Path.cwd() / "bundles" / bundle
+    local = Path.cwd() / "bundles" / bundle
+    return local if local.is_dir() else packaged.packaged_bundle(bundle) or local
 
 
 def format_loc(loc: Iterable[int | str]) -> str:
@@ -155,12 +158,14 @@ def format_loc(loc: Iterable[int | str]) -> str:
     return out
 
 
-def _validation_problems(where: str, err: ValidationError) -> list[str]:
+def _validation_problems(where: str, err: ValidationError, model: Any = None) -> list[str]:
+    """One line per mistake (a misspelt key: one line with a did-you-mean; ``harness.schema_errors``)."""
+    from harness.schema_errors import friendly_errors
+
     out = []
-    for e in err.errors():
-        msg = str(e["msg"]).removeprefix("Value error, ")
-        loc = format_loc(e["loc"])
-        out.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
+    for loc, msg in friendly_errors(err, model):
+        where_in = format_loc(loc)
+        out.append(f"{where}: {where_in}: {msg}" if where_in else f"{where}: {msg}")
     return out
 
 
@@ -195,7 +200,7 @@ def load_spec(suite_dir: Path) -> SuiteSpec:
     try:
         return SuiteSpec.model_validate(raw)
     except ValidationError as exc:
-        raise SuiteError(_validation_problems(where, exc)) from None
+        raise SuiteError(_validation_problems(where, exc, SuiteSpec)) from None
 
 
 def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple[list[Case], list[str]]:
@@ -224,7 +229,7 @@ def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple
         try:
             case = model.model_validate(raw)
         except ValidationError as exc:
-            problems.extend(_validation_problems(at, exc))
+            problems.extend(_validation_problems(at, exc, model))
             continue
         if case.id in first_line:
             problems.append(f"{at}: id: duplicate id {case.id!r} (first on line {first_line[case.id]})")
@@ -255,12 +260,15 @@ def case_line_numbers(path: Path) -> dict[str, int]:
 
 
 def load_suite(path: str | Path) -> Suite:
-    """Load and structurally validate a suite directory; raises ``SuiteError`` listing all problems.
+    """Load and structurally validate a suite directory (or a shipped suite's name: ``smoke``); raises
+    ``SuiteError`` listing all problems.
 
     Tool names and arguments are checked by ``validate_suite`` (harness.eval.data.validate)."""
-    suite_dir = Path(path)
+    suite_dir = packaged.suite_dir(path)
     if not suite_dir.is_dir():
-        raise SuiteError([f"{suite_dir}: not a directory"])
+        names = ", ".join(s.name for s in packaged.packaged_suites())
+        raise SuiteError([f"{suite_dir}: not a directory, nor the name of a suite that ships with the harness "
+                          f"({names or 'none installed'}; harness suites list)"])
     spec = load_spec(suite_dir)
     cases, problems = read_cases(suite_dir / spec.cases, spec.kind, str(suite_dir / spec.cases))
     if not problems and not cases:

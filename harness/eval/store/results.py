@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -54,10 +54,10 @@ class RunDirError(Exception):
         self.path = path
 
 
-def _problems(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, model: Any = None) -> str:
     from harness.agents.bundle import validation_problems
 
-    return "; ".join(validation_problems(exc))
+    return "; ".join(validation_problems(exc, model=model))
 
 
 def make_sample_id(case_id: str, family: str, strategy: str, epoch: int) -> str:
@@ -93,7 +93,7 @@ def _read_rows(path: Path, model: type[R]) -> list[R]:
     except ValidationError as exc:
         if any(e["type"] == "json_invalid" for e in exc.errors()):
             raise RunDirError(path, f"not valid JSON: {exc.errors()[0]['msg']}") from exc
-        raise RunDirError(path, _problems(exc)) from exc
+        raise RunDirError(path, _problems(exc, list[model])) from exc  # type: ignore[valid-type]
 
 
 def write_run(run_dir: Path, run: RunRecord) -> None:
@@ -107,7 +107,7 @@ def read_run(run_dir: Path) -> RunRecord:
     try:
         return RunRecord.model_validate_json(text)
     except ValidationError as exc:
-        raise RunDirError(path, _problems(exc)) from exc
+        raise RunDirError(path, _problems(exc, RunRecord)) from exc
 
 
 def write_summary(run_dir: Path, rows: Sequence[SummaryRow]) -> None:
@@ -178,7 +178,7 @@ def load_samples(path: Path) -> SampleLog:
         try:
             record = _sample_line(raw, f"line {number}")
         except ValidationError as exc:
-            raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc)}") from exc
+            raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc, SampleRecord)}") from exc
         except InputError as exc:
             raise RunDirError(path, str(exc)) from None
         if record is None:
@@ -308,7 +308,7 @@ def read_scores(run_dir: Path) -> list[ScoreRow] | None:
     try:
         return [ScoreRow.model_validate(r) for r in rows]
     except ValidationError as exc:
-        raise RunDirError(path, _problems(exc)) from exc
+        raise RunDirError(path, _problems(exc, ScoreRow)) from exc
 
 
 def typed_rows(frame: pl.DataFrame, row: Callable[..., T]) -> list[T]:
