@@ -40,12 +40,13 @@ RENAMED_SAMPLE_KEYS = {"turns": "steps"}
 RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
-NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None}
+NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None, "prompt_id": None}
 NEW_STATS_DEFAULTS = {
     "target_steps": None, "target_mask_diff_steps": None, "target_only_tokens": [], "forced_tokens": None,
 }
 NEW_RUN_DEFAULTS = {
     "bundle": None, "resumed_at": [], "machine": None, "target": None, "engine_details": None, "max_tokens_source": None,
+    "models": None, "vllm_args": [], "selection": None, "inputs": None, "merged_from": [],
 }
 
 

@@ -14,6 +14,7 @@ suite.yaml::
     licence: ...
     echo_mode: overwrite           # overwrite (BFCL, default) | append (SHELLper's bash `>>`)
     max_tokens: 64                 # bound per model response (default: derived from the longest gold answer)
+    models: {qwen: Qwen/Qwen3-0.6B}  # per family, for server engines (a run's --model overrides it)
 
 cases.jsonl holds one case per line (see ``NextCallCase`` and ``EpisodeCase``). Every model forbids
 unknown fields; problems are reported as ``<file>:<line>: <field path>: <message>``.
@@ -64,6 +65,10 @@ class SuiteSpec(BaseModel):
     from the longest gold answer with headroom (``harness.eval.run.token_bound``). An answer cut by it
     fails as ``length:max_tokens``."""
 
+    models: dict[Family, str] = Field(default_factory=dict)
+    """The model each family runs on server engines (a folder, hub id or served id), unless the run
+    names one (``--model``, ``--config``); engines that serve no model (oracle, local) ignore it."""
+
     @field_validator("version", mode="before")
     @classmethod
     def _version_str(cls, v: Any) -> Any:
@@ -96,6 +101,8 @@ class Suite:
     path: Path
     spec: SuiteSpec
     cases: list[Case]
+    bundle_path: Path | None = None
+    """The bundle's folder when it is not where ``spec.bundle`` says (a run directory's copy of both)."""
 
     @property
     def name(self) -> str:
@@ -111,7 +118,7 @@ class Suite:
 
     @property
     def bundle_dir(self) -> Path:
-        return resolve_bundle(self.path, self.spec.bundle)
+        return self.bundle_path or resolve_bundle(self.path, self.spec.bundle)
 
     def next_call_cases(self) -> list[NextCallCase]:
         return [c for c in self.cases if isinstance(c, NextCallCase)]
@@ -259,10 +266,11 @@ def case_line_numbers(path: Path) -> dict[str, int]:
     return out
 
 
-def load_suite(path: str | Path) -> Suite:
+def load_suite(path: str | Path, bundle_dir: Path | None = None) -> Suite:
     """Load and structurally validate a suite directory (or a shipped suite's name: ``smoke``); raises
     ``SuiteError`` listing all problems.
 
+    ``bundle_dir`` replaces the bundle suite.yaml names (a run directory keeps copies of both).
     Tool names and arguments are checked by ``validate_suite`` (harness.eval.data.validate)."""
     suite_dir = packaged.suite_dir(path)
     if not suite_dir.is_dir():
@@ -275,7 +283,7 @@ def load_suite(path: str | Path) -> Suite:
         problems.append(f"{suite_dir / spec.cases}: no cases")
     if problems:
         raise SuiteError(problems)
-    return Suite(path=suite_dir, spec=spec, cases=cases)
+    return Suite(path=suite_dir, spec=spec, cases=cases, bundle_path=bundle_dir)
 
 
 def dump_case(case: Case) -> str:
@@ -287,7 +295,8 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     """Write ``suite.yaml`` and the cases file into ``out_dir`` (created if needed); returns the dir."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = spec.model_dump(mode="json", exclude={"max_tokens"} if spec.max_tokens is None else None)
+    unset = {name for name in ("max_tokens", "models") if not getattr(spec, name)}
+    data = spec.model_dump(mode="json", exclude=unset or None)
     (out / "suite.yaml").write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
     )

@@ -181,10 +181,11 @@ def _system_prompt(run: Run) -> str | None:
     from harness.agents.bundle import BundleError, bundle_file
     from harness.bundles import load_bundle
 
-    if run.data.run.bundle is None:
+    if run.suite is None and run.data.run.bundle is None:
         return None
+    bundle = run.suite.bundle_dir if run.suite is not None else Path(str(run.data.run.bundle))
     try:
-        return load_bundle(bundle_file(Path(run.data.run.bundle))).system_prompt
+        return load_bundle(bundle_file(bundle)).system_prompt
     except (BundleError, OSError, ValueError):
         return None
 

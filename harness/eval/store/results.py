@@ -41,6 +41,8 @@ SAMPLES_FILE = "samples.jsonl"
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.json"
 ERRORS_FILE = "errors.json"
+RETRIED_FILE = "samples.retried.jsonl"
+"""Samples taken out of samples.jsonl by ``--resume --retry-errors`` (they ran again), kept as they were."""
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -209,6 +211,29 @@ def repair_samples(path: Path) -> SampleLog:
     return log
 
 
+def set_aside_errors(path: Path, kind_prefix: str) -> list[str]:
+    """Take the samples of samples.jsonl that ended in an error of ``kind_prefix`` (``model:``) out of it,
+    so a resumed run runs them again: their lines are appended to samples.retried.jsonl first (kept,
+    never lost), then samples.jsonl is rewritten without them (temp file, fsync, rename). Returns their ids."""
+    path = Path(path)
+    log = load_samples(path)
+    retried = [r for r in log.samples.values() if r.status == "error" and (r.error_kind or "").startswith(kind_prefix)]
+    if not retried:
+        return []
+    gone = {r.sample_id for r in retried}
+    with open(path.with_name(RETRIED_FILE), "a", encoding="utf-8") as fh:
+        fh.write("".join(sample_line(r) for r in retried))
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write("".join(sample_line(r) for r in log.samples.values() if r.sample_id not in gone))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return sorted(gone)
+
+
 def sample_line(record: SampleRecord) -> str:
     """One samples.jsonl line (compact JSON, unicode kept, newline-terminated)."""
     return record.model_dump_json() + "\n"
@@ -361,6 +386,7 @@ def load_run_dir(run_dir: Path) -> RunDir:
 
 __all__ = [
     "ERRORS_FILE",
+    "RETRIED_FILE",
     "RUN_FILE",
     "SAMPLES_FILE",
     "SCORES_FILE",
@@ -380,6 +406,7 @@ __all__ = [
     "repair_samples",
     "sample_line",
     "scores_frame",
+    "set_aside_errors",
     "typed_rows",
     "write_errors",
     "write_run",
