@@ -110,7 +110,7 @@ def load_gold(path: str | Path | None = None) -> tuple[list[GoldCalls], str]:
                 gold.append(GoldCalls(oid if k == 0 else f"{oid}#{k}", tuple(calls)))
     if not gold:
         raise ValueError(f"{src}: no gold calls")
-    return gold, str(src)
+    return gold, ("suites/shellper" if path is None else str(src))  # the shipped suite, named as in the repository
 
 
 __all__ = ["DEFAULT_SUITE", "DEFAULT_TOOLS", "GoldCalls", "load_gold", "load_tool_schemas"]
