@@ -24,10 +24,10 @@ Loc = tuple[int | str, ...]
 
 def did_you_mean(word: str, choices: Sequence[str]) -> str | None:
     """The one of ``choices`` closest to ``word`` when it is close enough to be a typo, else None."""
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    names = [str(c) for c in choices]  # plain text, also for the members of a StrEnum
+    matches = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     if not matches:
-        lowered = {c.lower(): c for c in choices}
-        return lowered.get(word.lower())
+        return {c.lower(): c for c in names}.get(word.lower())
     return matches[0]
 
 

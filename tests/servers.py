@@ -12,13 +12,13 @@ import time
 class Server:
     """``harness serve`` in a subprocess; ``url`` is its ``/v1`` base URL."""
 
-    def __init__(self, engine: str) -> None:
+    def __init__(self, engine: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.cli.main", "serve", "--engine", engine, "--port", "0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         self.lines: list[str] = []
         self.url = ""

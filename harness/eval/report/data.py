@@ -68,7 +68,9 @@ class Run:
 
 
 def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
-    """The run's suite (its copy in the run directory, or for an older run the path it records)."""
+    """The run's suite: its copy in the run directory (missing or changed since: RunDirError, the run
+    directory is not whole), or for a run written before runs kept copies the path it records (not
+    found: the report shows no prompts and gold answers, and says so)."""
     from harness.eval.data.suite import SuiteError
     from harness.eval.score.rescore import run_suite_of
     from harness.eval.store.results import RunDirError
@@ -78,6 +80,8 @@ def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
     except (SuiteError, OSError) as exc:
         return None, f"{data.run.suite.path}: {exc}"
     except RunDirError as exc:
+        if data.run.inputs is not None:
+            raise
         return None, f"{exc} (prompts and gold answers are not shown)"
 
 
