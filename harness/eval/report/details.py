@@ -165,8 +165,9 @@ def tree_lines(tree: dict[str, Any], prefix: str = "") -> list[str]:
 
 def tree_diff(gold: Any, predicted: Any) -> list[str]:
     """Unified diff lines of two file-system states (gold -, the sample's +), the current folders too."""
-    lines = list(difflib.unified_diff(tree_lines(gold.tree), tree_lines(predicted.tree), "gold", "this sample",
-                                      lineterm="", n=2))
+    root = f"/{gold.root_name}/"
+    lines = list(difflib.unified_diff(tree_lines(gold.tree, root), tree_lines(predicted.tree, root), "gold",
+                                      "this sample", lineterm="", n=2))
     if tuple(gold.cwd) != tuple(predicted.cwd):
         lines += [f"- current folder: /{'/'.join(gold.cwd)}", f"+ current folder: /{'/'.join(predicted.cwd)}"]
     return lines
