@@ -85,14 +85,13 @@ def test_each_problem_names_file_line_and_field(tmp_path: Path) -> None:
         f"{cases}:4: expected.arguments.lines: '5' is not of type 'integer'",
         f"{cases}:5: id: duplicate id 'ok' (first on line 1)",
         f"{cases}:6: invalid JSON",
-        f"{cases}:7: expected.name: unknown tool 'cta'",
-        f"{cases}:8: expected.arguments.folder_name: not a parameter of 'cd'",
-        f"{cases}:8: expected.arguments: missing required 'folder' of 'cd'",
+        f"{cases}:7: expected.name: unknown tool 'cta': did you mean 'cat'?",
+        f"{cases}:8: expected.arguments.folder_name: not a parameter of 'cd': did you mean 'folder'?",
         f"{cases}:9: cwd: 'nowhere' is not a directory of initial_fs",
         f"{cases}:10: expected.arguments.a: 1 is not of type 'boolean'",
         f"{cases}:11: expected.arguments: missing required 'destination' of 'cp'",
         f"{cases}:12: expected.arguments.mode: 'x' is not one of ['l', 'w', 'c']",
-        f"{cases}:13: messages[1].tool_calls[0].arguments.dir: not a parameter of 'cd'",
+        f"{cases}:13: messages[1].tool_calls[0].arguments.dir: not a parameter of 'cd' (parameters: folder)",
         f"{cases}:13: messages[1].tool_calls[0].arguments: missing required 'folder' of 'cd'",
     ]
     for e in expected:
