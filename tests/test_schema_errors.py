@@ -76,6 +76,6 @@ CONFIGS = [  # (config file, the problem named)
 @pytest.mark.parametrize(("text", "problem"), CONFIGS)
 def test_a_bad_run_config_names_the_file_and_field(tmp_path: Path, text: str, problem: str) -> None:
     (tmp_path / "run.yaml").write_text(text)
-    with pytest.raises(ConfigError, match="run.yaml") as info:
+    with pytest.raises(ConfigError, match=r"run\.yaml") as info:
         load_run_config(tmp_path / "run.yaml")
     assert problem in str(info.value)

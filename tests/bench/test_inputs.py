@@ -26,7 +26,7 @@ def test_a_missing_path_is_named(tmp_path: Path) -> None:
         load_tool_schemas(tmp_path / "nope")
     with pytest.raises(FileNotFoundError, match="nope: no gold calls there"):
         load_gold(tmp_path / "nope")
-    with pytest.raises(ValueError, match="nope: not a folder of .pym tools"):
+    with pytest.raises(ValueError, match=r"nope: not a folder of \.pym tools"):
         bench_sandbox(n=1, tools_dir=tmp_path / "nope")
 
 

@@ -50,13 +50,13 @@ def moved_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_moved_run_scores_reports_and_compares_from_any_folder(moved_run: Path) -> None:
     before = read_summary(moved_run)
-    code, out, err = invoke("score", str(moved_run))
+    code, _out, err = invoke("score", str(moved_run))
     assert code == 0, err
     assert read_summary(moved_run) == before  # the same scores, from the run's own copies
     code, _, err = invoke("report", str(moved_run))
     assert code == 0, err
     assert (moved_run / "report.html").is_file() and (moved_run / "report-data").is_dir()
-    code, out, err = invoke("compare", str(moved_run), str(moved_run))
+    code, _out, err = invoke("compare", str(moved_run), str(moved_run))
     assert code == 0, err
     record = read_run(moved_run)
     assert record.inputs is not None and (moved_run / record.inputs.suite / "suite.yaml").is_file()

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from harness.cli.main import app
 from harness.eval.data import load_suite
 from harness.eval.run import CaseSelection
-from harness.eval.store import load_samples, read_run, read_summary
+from harness.eval.store import read_run, read_summary
 from harness.eval.store.records import Selection, Shard
 
 ROOT = Path(__file__).resolve().parents[2]

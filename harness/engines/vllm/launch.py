@@ -211,10 +211,9 @@ class VllmServer:
         log = open(self.log_path, "wb")
         try:
             # A kept server outlives the harness on purpose: no parent-death signal for it.
-            tie = {} if self.keep else {"preexec_fn": _die_with_parent}
             self._proc = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, start_new_session=True, **tie,  # type: ignore[arg-type]
+                env=env, start_new_session=True, preexec_fn=None if self.keep else _die_with_parent,
             )
         finally:
             log.close()
