@@ -50,13 +50,6 @@ def test_vllm_base_url_is_checked_the_same(tmp_path: Path, monkeypatch: pytest.M
 
 
 @pytest.fixture(scope="module")
-def oracle_server() -> Iterator[Server]:
-    server = Server("oracle")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def strict_server() -> Iterator[Server]:
     """harness serve refusing every grammar over 1 KiB (400): a server that takes no constrained request."""
     server = Server("oracle", env={"HARNESS_SERVE_MAX_CONSTRAINT_BYTES": "1024"})
