@@ -175,11 +175,18 @@ def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None, l
                        f"records {previous.model!r}. Pass the recorded --model, or use another --out.")
 
 
-def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None) -> TokenBound:
+def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None, log: RunLog) -> TokenBound:
     """The run's bound; a resumed run keeps the recorded one with the source it recorded."""
+    from harness.grammar.tokenizers import needs_build
+
     if previous is not None and previous.max_tokens is not None and previous.max_tokens_source \
             and spec.max_tokens == previous.max_tokens:
         return TokenBound(previous.max_tokens, previous.max_tokens_source)
+    if spec.max_tokens is None and suite.spec.max_tokens is None:
+        # Deriving the bound counts gold answers in each family's tokens: a fresh cache builds them first.
+        fresh = [str(family) for family in suite.spec.families if needs_build(family)]
+        if fresh:
+            log(f"building the {' and '.join(fresh)} tokenizer into the user cache (once: about a minute on 2 cores)...")
     return choose_token_bound(spec.max_tokens, suite, agent)
 
 
@@ -209,7 +216,7 @@ async def resolve_run(
         await check_reachable(engine.endpoints(list(lanes)))  # a server that is down stops the run in seconds
         models = MappingProxyType({family: engine.model_for(family) for family in lanes})
         _check_model(run_dir, engine, previous, lanes)
-        bound = _token_bound(spec, suite, agent, previous)
+        bound = _token_bound(spec, suite, agent, previous, log)
     except BaseException:
         await engine.aclose()
         raise
