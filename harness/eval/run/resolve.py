@@ -175,7 +175,8 @@ def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None, l
                        f"records {previous.model!r}. Pass the recorded --model, or use another --out.")
 
 
-def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None, log: RunLog) -> TokenBound:
+def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None,
+                 log: RunLog) -> TokenBound:
     """The run's bound; a resumed run keeps the recorded one with the source it recorded."""
     from harness.grammar.tokenizers import needs_build
 
@@ -186,7 +187,8 @@ def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord 
         # Deriving the bound counts gold answers in each family's tokens: a fresh cache builds them first.
         fresh = [str(family) for family in suite.spec.families if needs_build(family)]
         if fresh:
-            log(f"building the {' and '.join(fresh)} tokenizer into the user cache (once: about a minute on 2 cores)...")
+            log(f"building the {' and '.join(fresh)} tokenizer into the user cache "
+                "(once: about a minute on 2 cores)...")
     return choose_token_bound(spec.max_tokens, suite, agent)
 
 
