@@ -257,3 +257,23 @@ def test_generated_files_are_up_to_date() -> None:
     res = subprocess.run([sys.executable, str(SUITES / "_make" / "make_suites.py"), "--check"],
                          capture_output=True, text=True, cwd=REPO, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+# (what breaks the bundle of `harness init`, the one problem it gives)
+BROKEN_OWN_BUNDLE = [
+    (("bundle.yaml", "  family:", "  famly:"), "bundle.yaml: model.famly: unknown key: did you mean 'family'?"),
+    (("tools/convert_units.pym", "converted = value", "converted = = value"), "convert_units.pym line"),
+]
+
+
+@pytest.mark.parametrize(("damage", "problem"), BROKEN_OWN_BUNDLE)
+def test_a_broken_bundle_of_own_tools_is_one_problem(tmp_path: Path, damage: tuple[str, str, str], problem: str) -> None:
+    from harness.cli.commands.init import scaffold
+
+    scaffold(tmp_path / "mine", "mine")
+    path, old, new = damage
+    file = tmp_path / "mine" / path
+    assert old in file.read_text()
+    file.write_text(file.read_text().replace(old, new, 1))
+    problems = validate_suite(tmp_path / "mine" / "suite")
+    assert len(problems) == 1 and problem in problems[0], problems  # no 'unknown tool' per call of its tools

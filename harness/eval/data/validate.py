@@ -5,7 +5,8 @@ the sandbox's limits (``harness.bundles.load_bundle``), ``tools_dir`` holding ``
 ``.pym`` parsed and type-checked by the sandbox (``harness.sandbox.load_script``), each broken script
 reported, not just the first. The calls are then checked against the tools' schemas; when the bundle
 is missing or broken they are checked against the built-in 18 file-system tools, so the other
-problems still show.
+problems still show (with the names of the bundle's own ``.pym`` tools, and their schemas where they
+load: one mistake, one problem).
 """
 
 from __future__ import annotations
@@ -34,8 +35,18 @@ class ToolSet:
     """What is wrong with the bundle they come from (empty: it loads as ``harness run`` loads it)."""
 
 
-def _builtin(problems: list[str]) -> ToolSet:
-    return ToolSet(dict(builtin_fs_schemas()), BUILTIN_ORIGIN, problems)
+def _builtin(problems: list[str], folder: Path | None = None) -> ToolSet:
+    """The built-in tools, and the ``.pym`` tools of ``folder`` by name (their schemas where the script
+    loads): a broken bundle is one problem, not one more per call of its own tools."""
+    from harness.sandbox import SandboxError, load_script
+
+    schemas: dict[str, ToolSchema | None] = dict(builtin_fs_schemas())
+    for script in sorted(folder.glob("*.pym")) if folder is not None and folder.is_dir() else []:
+        try:
+            schemas[script.stem] = load_script(script).tool_schema()
+        except SandboxError:
+            schemas[script.stem] = None  # reported already; its calls' arguments cannot be checked
+    return ToolSet(schemas, BUILTIN_ORIGIN, problems)
 
 
 def bundle_tools(bundle_dir: Path) -> ToolSet:
@@ -50,7 +61,7 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
         config = load_bundle(file)
         folder = tools_folder(file, config)
     except BundleError as exc:
-        return _builtin([f"{exc.path}: {p}" for p in exc.problems])
+        return _builtin([f"{exc.path}: {p}" for p in exc.problems], file.parent / "tools")
     broken = []
     for script in sorted(folder.glob("*.pym")):
         try:
@@ -59,11 +70,11 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
             message = str(exc)
             broken.append(message if str(script) in message else f"{script}: {message}")
     if broken:
-        return _builtin(broken)
+        return _builtin(broken, folder)
     try:
         tools = load_bundle_tools(file, config)
     except BundleError as exc:
-        return _builtin([f"{exc.path}: {p}" for p in exc.problems])
+        return _builtin([f"{exc.path}: {p}" for p in exc.problems], folder)
     return ToolSet({t.schema.name: t.schema for t in tools}, f"{folder}/*.pym")
 
 
