@@ -27,6 +27,8 @@ LAYERS: dict[str, int] = {
     "lazy": 0,
     "stats": 0,
     "files": 0,
+    "packaged": 0,
+    "schema_errors": 0,
     "agents": 1,
     "grammar": 2,
     "sandbox": 2,

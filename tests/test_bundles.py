@@ -46,7 +46,7 @@ def test_per_tool_limits_override_the_bundle_limits(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [
-        ("limits: {max_mmeory: 32mb}\n", "limits.max_mmeory: Extra inputs are not permitted"),
+        ("limits: {max_mmeory: 32mb}\n", "limits.max_mmeory: unknown key: did you mean 'max_memory'?"),
         ("tools:\n  - name: ls\n    limits: {wall_clock: soon}\n", "tools[0].limits.wall_clock:"),
         ("limits: lax\n", "limits: unknown limits preset 'lax'; expected one of strict, default, permissive"),
         ("limits: [1]\n", "limits.str: Input should be a valid string"),
@@ -85,3 +85,26 @@ def test_real_adapter_and_bundle_constraint(tmp_path: Path) -> None:
     assert (agent.constraint.strategy, agent.constraint.allow_parallel_calls) == ("json_schema", True)
     payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
     assert set(payload.extra_body["structured_outputs"]) == {"json"}  # whitespace is a vLLM server setting
+
+
+def _field_paths(model: type, prefix: str = "") -> list[str]:
+    """Every key a ``bundle.yaml`` may hold, dotted (``model.family``); nested models stepped into."""
+    from pydantic import BaseModel
+
+    paths: list[str] = []
+    for name, field in model.model_fields.items():  # type: ignore[attr-defined]
+        inner = field.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            paths += _field_paths(inner, f"{prefix}{name}.")
+        else:
+            paths.append(f"{prefix}{name}")
+    return paths
+
+
+def test_the_bundle_reference_documents_every_key() -> None:
+    from harness.agents.bundle import BundleConfig
+
+    reference = (Path(__file__).resolve().parents[1] / "docs" / "bundle.md").read_text(encoding="utf-8")
+    keys = _field_paths(BundleConfig)
+    assert "model.family" in keys and "kernel.max_steps" in keys
+    assert [k for k in keys if f"`{k}`" not in reference] == []

@@ -153,12 +153,12 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out or "(top level)"
 
 
-def validation_problems(exc: ValidationError, prefix: Sequence[int | str] = ()) -> list[str]:
-    """One ``field.path: message`` line per pydantic error, under ``prefix``."""
-    return [
-        f"{field_path([*prefix, *e['loc']])}: {str(e['msg']).removeprefix('Value error, ')}"
-        for e in exc.errors(include_url=False)
-    ]
+def validation_problems(exc: ValidationError, prefix: Sequence[int | str] = (), model: Any = None) -> list[str]:
+    """One ``field.path: message`` line per mistake, under ``prefix``: a misspelt key of ``model`` is one
+    line with a did-you-mean, not an unknown key plus a missing one (``harness.schema_errors``)."""
+    from harness.schema_errors import friendly_errors
+
+    return [f"{field_path([*prefix, *loc])}: {message}" for loc, message in friendly_errors(exc, model)]
 
 
 def bundle_file(path: str | Path) -> Path:
@@ -179,7 +179,7 @@ def load_bundle_config(path: str | Path) -> BundleConfig:
     try:
         return BundleConfig.model_validate(raw)
     except ValidationError as exc:
-        raise BundleError(file, validation_problems(exc)) from exc
+        raise BundleError(file, validation_problems(exc, model=BundleConfig)) from exc
 
 
 __all__ = [

@@ -1,8 +1,7 @@
 """What the benchmarks measure with: tool schemas and gold calls, from explicit paths.
 
-The defaults are the SHELLper bundle's tools and suite, as paths relative to the working directory
-(``bundles/shellper/tools``, ``suites/shellper``): the benchmarks run from the repository root, or are
-given ``--tools``/``--calls``. Nothing is looked up relative to the installed package.
+The defaults are the SHELLper bundle's tools and suite as they ship with the package
+(``harness.packaged``): the benchmarks run from any folder, or are given ``--tools``/``--calls``.
 """
 
 from __future__ import annotations
@@ -14,11 +13,12 @@ from typing import Any
 
 from harness.agents.types import ToolCall, ToolSchema
 from harness.files import load_json, read_json, read_json_lines
+from harness.packaged import BUNDLES, SUITES
 
-DEFAULT_TOOLS = Path("bundles") / "shellper" / "tools"
-"""The SHELLper bundle's 18 ``.pym`` tools (relative to the working directory)."""
-DEFAULT_SUITE = Path("suites") / "shellper"
-"""The SHELLper suite, whose gold calls the grammar bench replays (relative to the working directory)."""
+DEFAULT_TOOLS = BUNDLES / "shellper" / "tools"
+"""The SHELLper bundle's 18 ``.pym`` tools (shipped with the package)."""
+DEFAULT_SUITE = SUITES / "shellper"
+"""The SHELLper suite, whose gold calls the grammar bench replays (shipped with the package)."""
 
 
 def load_tool_schemas(path: str | Path | None = None) -> list[ToolSchema]:
@@ -26,7 +26,7 @@ def load_tool_schemas(path: str | Path | None = None) -> list[ToolSchema]:
     tools; default ``DEFAULT_TOOLS``. Raises FileNotFoundError or ValueError naming the file."""
     source = Path(path) if path is not None else DEFAULT_TOOLS
     if not source.exists():
-        hint = " (run from the repository root, or pass --tools)" if path is None else ""
+        hint = " (the shipped tools are missing from this installation: pass --tools)" if path is None else ""
         raise FileNotFoundError(f"{source}: no tools there{hint}: a JSON list of OpenAI tools or a .pym folder")
     if source.is_dir():
         from harness.sandbox import SandboxError
@@ -88,7 +88,7 @@ def load_gold(path: str | Path | None = None) -> tuple[list[GoldCalls], str]:
     duplicates; and where they came from."""
     src = Path(path) if path is not None else DEFAULT_SUITE
     if not src.exists():
-        hint = " (run from the repository root, or pass --calls)" if path is None else ""
+        hint = " (the shipped suite is missing from this installation: pass --calls)" if path is None else ""
         raise FileNotFoundError(f"{src}: no gold calls there{hint}: a .jsonl of calls or a suite folder")
     lines: list[tuple[str, Any]] = []
     if src.is_dir():
@@ -110,7 +110,7 @@ def load_gold(path: str | Path | None = None) -> tuple[list[GoldCalls], str]:
                 gold.append(GoldCalls(oid if k == 0 else f"{oid}#{k}", tuple(calls)))
     if not gold:
         raise ValueError(f"{src}: no gold calls")
-    return gold, str(src)
+    return gold, ("suites/shellper" if path is None else str(src))  # the shipped suite, named as in the repository
 
 
 __all__ = ["DEFAULT_SUITE", "DEFAULT_TOOLS", "GoldCalls", "load_gold", "load_tool_schemas"]

@@ -11,7 +11,7 @@ import signal
 import typer
 
 from harness import __version__
-from harness.cli.commands import bench, compare, grammar, reporting, serve, suites, tool
+from harness.cli.commands import bench, compare, grammar, init, reporting, serve, suites, tool, vllm
 from harness.cli.commands import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
@@ -28,8 +28,11 @@ app = make_app(
 app.add_typer(grammar.app, name="grammar")
 app.add_typer(tool.app, name="tool")
 app.add_typer(bench.app, name="bench")
+app.add_typer(vllm.app, name="vllm")
 app.command("validate", epilog=example("harness validate suites/shellper"))(suites.validate)
 app.add_typer(suites.import_app, name="import")
+app.add_typer(suites.suites_app, name="suites")
+app.command("init", epilog=example("harness init mytools", "harness run mytools/suite --engine oracle --report"))(init.init)
 app.command("report", epilog=example("harness report results/a results/b --out results/ab"))(reporting.report)
 app.command("compare", epilog=example(
     "harness compare --timings info results/baselines/smoke results/x",
@@ -42,6 +45,11 @@ app.command("run", epilog=example(
     "harness run suites/smoke --engine openai --base-url http://127.0.0.1:8000/v1 --family qwen",
 ))(run_cmd.run)
 app.command("score", epilog=example("harness score results/x"))(run_cmd.score)
+app.command("merge", epilog=example(
+    "harness run shellper --engine vllm --shard 1/2 --out results/s1   # on one machine",
+    "harness run shellper --engine vllm --shard 2/2 --out results/s2   # on another",
+    "harness merge results/s1 results/s2 --out results/all",
+))(reporting.merge)
 app.command("serve", epilog=example("harness serve --engine local --port 8000"))(serve.serve)
 app.command("fuzz", epilog=example(
     "harness fuzz --tools bundles/shellper/tools --examples 1000",

@@ -14,7 +14,7 @@ starts and stops).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -42,6 +42,13 @@ class EngineOptions:
     model: str | None = None
     """``--model``: the served model id (None: what the server lists, or the bundle's ``model.id``); for
     ``vllm``, the HF folder or id to serve."""
+    models: Mapping[str, str] = field(default_factory=dict)
+    """``--model FAMILY=NAME`` (or a config file's, or the suite's): per family, the served model id
+    (openai) or the folder or hub id to serve (vllm); a family left out takes ``model``."""
+    server_args: tuple[str, ...] = ()
+    """``--vllm-arg``: added to the command line of each vLLM server the run starts."""
+    keep_server: bool = False
+    """``--keep-server``: the vLLM servers the run starts stay up after it."""
     target: str | None = None
     """``--target`` (oracle only): whose grammar compiler the gold is replayed through (``vllm``)."""
     run_dir: Path | None = None
@@ -75,6 +82,20 @@ class SampleContext:
     what the oracle replays; an engine that is not a replay ignores them."""
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A server a run's requests go to, as its preflight checks it before the first sample."""
+
+    family: str
+    """The family whose requests it answers."""
+    base_url: str
+    """``http://host:port/v1``."""
+    model: str
+    """The served model id the family's requests carry."""
+    api_key: str | None = None
+    """The key sent (None: none configured)."""
+
+
 class RunEngine(Protocol):
     """An engine set up for one run: one client per sample (the oracle, which replays that sample's
     gold) or one shared client (a server, the embedded engine)."""
@@ -99,6 +120,10 @@ class RunEngine(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """What run.json records beyond the note once the engine ran (servers, replicas); may be empty."""
+        ...
+
+    def endpoints(self, families: list[str]) -> list[Endpoint]:
+        """The servers the families' requests go to, once ``prepare`` ran ([]: an in-process engine)."""
         ...
 
     def client_for(self, sample: SampleContext) -> LLMClient:
@@ -130,6 +155,8 @@ class EngineInfo:
     engine: ``harness.eval.run.token_bound``.)"""
     serve_options: tuple[str, ...] = field(default=())
     """The ``harness serve`` options it takes (``mask_policy``, ``n_ctx``...)."""
+    serves_models: bool = False
+    """It runs the model a run names (``--model``, a suite's ``models``): a server engine."""
 
 
 REGISTRY: dict[str, EngineInfo] = {
@@ -149,13 +176,13 @@ REGISTRY: dict[str, EngineInfo] = {
         # A server gains from requests in flight.
         EngineInfo(
             "openai", "any OpenAI-compatible server (vLLM first); several --base-url = replicas",
-            opener="harness.engines.setup:open_openai", concurrency=4,
+            opener="harness.engines.setup:open_openai", concurrency=4, serves_models=True,
         ),
         # A real vLLM server per family, started and stopped by the run; it batches requests in flight.
         EngineInfo(
             "vllm", "a real vLLM server the harness starts and stops (Gemma 3 270M base weights)",
             opener="harness.engines.vllm.setup:open_vllm",
-            availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=4,
+            availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=4, serves_models=True,
         ),
     )
 }
@@ -206,6 +233,7 @@ __all__ = [
     "ENGINE_NAMES",
     "REGISTRY",
     "SERVED_ENGINE_NAMES",
+    "Endpoint",
     "EngineError",
     "EngineInfo",
     "EngineOptions",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
-from harness.engines.registry import EngineError, EngineOptions, SampleContext
+from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 """Where the openai engine looks when neither ``--base-url``, ``$OPENAI_BASE_URL`` nor the bundle's
@@ -51,6 +51,9 @@ class PerSampleClients:
 
     def describe(self) -> dict[str, Any]:
         return {}
+
+    def endpoints(self, families: list[str]) -> list[Endpoint]:
+        return []
 
     def client_for(self, sample: SampleContext) -> LLMClient:
         return self.factory(sample)
@@ -91,8 +94,21 @@ class SharedClient:
     stream: bool = False
     """Stream responses (a server: time to first token is then measured as a client sees it)."""
 
+    models: dict[str, str] | None = None
+    """Family -> the served model id its requests carry, when the families are served different models."""
+    base_urls: tuple[str, ...] = ()
+    """The servers a preflight checks (empty: an in-process engine)."""
+
     def model_for(self, family: str) -> str:
-        return self.model_id
+        return (self.models or {}).get(family, self.model_id)
+
+    api_key: str | None = None
+    """The key sent to the servers (None: none configured)."""
+
+    def endpoints(self, families: list[str]) -> list[Endpoint]:
+        """Every server (each replica) for every family ([] for an in-process engine)."""
+        return [Endpoint(family, url, self.model_for(family), self.api_key)
+                for family in families for url in self.base_urls]
 
     def prepare(self, families: list[str]) -> None:
         """Load an in-process engine's weights before samples are timed (a server needs nothing)."""
@@ -160,7 +176,7 @@ def server_settings(options: EngineOptions, environ: Mapping[str, str] | None = 
 
 
 def _no_server_options(name: str, options: EngineOptions) -> None:
-    if options.base_urls or options.model:
+    if options.base_urls or options.model or options.models:
         raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
     if options.target is not None and name != "oracle":
         raise EngineError("--target is for --engine oracle (whose grammar compiler the gold is replayed through)")
@@ -211,7 +227,7 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
 def _served_model(base_url: str, api_key: str | None, options: EngineOptions) -> str:
     if options.model:
         return options.model
-    models = served_models(base_url, api_key)
+    models = served_models(base_url, api_key, timeout_s=3.0)
     if len(models) == 1:
         return models[0]
     bundle_id = options.bundle_model.id if options.bundle_model else None
@@ -250,23 +266,42 @@ def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]
         _no_server_options("openai", options)
     settings = server_settings(options)
     base_urls = list(settings.base_urls)
-    model = _served_model(base_urls[0], settings.api_key, options)
+    by_family = _models_by_family(base_urls[0], settings.api_key, options)
+    models = sorted(set(by_family.values()))
     for url in base_urls[1:]:
-        if model not in served_models(url, settings.api_key):
-            raise EngineError(f"replica {url} does not serve {model!r}: every --base-url must serve the same model")
-    families = _family_of(model, options)
+        missing = set(models) - set(served_models(url, settings.api_key, timeout_s=3.0))
+        if missing:
+            raise EngineError(f"replica {url} does not serve {sorted(missing)}: every --base-url must serve the same models")
     timeout = min(options.timeout_s, 120.0)
     key = settings.api_key or NO_KEY
     clients = [OpenAICompatibleClient(url, api_key=key, timeout_s=timeout) for url in base_urls]
     client: Any = clients[0] if len(clients) == 1 else ReplicaClient(clients, base_urls)
     where = base_urls[0] if len(base_urls) == 1 else f"{len(base_urls)} replicas ({', '.join(base_urls)})"
-    note = (f"openai: an OpenAI-compatible server at {where} ({settings.source}) serving {model}; "
+    served = ", ".join(f"{m} ({f})" for f, m in by_family.items()) if len(models) > 1 else models[0]
+    note = (f"openai: an OpenAI-compatible server at {where} ({settings.source}) serving {served}; "
             "timings as its client sees them")
-    relay = model.startswith(SERVED_PREFIX)
+    relay = all(m.startswith(SERVED_PREFIX) for m in models)
     if relay:
         note += "; the served model is an oracle: each request carries its gold answer"
-    setup = SharedClient("openai", note, ", ".join(base_urls), model, client, relay_gold=relay, stream=True)
-    return setup, families
+    setup = SharedClient("openai", note, ", ".join(base_urls), ", ".join(models), client, relay_gold=relay,
+                         stream=True, models=by_family, base_urls=tuple(base_urls), api_key=settings.api_key)
+    return setup, list(by_family)
+
+
+def _models_by_family(base_url: str, api_key: str | None, options: EngineOptions) -> dict[str, str]:
+    """The served model id of each family of the run: ``--model FAMILY=NAME`` for those it names (a bare
+    ``--model`` for the others), else one model (``--model``, or the one the server lists) for the one
+    family ``--family`` or the model's id says."""
+    from harness.agents.families import FAMILIES
+
+    if options.models:
+        families = options.families or [f for f in FAMILIES if f in options.models]
+        missing = [f for f in families if not (options.models.get(f) or options.model)]
+        if missing:
+            raise EngineError(f"--family {missing[0]}: which model serves it? name it: --model {missing[0]}=NAME")
+        return {f: options.models.get(f) or str(options.model) for f in families}
+    model = _served_model(base_url, api_key, options)
+    return {family: model for family in _family_of(model, options)}
 
 
 def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:

@@ -60,6 +60,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "TokenizerUnavailable": "tokenizers",
     "gemma_gguf_path": "tokenizers",
     "get_tokenizer": "tokenizers",
+    "needs_build": "tokenizers",
 })
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "get_compiler",
     "get_tokenizer",
     "masked_scores",
+    "needs_build",
     "walk_text",
 ]
 

@@ -218,6 +218,16 @@ def get_tokenizer(family: str) -> FamilyTokenizer:
         return tok
 
 
+def needs_build(family: str) -> bool:
+    """Whether the first ``get_tokenizer(family)`` builds the cache folder (tens of seconds), so that a
+    command can say so first; False when it is built, or cannot be (the packages are missing)."""
+    try:
+        key = cache_key(family)
+    except TokenizerUnavailable:
+        return False
+    return not _complete(cache_root() / "tokenizers" / f"{family}-{key}", key)
+
+
 def ensure_cached(family: str) -> Path:
     """The cache folder of ``family``, built (or rebuilt when stale) as needed."""
     key = cache_key(family)

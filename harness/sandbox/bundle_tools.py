@@ -25,7 +25,7 @@ def _limits(spec: Any, base: Limits | None, loc: tuple[int | str, ...], problems
             return base.merge(Limits(**spec))
         return Limits.coerce(spec)
     except ValidationError as exc:
-        problems += validation_problems(exc, loc)
+        problems += validation_problems(exc, loc, model=Limits)
     except (ValueError, TypeError) as exc:
         problems.append(f"{field_path(loc)}: {exc}")
     return None

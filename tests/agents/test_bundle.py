@@ -74,9 +74,9 @@ def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (("base_url:", "bse_url:"), "model.bse_url: Extra inputs are not permitted"),
+        (("base_url:", "bse_url:"), "model.bse_url: unknown key: did you mean 'base_url'?"),
         (("strategy: json_schema", "strategy: ebfn"), "constraint.strategy: Input should be 'none', 'ebnf'"),
-        (("name: demo", "nme: demo"), "nme: Extra inputs are not permitted"),
+        (("name: demo", "nme: demo"), "nme: unknown key: did you mean 'name'?"),
         (("  id: Qwen/Qwen3-0.6B\n", ""), "model.id: Field required"),
         (
             ("constraint:", "kernel:\n  max_steps: 0\nconstraint:"),
@@ -88,7 +88,7 @@ def test_bad_family_names_file_and_field(tmp_path: Path) -> None:
         ),
         (
             ("constraint:", "tools:\n  - name: ls\n  - nam: cd\nconstraint:"),
-            "tools[1].nam: Extra inputs are not permitted",
+            "tools[1].nam: unknown key: did you mean 'name'?",
         ),
         (
             ("constraint:", "tools:\n  - name: ls\n  - name: ls\nconstraint:"),

@@ -1,4 +1,4 @@
-"""The benchmarks' inputs come from explicit paths (defaults relative to the working directory)."""
+"""The benchmarks' inputs come from explicit paths (defaults: the shipped SHELLper bundle and suite)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,22 @@ from harness.bench.sandbox import bench_sandbox
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_defaults_are_the_shellper_bundle_and_suite_from_the_repository_root(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(REPO)
+@pytest.mark.parametrize("where", ["repository", "elsewhere"])
+def test_the_defaults_are_the_shipped_shellper_bundle_and_suite_from_any_folder(
+        where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO if where == "repository" else tmp_path)
     assert len(load_tool_schemas()) == 18
     gold, source = load_gold()
     assert source == "suites/shellper" and len(gold) > 200
 
 
-def test_elsewhere_the_defaults_say_what_to_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(FileNotFoundError, match="run from the repository root, or pass --tools"):
-        load_tool_schemas()
-    with pytest.raises(FileNotFoundError, match="run from the repository root, or pass --calls"):
-        load_gold()
-    with pytest.raises(ValueError, match="run from the repository root, or pass --tools"):
-        bench_sandbox(n=1)
+def test_a_missing_path_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope: no tools there"):
+        load_tool_schemas(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError, match="nope: no gold calls there"):
+        load_gold(tmp_path / "nope")
+    with pytest.raises(ValueError, match=r"nope: not a folder of \.pym tools"):
+        bench_sandbox(n=1, tools_dir=tmp_path / "nope")
 
 
 @pytest.mark.parametrize(

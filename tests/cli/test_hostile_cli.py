@@ -445,7 +445,7 @@ TOOL: list[tuple[str, Builder, str]] = [
 
 @pytest.mark.parametrize(("label", "build", "needle"), TOOL, ids=[r[0] for r in TOOL])
 def test_tool_run_refuses_bad_inputs(tmp_path: Path, label: str, build: Builder, needle: str) -> None:
-    check_clean_error(build(tmp_path), needle, code=1)  # tool run reports an error result (is_error)
+    check_clean_error(build(tmp_path), needle, code=2)  # bad input: the script or --args, named
 
 
 # -- serve ------------------------------------------------------------------------------------------------

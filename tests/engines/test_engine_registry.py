@@ -47,9 +47,16 @@ def test_target_is_for_the_oracle_only(name: str) -> None:
         open_engine(name, EngineOptions(target="vllm"))
 
 
-def test_vllm_refuses_base_url() -> None:
-    with pytest.raises(EngineError, match="--base-url is for --engine openai"):
-        open_engine("vllm", EngineOptions(base_urls=("http://h:1/v1",)))
+def test_vllm_with_a_base_url_uses_that_server_and_starts_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VLLM_BASE_URL", raising=False)
+    with pytest.raises(EngineError, match="one --base-url"):
+        open_engine("vllm", EngineOptions(base_urls=("http://h:1/v1", "http://h:2/v1"), model="m", families=["qwen"]))
+    engine, families = open_engine("vllm", EngineOptions(base_urls=("http://h:1/v1",), model="m", families=["qwen"]))
+    assert (engine.name, engine.base_url, families) == ("vllm", "http://h:1/v1", ["qwen"])
+    assert "a vLLM server you run at http://h:1/v1 (--base-url)" in engine.note
+    monkeypatch.setenv("VLLM_BASE_URL", "http://h:3/v1")
+    engine, _ = open_engine("vllm", EngineOptions(model="m", families=["qwen"]))
+    assert engine.base_url == "http://h:3/v1" and "($VLLM_BASE_URL)" in engine.note
 
 
 @pytest.mark.parametrize(

@@ -40,13 +40,14 @@ RENAMED_SAMPLE_KEYS = {"turns": "steps"}
 RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
-NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None}
+NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None, "prompt_id": None}
 NEW_STATS_DEFAULTS = {
     "target_steps": None, "target_mask_diff_steps": None, "target_only_tokens": [], "forced_tokens": None,
 }
 NEW_RUN_DEFAULTS = {
     "bundle": None, "resumed_at": [], "machine": None, "target": None, "engine_details": None, "max_tokens_source": None,
     "temperature": None, "top_p": None, "seed": None, "setup": None,
+    "models": None, "vllm_args": [], "selection": None, "inputs": None, "merged_from": [],
 }
 
 
@@ -139,7 +140,7 @@ def test_old_names_are_read() -> None:
     [
         (lambda r: r.pop("engine"), "engine: Field required"),
         (lambda r: r.update(epochs="two"), "epochs: Input should be a valid integer"),
-        (lambda r: r.update(enigne="oracle"), "enigne: Extra inputs are not permitted"),
+        (lambda r: r.update(enigne="oracle"), "enigne: unknown key: did you mean 'engine'?"),
         (lambda r: r["suite"].pop("kind"), "suite.kind: Field required"),
     ],
 )

@@ -207,6 +207,12 @@ def test_unknown_family():
         tk.get_tokenizer("llama")
 
 
+def test_a_build_is_known_before_it_starts(qwen_tokenizer, tmp_path, monkeypatch):
+    assert not tk.needs_build("qwen")  # the fixture built or loaded it
+    monkeypatch.setattr(tk, "cache_root", lambda: tmp_path)
+    assert tk.needs_build("qwen") and tk.needs_build("function_gemma")
+
+
 def test_memoised_per_process(qwen_tokenizer):
     assert tk.get_tokenizer("qwen") is qwen_tokenizer
 
@@ -217,7 +223,9 @@ def test_build_replaces_stale_cache(tmp_path, monkeypatch):
     stale = tmp_path / "tokenizers" / "qwen-000000000000"
     stale.mkdir(parents=True)
     (stale / "manifest.json").write_text(json.dumps({"key": "000000000000", "build_format": 0}))
+    assert tk.needs_build("qwen")  # a stale folder is rebuilt, and a run says so before it waits
     folder = tk.ensure_cached("qwen")
+    assert not tk.needs_build("qwen")
     assert folder.name == f"qwen-{tk.cache_key('qwen')}"
     assert not stale.exists()
     manifest = json.loads((folder / "manifest.json").read_text())

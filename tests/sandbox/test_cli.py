@@ -31,6 +31,7 @@ def test_tool_run_success_with_files(tmp_path: Path) -> None:
         "output": {"current_directory_content": ["a.txt", "docs"]},
         "is_error": False,
         "error_kind": None,
+        "mutations": [],
     }
     code, out = run_tool(
         str(TOOLS_DIR / "tail.pym"),
@@ -50,22 +51,37 @@ def test_tool_run_without_files_sees_an_empty_tree() -> None:
     assert (code, out["output"]) == (0, {"current_working_directory": "/workspace"})
 
 
-def test_tool_run_errors_exit_1() -> None:
-    code, out = run_tool(str(TOOLS_DIR / "cat.pym"), "--args", '{"file_name": 3}')
-    assert code == 1 and out["is_error"] is True and out["error_kind"] == "tool:bad_arguments"
-    code, out = run_tool(str(TOOLS_DIR / "cat.pym"), "--args", "not json")
-    assert code == 1 and out["error_kind"] == "tool:bad_arguments"
+def test_tool_run_prints_the_mutations_it_applied(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.txt").write_text("hi")
+    code, out = run_tool(str(TOOLS_DIR / "mv.pym"), "--args", '{"source": "a.txt", "destination": "b.txt"}',
+                         "--files", str(root))
+    assert code == 0 and out["mutations"] == [{"op": "move", "src": "/fs/proj/a.txt", "dst": "/fs/proj/b.txt"}]
+    assert (root / "a.txt").read_text() == "hi"  # applied to the tree read in, never to the host
+
+
+BAD_INPUT = [
+    (["--args", '{"file_name": 3}'], "--args: cat: argument 'file_name'"),
+    (["--args", "not json"], "--args"),
+    (["--args", "[1]"], "--args must be a JSON object, got list"),
+    (["--args", "[" * 100_000 + "]" * 100_000], "--args"),
+]
+
+
+@pytest.mark.parametrize(("args", "named"), BAD_INPUT)
+def test_bad_input_exits_2_naming_it(args: list[str], named: str) -> None:
+    result = runner.invoke(app, ["tool", "run", str(TOOLS_DIR / "cat.pym"), *args])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert named in result.stderr and "harness tool run: error:" in result.stderr
 
 
 def test_tool_run_reports_a_script_that_does_not_load(tmp_path: Path) -> None:
     broken = tmp_path / "broken.pym"
     broken.write_text('"""Broken."""\nx = (\n')
-    code, out = run_tool(str(broken))
-    assert code == 1
-    assert out["is_error"] is True and out["error_kind"] == "tool:load_error"
-    assert out["output"].startswith("ParseError: broken.pym line 2")
-    code, out = run_tool(str(tmp_path / "missing.pym"))
-    assert code == 1 and out["error_kind"] == "tool:load_error"
+    for script, named in ((broken, "broken.pym line 2"), (tmp_path / "missing.pym", "missing.pym")):
+        result = runner.invoke(app, ["tool", "run", str(script)])
+        assert result.exit_code == 2 and named in result.stderr and "tool:load_error" in result.stderr
 
 
 def test_tool_run_script_failure(tmp_path: Path) -> None:
@@ -115,6 +131,22 @@ def test_tool_run_files_that_cannot_be_read_is_a_usage_error(tmp_path: Path, mak
     assert "--files" in result.stderr and ("links are not followed" in result.stderr or "deeper than" in result.stderr)
 
 
-def test_tool_run_args_nested_too_deeply_is_bad_arguments() -> None:
-    code, out = run_tool(str(TOOLS_DIR / "ls.pym"), "--args", "[" * 100_000 + "]" * 100_000)
-    assert code == 1 and out["error_kind"] == "tool:bad_arguments"
+def test_bench_sandbox_times_any_tool_folder(tmp_path: Path) -> None:
+    from harness.cli.commands.init import scaffold
+
+    scaffold(tmp_path / "mine", "mine")  # one tool that touches no files, and no ls
+    result = runner.invoke(app, ["bench", "sandbox", "--n", "5", "--tools", str(tmp_path / "mine" / "tools")])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(figures["per_tool_us_p50"]) == {"convert_units"} and figures["error_results"] == 0
+    assert figures["bare_feed_pool_us_p50"] is None  # no pwd to time the bare feed with
+
+
+@pytest.mark.parametrize("tool", ["nope", None])
+def test_bench_sandbox_bad_folder_or_tool_exits_2(tmp_path: Path, tool: str | None) -> None:
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    args = ["--tool", tool, "--tools", str(TOOLS_DIR)] if tool else ["--tools", str(folder)]
+    result = runner.invoke(app, ["bench", "sandbox", "--n", "5", *args])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (repr(tool) if tool else "no .pym tools") in result.stderr

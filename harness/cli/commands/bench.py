@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale, harness serve under attack.")
 
 ToolsOpt = Annotated[
-    str | None, typer.Option("--tools", metavar="PATH", help="Tools: a .pym folder or an OpenAI JSON list (default: bundles/shellper/tools).")
+    str | None, typer.Option("--tools", metavar="PATH", help="Tools: any .pym folder or an OpenAI JSON list (default: the shipped SHELLper tools).")
 ]
 
 
@@ -60,8 +60,8 @@ def sandbox(
                           "external that blocks the host) and a healthy call made meanwhile; when each ended."),
     ] = None,
 ) -> None:
-    """Time one file-system tool call per tool (fresh session, a 20-file tree, mutations applied); or, with
-    --contention, slow calls against a healthy one in the same pool. JSON last."""
+    """Time one tool call per tool (fresh session, a 20-file tree, mutations applied) of any .pym folder; or,
+    with --contention, slow calls against a healthy one in the same pool. JSON last."""
     import json
 
     from harness.bench.sandbox import GOAL, bench_sandbox

@@ -41,3 +41,32 @@ def report(
     typer.echo(f"wrote {path.with_name('report.html')}")
     for png in sorted((path.parent / "plots").glob("*.png")):
         typer.echo(f"wrote {png}")
+
+
+def merge(
+    shard_dirs: Annotated[
+        list[Path], typer.Argument(metavar="SHARD_DIR...", help="The run directories of harness run --shard I/N, all N.")
+    ],
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The merged run directory (new).")],
+) -> None:
+    """Join the N shards of a run (harness run ... --shard I/N) into one run directory and score it: the
+    same samples, scores and summary as the run without --shard. Exit 2 naming the shard and the
+    difference when they are not the shares of one setup and suite, or one is unfinished."""
+    import asyncio
+
+    from harness.agents.bundle import BundleError
+    from harness.eval.data import SuiteError
+    from harness.eval.run.merge import MergeError, merge_runs
+    from harness.eval.store import RunDirError
+    from harness.files import InputError, check_output_dir
+
+    try:
+        check_output_dir(out)
+        summary = asyncio.run(merge_runs(shard_dirs, out))
+    except (MergeError, RunDirError, SuiteError, BundleError, InputError) as exc:
+        fail(str(exc))
+    typer.echo(f"merged {len(shard_dirs)} shards -> {out}")
+    from harness.cli.commands.run import print_summary
+
+    print_summary(summary)
+

@@ -6,6 +6,7 @@ Everything heavy (the suite models, polars, xgrammar, the sandbox) is imported i
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,9 +19,11 @@ from harness.vocabulary import SAMPLE_METRICS, STRATEGIES
 if TYPE_CHECKING:
     from harness.eval.run import RunOutcome
     from harness.eval.store import SummaryRow
+    from harness.eval.store.records import Selection
 
 # The options of ``harness run``, one alias each (the command's signature stays readable).
-SuiteDirArg = Annotated[Path, typer.Argument(metavar="SUITE_DIR", help="Suite directory (suite.yaml + cases.jsonl).")]
+SuiteDirArg = Annotated[Path, typer.Argument(
+    metavar="SUITE", help="A suite directory (suite.yaml + cases.jsonl), or the name of a shipped suite (harness suites list).")]
 EngineOpt = Annotated[
     Engine,
     typer.Option(
@@ -38,13 +41,47 @@ BaseUrlOpt = Annotated[
     ),
 ]
 ModelOpt = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
-        "--model", metavar="NAME",
-        help="openai: the served model id (default: what the server lists). vllm: an HF model folder or "
-        "id to serve (default: the Gemma 3 270M base weights for function_gemma, a random-weight Qwen3 "
-        "format fixture for qwen).",
+        "--model", metavar="[FAMILY=]NAME",
+        help="The model of a family (FAMILY=NAME, once per family) or of the run's one family (NAME). openai: "
+        "the served model id (default: what the server lists). vllm: an HF model folder or id to serve "
+        "(default: the Gemma 3 270M base weights for function_gemma, a random-weight Qwen3 format fixture "
+        "for qwen). Also a config file's or the suite's models.",
     ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", metavar="FILE", help="A YAML file with the run's models (per family) and server "
+                 "settings (server.vllm_args, server.keep); flags override it."),
+]
+VllmArgOpt = Annotated[
+    list[str] | None,
+    typer.Option("--vllm-arg", metavar="ARGS", help="vllm: added to each server's command line, split like a "
+                 "shell line (--vllm-arg '--max-model-len 8192'; repeatable); recorded in run.json."),
+]
+KeepServerOpt = Annotated[
+    bool, typer.Option("--keep-server", help="vllm: leave the servers this run starts up, for the next run "
+                       "(which then starts its first sample in seconds); harness vllm down stops them.")
+]
+RetryErrorsOpt = Annotated[
+    bool, typer.Option("--retry-errors", help="With --resume: run again the saved samples that ended in a "
+                       "model:* error (their lines move to samples.retried.jsonl).")
+]
+SampleIdOpt = Annotated[
+    list[str] | None,
+    typer.Option("--sample-id", metavar="ID", help="Only these cases (case ids) or samples "
+                 "(case/family/strategy/epoch); shell patterns allowed; repeatable."),
+]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", metavar="TAG", help="Only cases holding this tag; repeatable.")]
+SampleOpt = Annotated[
+    int | None, typer.Option("--sample", min=1, metavar="N", help="A random subset of N cases, across conversations "
+                             "(seeded by --seed; the same seed draws the same cases).")
+]
+ShardOpt = Annotated[
+    str | None,
+    typer.Option("--shard", metavar="I/N", help="Run the I-th of N deterministic shares of the selected cases "
+                 "(every N-th case from the I-th); harness merge joins the N run directories into one."),
 ]
 TargetOpt = Annotated[
     Target | None,
@@ -99,7 +136,9 @@ TopPOpt = Annotated[
 SeedOpt = Annotated[
     int | None,
     typer.Option("--seed", min=0, metavar="N",
-                 help="The run's seed (default: the suite's seed, else a random one; run.json records it)."),
+                 help="The run's seed: each sample's sampling seed derives from it, and --sample draws its subset "
+                 "with it (default: the suite's seed, else a random one for sampling and 0 for --sample; "
+                 "run.json records it)."),
 ]
 
 
@@ -132,14 +171,22 @@ def run(
     engine: EngineOpt = Engine.local,
     base_url: BaseUrlOpt = None,
     model: ModelOpt = None,
+    config: ConfigOpt = None,
+    vllm_arg: VllmArgOpt = None,
+    keep_server: KeepServerOpt = False,
     target: TargetOpt = None,
     family: Families = None,
     strategy: Strategies = None,
     limit: LimitOpt = None,
+    sample_id: SampleIdOpt = None,
+    tag: TagOpt = None,
+    sample: SampleOpt = None,
+    shard: ShardOpt = None,
     concurrency: ConcurrencyOpt = None,
     epochs: EpochsOpt = None,
     out: OutOpt = None,
     resume: ResumeOpt = False,
+    retry_errors: RetryErrorsOpt = False,
     report: ReportOpt = False,
     sample_timeout: SampleTimeoutOpt = 300.0,
     max_tokens: MaxTokensOpt = None,
@@ -151,7 +198,11 @@ def run(
 
     With --epochs N > 1 (and a temperature above 0, or every epoch repeats the same answer) summary.json
     and the reports add pass@k and pass^k for k = 1..N and each case's class (stable-pass, flaky,
-    stable-fail); every interval counts cases, not samples, as the unit."""
+    stable-fail); every interval counts cases, not samples, as the unit.
+
+    Before the first sample, every server the run uses is checked (it answers, serves the model, fits the
+    family, takes a probe request of each family and strategy): a setup that cannot work exits 2 in
+    seconds, naming the problem."""
     import asyncio
 
     from harness.agents.bundle import BundleError
@@ -161,11 +212,14 @@ def run(
     from harness.eval.store import RunDirError
     from harness.files import InputError
 
+    setup = _setup(engine, model, config, vllm_arg, keep_server)
     spec = RunSpec(
-        suite_dir=suite_dir, engine=engine.value, base_urls=list(base_url or []), model=model,
+        suite_dir=suite_dir, engine=engine.value, base_urls=list(base_url or []), model=setup.model,
+        models=setup.models, vllm_args=setup.vllm_args, keep_server=setup.keep_server,
         target=None if target is None else target.value, families=list(family) if family else None,
-        strategies=list(strategy) if strategy else None, limit=limit, concurrency=concurrency, epochs=epochs,
-        out=out, resume=resume, sample_timeout_s=sample_timeout, max_tokens=max_tokens,
+        strategies=list(strategy) if strategy else None, limit=limit,
+        selection=_selection(sample_id, tag, sample, seed, shard), concurrency=concurrency, epochs=epochs,
+        out=out, resume=resume, retry_errors=retry_errors, sample_timeout_s=sample_timeout, max_tokens=max_tokens,
         temperature=temperature, top_p=top_p, seed=seed,
     )
     bars = _Bars()
@@ -188,6 +242,54 @@ def run(
              hint="check the engine or its server (run.log, --base-url, --model), then run again into another --out")
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """The models and server settings of a run, from its flags over its config file."""
+
+    model: str | None
+    models: dict[str, str]
+    vllm_args: list[str] | None
+    keep_server: bool
+
+
+def _setup(engine: Engine, given: list[str] | None, config: Path | None, vllm_arg: list[str] | None,
+           keep_server: bool) -> _Setup:
+    """``--model``, ``--vllm-arg`` and ``--keep-server`` over the ``--config`` file's (whose models only
+    server engines use); exit 2 naming the flag, file or field that is wrong."""
+    from harness.eval.run.config import ConfigError, RunConfig, load_run_config, parse_models, split_vllm_args
+
+    try:
+        file = load_run_config(config) if config is not None else RunConfig()
+        bare, models = parse_models(given or [])
+        args = split_vllm_args(vllm_arg) if vllm_arg else split_vllm_args(file.server.vllm_args, "server.vllm_args")
+    except ConfigError as exc:
+        fail(str(exc))
+    if engine.value in ("openai", "vllm") and bare is None:
+        models = {**file.models, **models}
+    if engine.value == "vllm":
+        return _Setup(bare, models, args or None, keep_server or file.server.keep)
+    return _Setup(bare, models, vllm_arg and args, keep_server)
+
+
+def _selection(ids: list[str] | None, tags: list[str] | None, sample: int | None, seed: int | None,
+               shard: str | None) -> Selection | None:
+    """The case selection of the flags (None: none given); exit 2 naming a bad ``--shard``."""
+    from harness.eval.store.records import Selection, Shard
+
+    parsed = None
+    if shard is not None:
+        index, _, count = shard.partition("/")
+        if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+            fail(f"--shard {shard!r}: expected I/N with 1 <= I <= N (--shard 1/4 ... --shard 4/4)")
+        parsed = Shard(index=int(index), count=int(count))
+    if seed is not None and sample is None:
+        fail("--seed seeds --sample's random subset: give --sample N too")
+    if not (ids or tags or sample or parsed):
+        return None
+    return Selection(ids=tuple(ids or ()), tags=tuple(tags or ()), sample=sample,
+                     seed=(seed or 0) if sample else None, shard=parsed)
+
+
 def _print_outcome(outcome: RunOutcome) -> None:
     from harness.eval.store import read_summary
 
@@ -195,10 +297,10 @@ def _print_outcome(outcome: RunOutcome) -> None:
         f"{outcome.ran} samples run ({outcome.skipped} resumed, {outcome.errors} errors) in {outcome.wall_s:.1f} s"
         f" -> {outcome.run_dir}"
     )
-    _print_summary(read_summary(outcome.run_dir))
+    print_summary(read_summary(outcome.run_dir))
 
 
-def _print_summary(summary: list[SummaryRow]) -> None:
+def print_summary(summary: list[SummaryRow]) -> None:
     """The rates of summary.json rows as a plain table."""
     table: dict[tuple[str, str], dict[str, SummaryRow]] = {}
     for row in summary:
@@ -246,4 +348,4 @@ def score(
     except (SuiteError, BundleError, RunDirError, InputError) as exc:
         fail(str(exc))
     typer.echo(f"re-scored {run_dir}")
-    _print_summary(summary)
+    print_summary(summary)

@@ -12,9 +12,12 @@ from harness.cli.errors import ExitCode, fail, make_app
 from harness.cli.options import example
 
 import_app = make_app(help="Import upstream datasets as suite directories.")
+suites_app = make_app(help="The suites that ship with the harness (run one by name: harness run NAME).")
 
 
-_SUITE_DIR = typer.Argument(..., metavar="SUITE_DIR", help="A suite directory (suite.yaml + cases).")
+_SUITE_DIR = typer.Argument(
+    ..., metavar="SUITE", help="A suite directory (suite.yaml + cases), or the name of a shipped suite (harness suites list)."
+)
 _SHELLPER_FILE = typer.Argument(..., metavar="FILE", help="A distil-SHELLper JSONL file (question/answer lines).")
 _BFCL_SOURCE = typer.Argument(
     ..., metavar="CATEGORY_OR_FILE",
@@ -39,6 +42,27 @@ def validate(suite_dir: Path = _SUITE_DIR) -> None:
         fail(f"{len(problems)} problem(s) in {suite_dir}", code=ExitCode.FAILED)
     suite = load_suite(suite_dir)
     typer.echo(f"{describe_suite(suite)} (checked against {bundle_tools(suite.bundle_dir).origin})")
+
+
+@suites_app.command("list", epilog=example("harness suites list", "harness run smoke --engine oracle"))
+def list_suites() -> None:
+    """List the suites that ship with the harness: name, kind, cases, bundle and description."""
+    from harness.eval.data import SuiteError, load_suite
+    from harness.packaged import packaged_suites
+
+    shipped = packaged_suites()
+    if not shipped:
+        fail("no suites ship with this installation of the harness (harness/packaged/suites is empty)")
+    typer.echo(f"{'name':24} {'kind':10} {'cases':>6}  {'bundle':16} description")
+    for entry in shipped:
+        try:
+            suite = load_suite(entry.path)
+        except SuiteError as exc:
+            typer.echo(f"{entry.name:24} (cannot be read: {exc})")
+            continue
+        bundle = suite.bundle_dir.name
+        typer.echo(f"{entry.name:24} {suite.kind:10} {len(suite.cases):>6}  {bundle:16} {suite.spec.description}")
+    typer.echo(f"({len(shipped)} suites in {shipped[0].path.parent}; run one with: harness run NAME)")
 
 
 def _finish(report_summary: str, out: Path, errors: list[str]) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from harness.cli.errors import ExitCode, make_app
+from harness.cli.errors import ExitCode, fail, make_app
 from harness.cli.options import LimitsPreset, example
 from harness.vocabulary import ErrorKind
 
@@ -30,11 +31,13 @@ def run(
         Path | None, typer.Option("--files", metavar="DIR", exists=True, file_okay=False, dir_okay=True, help=_FILES_HELP)
     ] = None,
 ) -> None:
-    """Run SCRIPT once with ARGS in a fresh sandbox session.
+    """Run SCRIPT once with ARGS in a fresh sandbox session (any .pym tool, with or without files).
 
-    Prints one JSON object {"output": ..., "is_error": bool, "error_kind": str|null} and exits 1 when
-    is_error. A script that does not load is reported the same way (error_kind tool:load_error). A
-    --files directory that cannot be read or is too large is a usage error (exit 2).
+    Prints one JSON object {"output": ..., "is_error": bool, "error_kind": str|null, "mutations": [...]}
+    (the mutations the call asked the host to apply, in order) and exits 1 when is_error. Bad input
+    exits 2 with the cause named: --args that are not a JSON object, arguments the tool's schema refuses
+    (tool:bad_arguments; the JSON line is printed first), a script that does not load, a --files
+    directory that cannot be read or is too large.
     """
     import asyncio
     import json
@@ -43,24 +46,19 @@ def run(
     from harness.agents.types import ToolCall
     from harness.files import InputError, load_json
     from harness.sandbox import FileSystemState, PymTool, SandboxError, Workspace, load_script
-
-    def report(output: object, is_error: bool, error_kind: str | None) -> None:
-        line = json.dumps(
-            {"output": output, "is_error": is_error, "error_kind": error_kind}, ensure_ascii=False
-        )
-        typer.echo(line)
-        raise typer.Exit(ExitCode.FAILED if is_error else ExitCode.OK)
+    from harness.sandbox.workspace import FileSystemBridge
 
     try:
         arguments = load_json(args, "--args")
     except InputError as e:
-        report(str(e), True, ErrorKind.tool_bad_arguments)
+        fail(str(e))
     if not isinstance(arguments, dict):
-        report(f"--args must be a JSON object, got {type(arguments).__name__}", True, ErrorKind.tool_bad_arguments)
+        fail(f"--args must be a JSON object, got {type(arguments).__name__}")
     try:
         tool = PymTool(load_script(script), limits=limits.value)
     except SandboxError as e:
-        report(f"{e.kind}: {e}", True, e.error_kind)
+        fail(f"{script}: {e.error_kind}: {e}")
+
     def skipped(path: Path, why: str) -> None:
         typer.echo(f"--files: skipped {path} ({why}: links are not followed)", err=True)
 
@@ -70,6 +68,24 @@ def run(
         )
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--files") from e
-    context = ToolContext(call_id="call_cli", workspace=Workspace.filesystem(state))
+    recorder = _Recorder(FileSystemBridge(state))
+    context = ToolContext(call_id="call_cli", workspace=Workspace(recorder.bridge, recorder))
     result = asyncio.run(tool.execute(ToolCall.create(tool.name, arguments), context))
-    report(result.output, result.is_error, result.error_kind)
+    line = {"output": result.output, "is_error": result.is_error, "error_kind": result.error_kind,
+            "mutations": recorder.mutations}
+    typer.echo(json.dumps(line, ensure_ascii=False))
+    if result.error_kind == ErrorKind.tool_bad_arguments:
+        fail(f"--args: {result.output}", hint=f"{tool.name} takes: {json.dumps(tool.schema.parameters)}")
+    raise typer.Exit(ExitCode.FAILED if result.is_error else ExitCode.OK)
+
+
+class _Recorder:
+    """Applies a call's mutations to the ``--files`` tree, as a run does, and keeps them to print."""
+
+    def __init__(self, bridge: Any) -> None:
+        self.bridge = bridge
+        self.mutations: list[dict[str, Any]] = []
+
+    def handle(self, tool_name: str, mutations: Sequence[Mapping[str, Any]]) -> None:
+        self.bridge.handle(tool_name, mutations)
+        self.mutations.extend(dict(m) for m in mutations)

@@ -8,7 +8,9 @@ saying how long it has waited, reads the server's version from ``/version``, and
 the kernel's parent-death signal kills the API server, and a watchman process (``reaper.py``) kills the
 rest of its tree (EngineCore, workers, the resource tracker), which the kernel would leave under PID 1.
 The server runs in its own process group, so stopping it also stops the engine-core process vLLM starts
-beside its API server.
+beside its API server. A kept server (``keep=True``: ``--keep-server``, ``harness vllm up``) is the
+exception, on purpose: nothing ties it to the harness's life; a state file in the user cache names it,
+and ``harness vllm down`` stops it (:mod:`harness.engines.vllm.kept`).
 
 Flags, and why:
 
@@ -180,6 +182,8 @@ class VllmServer:
     max_model_len: int = 4096
     extra_args: tuple[str, ...] = ()
     start_timeout_s: float = START_TIMEOUT_S
+    keep: bool = False
+    """Outlive the harness (``kept``): no parent-death signal, no stop at exit; a state file names it."""
     command: list[str] = field(default_factory=list)
     version: str = ""
     startup_s: float | None = None
@@ -202,20 +206,40 @@ class VllmServer:
         self.command = server_args(
             self.model, self.port, host=self.host, max_model_len=self.max_model_len, extra=self.extra_args
         )
+        env = server_env()
+        if self.keep:
+            from harness.engines.vllm.kept import server_key, state_dir
+
+            self.log_path = state_dir() / f"{server_key(self.command, env)}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")
         try:
+            # A kept server outlives the harness on purpose: no parent-death signal for it.
             self._proc = subprocess.Popen(
                 self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=server_env(), start_new_session=True, preexec_fn=_die_with_parent,
+                env=env, start_new_session=True, preexec_fn=None if self.keep else _die_with_parent,
             )
         finally:
             log.close()
         self._reaper = Reaper()
-        self._reaper.watch(self._proc.pid)  # kills the whole tree if the harness dies, even by SIGKILL
+        if not self.keep:  # kills the whole tree if the harness dies, even by SIGKILL; a kept server outlives it
+            self._reaper.watch(self._proc.pid)
         self._started_at = time.monotonic()
-        with _RUNNING_LOCK:
-            _RUNNING.add(self)
+        if self.keep:
+            self._record_kept(env)
+        else:
+            with _RUNNING_LOCK:
+                _RUNNING.add(self)
+
+    def _record_kept(self, env: dict[str, str]) -> None:
+        from harness.engines.vllm.kept import KeptServer, record, server_key
+
+        assert self._proc is not None
+        record(KeptServer(
+            key=server_key(self.command, env), pid=self._proc.pid, host=self.host, port=self.port,
+            family=self.model.family, model=self.model.served_name, model_path=str(self.model.path),
+            command=self.command, log=str(self.log_path), started_at=time.time(), version=self.version,
+        ))
 
     def wait_ready(self, on_wait: Callable[[float], None] | None = None) -> None:
         """Block until ``/health`` answers 200; ``on_wait(elapsed_s)`` is called about once a second.
@@ -260,6 +284,10 @@ class VllmServer:
             _RUNNING.discard(self)
         if proc is None:
             return
+        if self.keep:
+            from harness.engines.vllm.kept import server_key, state_dir
+
+            (state_dir() / f"{server_key(self.command, server_env())}.json").unlink(missing_ok=True)
         try:
             self._stop_group(proc)
         finally:
@@ -295,8 +323,15 @@ class VllmServer:
             "family": self.model.family, "model": self.model.served_name, "model_path": str(self.model.path),
             "model_note": self.model.note, "version": self.version, "command": self.command,
             "startup_s": round(self.startup_s, 1) if self.startup_s is not None else None,
-            "log": str(self.log_path), "base_url": self.base_url,
+            "log": str(self.log_path), "base_url": self.base_url, "kept": self.keep,
         }
+
+    def refusal(self) -> str | None:
+        """The line of the log where vLLM refused its command line (``error: unrecognized arguments``...),
+        when that is why it exited."""
+        lines = self.log_tail(40).splitlines()
+        found = [line.strip() for line in lines if ": error: " in line or line.startswith("error:")]
+        return found[-1] if found else None
 
     def __enter__(self) -> VllmServer:
         return self.start()

@@ -1,7 +1,10 @@
 """``--engine vllm``: real vLLM servers that a run starts, uses through the OpenAI client, and stops.
 
-One server per family (a server serves one model), all launched at once and awaited together (each
-takes ~60-110 s to start on 2 cores), each with its log in the run directory. The run's requests go
+One server per family (a server serves one model: ``--model FAMILY=NAME`` names each), all launched at
+once and awaited together (each takes ~60-110 s to start on 2 cores), each with its log in the run
+directory. A server kept up by an earlier run or by ``harness vllm up`` (same model, same arguments) is
+used as it is, with no start; ``--keep-server`` keeps the ones this run starts. With ``--base-url`` or
+``$VLLM_BASE_URL`` the run uses a vLLM server you run and starts none. The run's requests go
 through :class:`~harness.engines.remote.client.OpenAICompatibleClient` with streaming on, so time to
 first token is measured as a client sees it. ``aclose`` stops every server; so do interpreter exit and
 the death of the harness process (see :mod:`harness.engines.vllm.launch`).
@@ -9,6 +12,8 @@ the death of the harness process (see :mod:`harness.engines.vllm.launch`).
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,12 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.client import LLMClient
-from harness.engines.registry import EngineError, EngineOptions, SampleContext
-from harness.engines.vllm.launch import VllmServer
+from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
 from harness.engines.vllm.models import ModelFolder
+from harness.vocabulary import FAMILIES
 
 STATUS_EVERY_S = 15.0
 """How often a line says the servers are still starting."""
+START_KEPT_TIMEOUT_S = 600.0
+"""How long a run waits for a kept server another run is still starting."""
+BASE_URL_ENV = "VLLM_BASE_URL"
+"""A vLLM server you run: ``--engine vllm`` uses it instead of starting one."""
 
 
 def user_model(path_or_id: str, family: str) -> ModelFolder:
@@ -40,8 +49,14 @@ class VllmSetup:
 
     log_dir: Path
     model_arg: str | None = None
-    """``--model``: an HF folder or id for every family of the run; None = each family's default model
-    (built into the cache on first use)."""
+    """``--model NAME``: an HF folder or id for the run's one family (``model_args`` names one per family);
+    None = each family's default model (built into the cache on first use)."""
+    model_args: dict[str, str] = field(default_factory=dict)
+    """``--model FAMILY=NAME``: the model of each family named."""
+    extra_args: tuple[str, ...] = ()
+    """``--vllm-arg``: added to each server's command line."""
+    keep: bool = False
+    """Start kept servers (they stay up after the run: ``harness vllm down``)."""
     log: Callable[[str], None] = lambda _m: None
     request_timeout_s: float = 120.0
     name: str = "vllm"
@@ -49,7 +64,8 @@ class VllmSetup:
     """Requests stream, so time to first token is measured."""
     models: dict[str, ModelFolder] = field(default_factory=dict)
     """The model of each family in the run (known once ``prepare`` ran)."""
-    servers: dict[str, VllmServer] = field(default_factory=dict)
+    servers: dict[str, Any] = field(default_factory=dict)
+    """Family -> its ``VllmServer``, or the ``KeptServer`` an earlier run left up."""
     clients: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -74,20 +90,62 @@ class VllmSetup:
         from harness.engines.vllm.models import default_model
 
         if family not in self.models:
-            self.models[family] = user_model(self.model_arg, family) if self.model_arg else default_model(family)
+            given = self.model_args.get(family) or self.model_arg
+            try:
+                self.models[family] = user_model(given, family) if given else default_model(family)
+            except (ValueError, RuntimeError) as exc:
+                raise EngineError(f"--engine vllm, {family}: {exc}") from None
         return self.models[family]
 
-    def prepare(self, families: list[str]) -> None:
-        """Start a server for each family (all at once), then wait until each answers ``/health``."""
-        from harness.engines.remote.client import OpenAICompatibleClient
+    def _launch(self, family: str) -> None:
+        """Find the kept server this family's command asks for, or launch one."""
+        from harness.engines.vllm.kept import find_kept, server_key
+        from harness.engines.vllm.launch import VllmServer, server_args, server_env
 
-        for family in families:
-            model = self.resolve(family)
-            server = VllmServer(model, self.log_dir / f"vllm-{family}.log")
-            self.servers[family] = server
-            server.launch()
-            self.log(f"vllm {server.version}: starting a server for {family} ({model.served_name}) on "
-                     f"{server.base_url}; log {server.log_path}")
+        model = self.resolve(family)
+        key = server_key(server_args(model, 0, extra=self.extra_args), server_env())
+        kept = find_kept(key)
+        if kept is not None:
+            self.servers[family] = kept
+            self.log(f"vllm: using the kept server for {family} ({kept.model}) at {kept.base_url}, pid {kept.pid}; "
+                     "stop it with: harness vllm down")
+            return
+        server = VllmServer(model, self.log_dir / f"vllm-{family}.log", extra_args=self.extra_args, keep=self.keep)
+        self.servers[family] = server
+        server.launch()
+        kept_note = " (kept after the run: harness vllm down stops it)" if self.keep else ""
+        self.log(f"vllm {server.version}: starting a server for {family} ({model.served_name}) on "
+                 f"{server.base_url}{kept_note}; log {server.log_path}")
+
+    def _wait(self, family: str, server: Any, waiting: Callable[[float], None]) -> None:
+        from harness.engines.vllm.launch import VllmError, VllmServer
+
+        if not isinstance(server, VllmServer):
+            if not server.wait_ready(START_KEPT_TIMEOUT_S, waiting):
+                raise EngineError(f"the kept vLLM server for {family} (pid {server.pid}) is not serving; "
+                                  f"log {server.log}. Stop it with: harness vllm down")
+            return
+        try:
+            server.wait_ready(waiting)
+        except VllmError as exc:
+            refusal = server.refusal()
+            if refusal is not None:
+                raise EngineError(f"vLLM refused the server's command line for {family}: {refusal} "
+                                  f"(--vllm-arg {' '.join(self.extra_args) or '(none)'}; log {server.log_path})") from None
+            raise EngineError(str(exc)) from None
+        self.log(f"vllm: {family} ready after {server.startup_s:.0f} s")
+
+    def prepare(self, families: list[str]) -> None:
+        """Start a server for each family (all at once; a kept one from an earlier run is used as it is),
+        then wait until each answers ``/health``."""
+        from harness.engines.remote.client import OpenAICompatibleClient
+        from harness.engines.vllm.launch import VllmError
+
+        try:
+            for family in families:
+                self._launch(family)
+        except VllmError as exc:
+            raise EngineError(f"--engine vllm: {exc}") from None
         started = time.monotonic()
         last = [started]
 
@@ -98,39 +156,64 @@ class VllmSetup:
                 self.log(f"vllm: still starting ({now - started:.0f} s; typically 60-110 s on 2 cores)")
 
         for family, server in self.servers.items():
-            server.wait_ready(waiting)
-            self.log(f"vllm: {family} ready after {server.startup_s:.0f} s")
+            self._wait(family, server, waiting)
             self.clients[family] = OpenAICompatibleClient(server.base_url, timeout_s=self.request_timeout_s)
 
     def client_for(self, sample: SampleContext) -> LLMClient:
         return self.clients[sample.family]  # type: ignore[no-any-return]
+
+    def endpoints(self, families: list[str]) -> list[Endpoint]:
+        """Each family's server: what the run's preflight checks."""
+        return [Endpoint(family, self.servers[family].base_url, self.model_for(family)) for family in families
+                if family in self.servers]
 
     def describe(self) -> dict[str, Any]:
         """What run.json records: each server's version, full command line, start-up time and log."""
         return {"servers": [s.describe() for s in self.servers.values()]}
 
     async def aclose(self) -> None:
+        from harness.engines.vllm.launch import VllmServer
+
         for client in self.clients.values():
             await client.aclose()
         for server in self.servers.values():
-            server.stop()
+            if isinstance(server, VllmServer) and not (server.keep and server.running):
+                server.stop()
 
 
-def open_vllm(options: EngineOptions) -> tuple[VllmSetup, list[str] | None]:
+def _attach(options: EngineOptions, url: str, source: str) -> tuple[Any, list[str] | None]:
+    """A vLLM server the user runs (``--base-url`` or ``$VLLM_BASE_URL``): used through the OpenAI client,
+    as ``--engine openai`` would, recorded as vllm."""
+    from harness.engines.setup import open_openai
+
+    setup, families = open_openai(dataclasses.replace(options, base_urls=(url,)))
+    setup.name = "vllm"
+    setup.note = (f"vllm: a vLLM server you run at {url} ({source}) serving {setup.model_id}; timings as its "
+                  "client sees them")
+    return setup, families
+
+
+def open_vllm(options: EngineOptions) -> tuple[Any, list[str] | None]:
     """The registry's opener: servers are started in ``prepare`` (after run.json is written), one per
-    family; without ``--family`` only function_gemma runs (the family with real weights here)."""
+    family; without ``--family`` only function_gemma runs (the family with real weights here), or the
+    families ``--model FAMILY=NAME`` names. With ``--base-url`` or ``$VLLM_BASE_URL``, a server you run
+    is used instead (none is started)."""
     from harness.engines.vllm.launch import vllm_unavailable
 
-    if options.base_urls:
-        raise EngineError("--base-url is for --engine openai: --engine vllm starts its own servers")
     if options.target is not None:
         raise EngineError("--target is for --engine oracle")
+    url = options.base_urls[0] if options.base_urls else os.environ.get(BASE_URL_ENV)
+    if url:
+        if len(options.base_urls) > 1:
+            raise EngineError("--engine vllm takes one --base-url (replicas: --engine openai)")
+        return _attach(options, url, "--base-url" if options.base_urls else f"${BASE_URL_ENV}")
     why = vllm_unavailable()
     if why:
         raise EngineError(f"--engine vllm: {why}")
-    families = options.families
+    families = options.families or [f for f in FAMILIES if f in options.models] or None
     if options.model and (not families or len(families) != 1):
-        raise EngineError("--model with --engine vllm serves one model: pass one --family (its prompt and call format)")
+        raise EngineError("--model NAME with --engine vllm serves one model: pass one --family (its prompt and "
+                          "call format), or name each family's model: --model FAMILY=NAME")
     if not families:
         # qwen runs on a random-weight format fixture, which checks the path but says nothing about a
         # model: it runs when asked for.
@@ -139,9 +222,10 @@ def open_vllm(options: EngineOptions) -> tuple[VllmSetup, list[str] | None]:
         families = ["function_gemma"]
     if options.run_dir is None:
         raise EngineError("--engine vllm needs the run directory for its server logs")
-    setup = VllmSetup(log_dir=options.run_dir, model_arg=options.model, request_timeout_s=min(options.timeout_s, 120.0),
-                      log=options.log)
+    setup = VllmSetup(log_dir=options.run_dir, model_arg=options.model, model_args=dict(options.models),
+                      extra_args=tuple(options.server_args), keep=options.keep_server,
+                      request_timeout_s=min(options.timeout_s, 120.0), log=options.log)
     return setup, families
 
 
-__all__ = ["VllmSetup", "open_vllm", "user_model"]
+__all__ = ["BASE_URL_ENV", "VllmSetup", "open_vllm", "user_model"]

@@ -2,7 +2,8 @@
 
 A next-call case (``NextCallCase``) is a scoring point: a history and the call that should come next;
 an episode (``EpisodeCase``) is several user turns with the ground-truth calls of each. Both start
-from a BFCL-shaped file system (``FsTree``). Every model forbids unknown fields.
+from a BFCL-shaped file system (``FsTree``; a case of tools that touch no files may leave it out: one
+empty folder). Every model forbids unknown fields.
 """
 
 from __future__ import annotations
@@ -105,6 +106,11 @@ class FsTree(_Strict):
 
 
 EMPTY_WORKSPACE: dict[str, Any] = {"root": {"workspace": {"type": "directory", "contents": {}}}}
+"""The tree of a case that gives no ``initial_fs``: one empty folder (tools that touch no files need no more)."""
+
+
+def _empty_workspace() -> FsTree:
+    return FsTree.model_validate(EMPTY_WORKSPACE)
 
 
 class _CaseBase(_Strict):
@@ -130,7 +136,8 @@ class NextCallCase(_CaseBase):
     tags: list[str] = Field(default_factory=list)
     cwd: str = ""
     """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
-    initial_fs: FsTree
+    initial_fs: FsTree = Field(default_factory=_empty_workspace)
+    """The file system before the first message (default: one empty folder, for tools that touch no files)."""
 
     def history(self) -> list[Message]:
         """The messages as kernel messages; history calls get ids ``<case id>-h<n>``."""
@@ -168,7 +175,8 @@ class EpisodeCase(_CaseBase):
     tags: list[str] = Field(default_factory=list)
     cwd: str = ""
     """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
-    initial_fs: FsTree
+    initial_fs: FsTree = Field(default_factory=_empty_workspace)
+    """The file system before the first message (default: one empty folder, for tools that touch no files)."""
 
     def gold_calls(self) -> list[CallSpec]:
         return [c for turn in self.ground_truth for c in turn]

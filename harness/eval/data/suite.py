@@ -17,6 +17,7 @@ suite.yaml::
     temperature: 1.0               # sampling defaults of the suite's runs (flags override): default 0, greedy
     top_p: 0.95                    #   default 1
     seed: 7                        #   default: a random run seed, recorded in run.json
+    models: {qwen: Qwen/Qwen3-0.6B}  # per family, for server engines (a run's --model overrides it)
 
 cases.jsonl holds one case per line (see ``NextCallCase`` and ``EpisodeCase``). Every model forbids
 unknown fields; problems are reported as ``<file>:<line>: <field path>: <message>``.
@@ -33,6 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from harness import packaged
 from harness.eval.data.cases import Case, ChatMessage, EpisodeCase, NextCallCase
 from harness.files import InputError, load_json, read_text, read_yaml
 from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
@@ -72,6 +74,10 @@ class SuiteSpec(BaseModel):
     seed: int | None = Field(default=None, ge=0, lt=2**63)
     """The run seed of this suite's runs (``--seed`` overrides it); None: a random one, recorded."""
 
+    models: dict[Family, str] = Field(default_factory=dict)
+    """The model each family runs on server engines (a folder, hub id or served id), unless the run
+    names one (``--model``, ``--config``); engines that serve no model (oracle, local) ignore it."""
+
     @field_validator("version", mode="before")
     @classmethod
     def _version_str(cls, v: Any) -> Any:
@@ -104,6 +110,8 @@ class Suite:
     path: Path
     spec: SuiteSpec
     cases: list[Case]
+    bundle_path: Path | None = None
+    """The bundle's folder when it is not where ``spec.bundle`` says (a run directory's copy of both)."""
 
     @property
     def name(self) -> str:
@@ -119,7 +127,7 @@ class Suite:
 
     @property
     def bundle_dir(self) -> Path:
-        return resolve_bundle(self.path, self.spec.bundle)
+        return self.bundle_path or resolve_bundle(self.path, self.spec.bundle)
 
     def next_call_cases(self) -> list[NextCallCase]:
         return [c for c in self.cases if isinstance(c, NextCallCase)]
@@ -139,7 +147,8 @@ class Suite:
 
 def resolve_bundle(suite_dir: Path, bundle: str) -> Path:
     """A bundle path relative to the suite dir, or a bare name looked up as ``bundles/<name>`` in the
-    suite dir's ancestors, then in the working directory. The result may not exist."""
+    suite dir's ancestors, then in the working directory, then among the bundles that ship with the
+    harness (``harness.packaged``). The result may not exist."""
     p = Path(bundle).expanduser()
     if p.is_absolute():
         return p
@@ -150,7 +159,8 @@ def resolve_bundle(suite_dir: Path, bundle: str) -> Path:
         cand = anc / "bundles" / bundle
         if cand.is_dir():
             return cand
-    return Path.cwd() / "bundles" / bundle
+    local = Path.cwd() / "bundles" / bundle
+    return local if local.is_dir() else packaged.packaged_bundle(bundle) or local
 
 
 def format_loc(loc: Iterable[int | str]) -> str:
@@ -164,12 +174,14 @@ def format_loc(loc: Iterable[int | str]) -> str:
     return out
 
 
-def _validation_problems(where: str, err: ValidationError) -> list[str]:
+def _validation_problems(where: str, err: ValidationError, model: Any = None) -> list[str]:
+    """One line per mistake (a misspelt key: one line with a did-you-mean; ``harness.schema_errors``)."""
+    from harness.schema_errors import friendly_errors
+
     out = []
-    for e in err.errors():
-        msg = str(e["msg"]).removeprefix("Value error, ")
-        loc = format_loc(e["loc"])
-        out.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
+    for loc, msg in friendly_errors(err, model):
+        where_in = format_loc(loc)
+        out.append(f"{where}: {where_in}: {msg}" if where_in else f"{where}: {msg}")
     return out
 
 
@@ -222,7 +234,7 @@ def load_spec(suite_dir: Path) -> SuiteSpec:
     try:
         return SuiteSpec.model_validate(raw)
     except ValidationError as exc:
-        raise SuiteError(_validation_problems(where, exc)) from None
+        raise SuiteError(_validation_problems(where, exc, SuiteSpec)) from None
 
 
 def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple[list[Case], list[str]]:
@@ -251,7 +263,7 @@ def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple
         try:
             case = model.model_validate(raw)
         except ValidationError as exc:
-            problems.extend(_validation_problems(at, exc))
+            problems.extend(_validation_problems(at, exc, model))
             continue
         if case.id in first_line:
             problems.append(f"{at}: id: duplicate id {case.id!r} (first on line {first_line[case.id]})")
@@ -281,20 +293,24 @@ def case_line_numbers(path: Path) -> dict[str, int]:
     return out
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Load and structurally validate a suite directory; raises ``SuiteError`` listing all problems.
+def load_suite(path: str | Path, bundle_dir: Path | None = None) -> Suite:
+    """Load and structurally validate a suite directory (or a shipped suite's name: ``smoke``); raises
+    ``SuiteError`` listing all problems.
 
+    ``bundle_dir`` replaces the bundle suite.yaml names (a run directory keeps copies of both).
     Tool names and arguments are checked by ``validate_suite`` (harness.eval.data.validate)."""
-    suite_dir = Path(path)
+    suite_dir = packaged.suite_dir(path)
     if not suite_dir.is_dir():
-        raise SuiteError([f"{suite_dir}: not a directory"])
+        names = ", ".join(s.name for s in packaged.packaged_suites())
+        raise SuiteError([f"{suite_dir}: not a directory, nor the name of a suite that ships with the harness "
+                          f"({names or 'none installed'}; harness suites list)"])
     spec = load_spec(suite_dir)
     cases, problems = read_cases(suite_dir / spec.cases, spec.kind, str(suite_dir / spec.cases))
     if not problems and not cases:
         problems.append(f"{suite_dir / spec.cases}: no cases")
     if problems:
         raise SuiteError(problems)
-    return Suite(path=suite_dir, spec=spec, cases=cases)
+    return Suite(path=suite_dir, spec=spec, cases=cases, bundle_path=bundle_dir)
 
 
 def dump_case(case: Case) -> str:
@@ -307,7 +323,8 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     optional = ("max_tokens", "temperature", "top_p", "seed")  # left out when not set, as the suite always read
-    data = spec.model_dump(mode="json", exclude={name for name in optional if getattr(spec, name) is None})
+    unset = {name for name in optional if getattr(spec, name) is None} | ({"models"} if not spec.models else set())
+    data = spec.model_dump(mode="json", exclude=unset or None)
     (out / "suite.yaml").write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
     )

@@ -5,7 +5,8 @@ the sandbox's limits (``harness.bundles.load_bundle``), ``tools_dir`` holding ``
 ``.pym`` parsed and type-checked by the sandbox (``harness.sandbox.load_script``), each broken script
 reported, not just the first. The calls are then checked against the tools' schemas; when the bundle
 is missing or broken they are checked against the built-in 18 file-system tools, so the other
-problems still show.
+problems still show (with the names of the bundle's own ``.pym`` tools, and their schemas where they
+load: one mistake, one problem).
 """
 
 from __future__ import annotations
@@ -34,8 +35,18 @@ class ToolSet:
     """What is wrong with the bundle they come from (empty: it loads as ``harness run`` loads it)."""
 
 
-def _builtin(problems: list[str]) -> ToolSet:
-    return ToolSet(dict(builtin_fs_schemas()), BUILTIN_ORIGIN, problems)
+def _builtin(problems: list[str], folder: Path | None = None) -> ToolSet:
+    """The built-in tools, and the ``.pym`` tools of ``folder`` by name (their schemas where the script
+    loads): a broken bundle is one problem, not one more per call of its own tools."""
+    from harness.sandbox import SandboxError, load_script
+
+    schemas: dict[str, ToolSchema | None] = dict(builtin_fs_schemas())
+    for script in sorted(folder.glob("*.pym")) if folder is not None and folder.is_dir() else []:
+        try:
+            schemas[script.stem] = load_script(script).tool_schema()
+        except SandboxError:
+            schemas[script.stem] = None  # reported already; its calls' arguments cannot be checked
+    return ToolSet(schemas, BUILTIN_ORIGIN, problems)
 
 
 def bundle_tools(bundle_dir: Path) -> ToolSet:
@@ -50,7 +61,7 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
         config = load_bundle(file)
         folder = tools_folder(file, config)
     except BundleError as exc:
-        return _builtin([f"{exc.path}: {p}" for p in exc.problems])
+        return _builtin([f"{exc.path}: {p}" for p in exc.problems], file.parent / "tools")
     broken = []
     for script in sorted(folder.glob("*.pym")):
         try:
@@ -59,29 +70,48 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
             message = str(exc)
             broken.append(message if str(script) in message else f"{script}: {message}")
     if broken:
-        return _builtin(broken)
+        return _builtin(broken, folder)
     try:
         tools = load_bundle_tools(file, config)
     except BundleError as exc:
-        return _builtin([f"{exc.path}: {p}" for p in exc.problems])
+        return _builtin([f"{exc.path}: {p}" for p in exc.problems], folder)
     return ToolSet({t.schema.name: t.schema for t in tools}, f"{folder}/*.pym")
+
+
+def _quoted(message: str) -> str:
+    """The first quoted name in a jsonschema message (``'folder' is a required property``)."""
+    return message.split("'")[1] if "'" in message else message
+
+
+def _unknown_tool(name: str, tools: dict[str, ToolSchema | None]) -> str:
+    from harness.schema_errors import did_you_mean
+
+    guess = did_you_mean(name, list(tools))
+    return f"unknown tool {name!r}" + (f": did you mean {guess!r}?" if guess else "")
 
 
 def check_arguments(call: CallSpec, schema: ToolSchema) -> list[tuple[str, str]]:
     """(field suffix, message) for each argument problem: unknown, missing, wrong type or value. The
     check is the sandbox's (``harness.sandbox.validation.argument_check``), as scoring's validity."""
     from harness.sandbox.validation import argument_check, argument_errors
+    from harness.schema_errors import did_you_mean
 
     props: dict[str, Any] = schema.parameters.get("properties", {}) or {}
+    errors = list(argument_errors(argument_check(schema.parameters), call.arguments))
+    missing = [_quoted(e.message) for e in errors if e.validator == "required" and not e.path]
+    # A misspelt required argument is one mistake: named once (as the unknown key), with the one meant.
+    meant = {key: guess for key in call.arguments if key not in props
+             for guess in [did_you_mean(key, missing)] if guess is not None}
+    known = ", ".join(props) or "none"
     out: list[tuple[str, str]] = []
-    for error in argument_errors(argument_check(schema.parameters), call.arguments):
+    for error in errors:
         if error.validator == "additionalProperties" and not error.path:
-            known = ", ".join(props) or "none"
-            out += [(f"arguments.{key}", f"not a parameter of {call.name!r} (parameters: {known})")
+            out += [(f"arguments.{key}", f"not a parameter of {call.name!r}: did you mean {meant[key]!r}?"
+                     if key in meant else f"not a parameter of {call.name!r} (parameters: {known})")
                     for key in call.arguments if key not in props]
         elif error.validator == "required" and not error.path:
-            missing = error.message.split("'")[1] if "'" in error.message else error.message
-            out.append(("arguments", f"missing required {missing!r} of {call.name!r}"))
+            if _quoted(error.message) not in meant.values():
+                out.append(("arguments", f"missing required {_quoted(error.message)!r} of {call.name!r}"))
         else:
             out.append((".".join(["arguments", *(str(p) for p in error.path)]), error.message))
     return out
@@ -106,7 +136,7 @@ def check_calls(case: Case, tools: dict[str, ToolSchema | None]) -> list[tuple[s
     out: list[tuple[str, str]] = []
     for field, call in _calls(case):
         if call.name not in tools:
-            out.append((f"{field}.name", f"unknown tool {call.name!r}"))
+            out.append((f"{field}.name", _unknown_tool(call.name, tools)))
             continue
         schema = tools[call.name]
         if schema is not None:
@@ -115,7 +145,7 @@ def check_calls(case: Case, tools: dict[str, ToolSchema | None]) -> list[tuple[s
         named = [(f"excluded_tools[{k}]", name) for k, name in enumerate(case.excluded_tools)]
         named += [(f"held_out_tools.{t}[{k}]", name) for t, held in case.held_out_tools.items()
                   for k, name in enumerate(held)]
-        out.extend((where, f"unknown tool {name!r}") for where, name in named if name not in tools)
+        out.extend((where, _unknown_tool(name, tools)) for where, name in named if name not in tools)
     return out
 
 

@@ -68,16 +68,21 @@ class Run:
 
 
 def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
-    from harness.eval.data.suite import SuiteError, load_suite
+    """The run's suite: its copy in the run directory (missing or changed since: RunDirError, the run
+    directory is not whole), or for a run written before runs kept copies the path it records (not
+    found: the report shows no prompts and gold answers, and says so)."""
+    from harness.eval.data.suite import SuiteError
+    from harness.eval.score.rescore import run_suite_of
+    from harness.eval.store.results import RunDirError
 
-    path = Path(data.run.suite.path)
-    for candidate in (path, data.path / path):
-        if (candidate / "suite.yaml").is_file():
-            try:
-                return load_suite(candidate), None
-            except (SuiteError, OSError) as exc:
-                return None, f"{candidate}: {exc}"
-    return None, f"suite {data.run.suite.path!r} not found (prompts and gold answers are not shown)"
+    try:
+        return run_suite_of(data.path, data.run), None
+    except (SuiteError, OSError) as exc:
+        return None, f"{data.run.suite.path}: {exc}"
+    except RunDirError as exc:
+        if data.run.inputs is not None:
+            raise
+        return None, f"{exc} (prompts and gold answers are not shown)"
 
 
 def load_runs(run_dirs: Sequence[Path]) -> list[Run]:

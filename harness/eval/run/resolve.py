@@ -24,7 +24,7 @@ from harness.engines.registry import EngineInfo, EngineOptions, RunEngine
 from harness.eval.data.suite import Suite, SuiteError, load_suite
 from harness.eval.data.validate import ToolSet, validate_loaded
 from harness.eval.run.run_log import RunLog
-from harness.eval.run.spec import CaseSelection, EngineChoice, ResolvedRun, RunSpec, Sampling
+from harness.eval.run.spec import CaseSelection, EngineChoice, ResolvedRun, RunError, RunSpec, Sampling
 from harness.eval.run.token_bound import TokenBound, choose_token_bound
 from harness.eval.store.provenance import default_run_id
 from harness.eval.store.records import RunRecord
@@ -36,13 +36,9 @@ EngineOpener = Callable[[str, EngineOptions], tuple[RunEngine, list[str] | None]
 """``(engine name, options) -> (engine, families)``: the registry's ``open_engine`` by default."""
 
 MATRIX_FIELDS = ("engine", "target", "families", "strategies", "epochs", "limit", "max_tokens", "max_steps_per_turn",
-                 "temperature", "top_p", "seed")
+                 "temperature", "top_p", "seed", "selection", "vllm_args")
 """What a run's samples depend on, beside its suite: a resumed run must ask for the same (or leave it
 out to take the recorded value). Concurrency and the sample timeout may change between sessions."""
-
-
-class RunError(Exception):
-    """A run that cannot start (bad options, a run directory in the way...); the message says why."""
 
 
 def _check_options(spec: RunSpec) -> None:
@@ -59,6 +55,13 @@ def _check_options(spec: RunSpec) -> None:
         raise RunError(f"--top-p must be above 0 and at most 1, got {spec.top_p:g}")
     if spec.seed is not None and not 0 <= spec.seed < 2**63:
         raise RunError(f"--seed must be within 0..2**63-1, got {spec.seed}")
+    if spec.retry_errors and not spec.resume:
+        raise RunError("--retry-errors runs again the errored samples of a saved run: give --resume (and --out) too")
+    if (spec.vllm_args or spec.keep_server) and spec.engine != "vllm":
+        raise RunError(f"--vllm-arg and --keep-server are for --engine vllm (the servers it starts), not {spec.engine}")
+    shard = spec.selection.shard if spec.selection is not None else None
+    if shard is not None and shard.index > shard.count:
+        raise RunError(f"--shard {shard}: I must be between 1 and N")
 
 
 def _engine_info(name: str) -> EngineInfo:
@@ -142,10 +145,22 @@ def _settle_run_dir(spec: RunSpec, suite: Suite, log: RunLog) -> tuple[Path, Run
     return run_dir, spec, previous
 
 
-def _open_engine(spec: RunSpec, agent: Agent, run_dir: Path, log: RunLog,
-                 open_engine: EngineOpener) -> tuple[RunEngine, list[str] | None]:
+def model_args(spec: RunSpec, suite: Suite, info: EngineInfo) -> dict[str, str]:
+    """The model asked for per family: ``--model FAMILY=NAME`` (and the config file's), then a bare
+    ``--model`` (every family), then the suite's ``models`` (server engines only: the oracle and the
+    embedded engine run no model a suite could name)."""
+    models = dict(spec.models)
+    if spec.model is None and info.serves_models:
+        models = {**{str(f): m for f, m in suite.spec.models.items()
+                     if spec.families is None or f in spec.families}, **models}
+    return models
+
+
+def _open_engine(spec: RunSpec, agent: Agent, run_dir: Path, log: RunLog, open_engine: EngineOpener,
+                 models: dict[str, str]) -> tuple[RunEngine, list[str] | None]:
     options = EngineOptions(
-        base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target, families=spec.families,
+        base_urls=tuple(spec.base_urls), model=spec.model, models=models, server_args=tuple(spec.vllm_args or ()),
+        keep_server=spec.keep_server, target=spec.target, families=spec.families,
         timeout_s=spec.sample_timeout_s, bundle_model=agent.config.model, run_dir=run_dir, log=log,
         engine_log=log.engine,
     )
@@ -155,8 +170,16 @@ def _open_engine(spec: RunSpec, agent: Agent, run_dir: Path, log: RunLog,
         raise RunError(str(exc)) from None
 
 
-def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None) -> None:
-    if previous is not None and previous.model and engine.model_id != previous.model:
+def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None, lanes: tuple[Family, ...]) -> None:
+    if previous is None:
+        return
+    if previous.models:
+        for family in lanes:
+            recorded, now = previous.models.get(family), engine.model_for(family)
+            if recorded is not None and recorded != now:
+                raise RunError(f"{run_dir}: cannot resume: {family} would run on {now!r}, run.json records "
+                               f"{recorded!r}. Pass the recorded --model {family}=..., or use another --out.")
+    elif previous.model and engine.model_id != previous.model:
         raise RunError(f"{run_dir}: cannot resume: the engine serves model {engine.model_id!r}, run.json "
                        f"records {previous.model!r}. Pass the recorded --model, or use another --out.")
 
@@ -170,11 +193,20 @@ def _check_calls(suite: Suite, agent: Agent) -> None:
         raise SuiteError(problems)
 
 
-def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None) -> TokenBound:
+def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None,
+                 log: RunLog) -> TokenBound:
     """The run's bound; a resumed run keeps the recorded one with the source it recorded."""
+    from harness.grammar.tokenizers import needs_build
+
     if previous is not None and previous.max_tokens is not None and previous.max_tokens_source \
             and spec.max_tokens == previous.max_tokens:
         return TokenBound(previous.max_tokens, previous.max_tokens_source)
+    if spec.max_tokens is None and suite.spec.max_tokens is None:
+        # Deriving the bound counts gold answers in each family's tokens: a fresh cache builds them first.
+        fresh = [str(family) for family in suite.spec.families if needs_build(family)]
+        if fresh:
+            log(f"building the {' and '.join(fresh)} tokenizer into the user cache "
+                "(once: about a minute on 2 cores)...")
     return choose_token_bound(spec.max_tokens, suite, agent)
 
 
@@ -205,35 +237,53 @@ async def resolve_run(
     (``aclose``). ``open_engine(spec.engine, options)`` may restrict the families (the embedded engine
     has weights for some only)."""
     from harness.bundles import load_agent
+    from harness.eval.run.preflight import check_reachable
 
     _check_options(spec)
     suite = load_suite(spec.suite_dir)
     info = _engine_info(spec.engine)
     _check_names(spec.families, spec.strategies)
     run_dir, spec, previous = _settle_run_dir(spec, suite, log)
+    cases = CaseSelection(limit=spec.limit, selection=spec.selection)
+    if not cases.select(suite.cases):
+        raise RunError(f"the case selection takes none of the {len(suite.cases)} cases of {suite.name!r} "
+                       f"({_selection_words(spec)})")
     agent = load_agent(suite.bundle_dir)
     _check_calls(suite, agent)
-    bound = _token_bound(spec, suite, agent, previous)
-    log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
-    engine, families = _open_engine(spec, agent, run_dir, log, open_engine)
+    asked = model_args(spec, suite, info)
+    engine, families = _open_engine(spec, agent, run_dir, log, open_engine, asked)
     try:
         lanes = tuple(Family(family) for family in families or suite.spec.families)
+        await check_reachable(engine.endpoints(list(lanes)))  # a server that is down stops the run in seconds
         models = MappingProxyType({family: engine.model_for(family) for family in lanes})
-        _check_model(run_dir, engine, previous)
+        _check_model(run_dir, engine, previous, lanes)
+        bound = _token_bound(spec, suite, agent, previous, log)
     except BaseException:
         await engine.aclose()
         raise
+    log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
     run = ResolvedRun(
         suite=suite, agent=agent, run_dir=run_dir,
         engine=EngineChoice(name=spec.engine, base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target,
-                            concurrency=spec.concurrency or info.concurrency),
+                            concurrency=spec.concurrency or info.concurrency, model_args=MappingProxyType(asked),
+                            vllm_args=tuple(spec.vllm_args or ()), keep_server=spec.keep_server),
         models=models, families=lanes, strategies=tuple(Strategy(s) for s in spec.strategies or suite.spec.strategies),
-        cases=CaseSelection(limit=spec.limit), epochs=spec.epochs or 1,
+        cases=cases, epochs=spec.epochs or 1,
         sampling=_sampling(spec, suite, bound, previous, log),
         max_steps_per_turn=spec.max_steps_per_turn or agent.config.kernel.max_steps,
-        sample_timeout_s=spec.sample_timeout_s, resumed=previous,
+        sample_timeout_s=spec.sample_timeout_s, resumed=previous, retry_errors=spec.retry_errors,
     )
     return run, engine
+
+
+def _selection_words(spec: RunSpec) -> str:
+    chosen = spec.selection
+    words = [f"--limit {spec.limit}"] if spec.limit else []
+    if chosen is not None:
+        words += [f"--sample-id {i}" for i in chosen.ids] + [f"--tag {t}" for t in chosen.tags]
+        words += [f"--sample {chosen.sample}"] if chosen.sample else []
+        words += [f"--shard {chosen.shard}"] if chosen.shard else []
+    return " ".join(words) or "no selection"
 
 
 __all__ = ["MATRIX_FIELDS", "EngineOpener", "RunError", "resolve_run"]

@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.agents.agent import Agent, AgentOptions
+from harness.agents.client import CompletionRequest
 from harness.engines import registry
 from harness.engines.registry import RunEngine, SampleContext
 from harness.eval.data.cases import Case, NextCallCase
 from harness.eval.data.suite import Suite
+from harness.eval.run.preflight import preflight
 from harness.eval.run.resolve import EngineOpener, RunError, resolve_run
 from harness.eval.run.run_log import LOG_FILE, RunLog
 from harness.eval.run.sample import (
@@ -36,15 +38,26 @@ from harness.eval.run.sample import (
     sample_record,
 )
 from harness.eval.run.spec import ResolvedRun, RunSpec
+from harness.eval.store.prompts import PromptLog
 from harness.eval.store.provenance import git_commit, machine, utc_now, versions
-from harness.eval.store.records import RunRecord, RunTiming, SampleKey, SampleRecord, SetupIdentity, SuiteRef
+from harness.eval.store.records import (
+    RunInputs,
+    RunRecord,
+    RunTiming,
+    SampleKey,
+    SampleRecord,
+    SetupIdentity,
+    SuiteRef,
+)
 from harness.eval.store.repeat_records import setup_differences, setup_fields
 from harness.eval.store.results import (
+    RETRIED_FILE,
     SAMPLES_FILE,
     RunDirError,
     SampleWriter,
     make_sample_id,
     repair_samples,
+    set_aside_errors,
     write_run,
 )
 from harness.vocabulary import ErrorKind, Family
@@ -118,6 +131,10 @@ class Runner:
             run.agent.variant(**(options | {"family": family, "strategy": strategy, "model_id": run.models[family]}))
             for family, strategy in run.lanes()
         ]
+        self.prompts: PromptLog | None = None
+        """Where each step's prompt is kept (set once the run directory exists)."""
+        # A server renders tools into the prompt only when they are sent; the harness's engines always do.
+        self._server = registry.get_engine(engine.name).serves_models if engine.name in registry.REGISTRY else False
 
     async def prepare(self) -> None:
         """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
@@ -134,13 +151,26 @@ class Runner:
             agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
 
     def jobs(self) -> list[_Job]:
-        cases = self.resolved.selected_cases()
-        return [
+        cases, selection = self.resolved.selected_cases(), self.resolved.cases
+        jobs = [
             _Job(agent, case, epoch, make_sample_id(case.id, agent.family, agent.constraint.strategy, epoch))
             for agent in self.agents
             for case in cases
             for epoch in range(1, self.resolved.epochs + 1)
         ]
+        return [job for job in jobs if selection.wants(job.sample_id, job.case.id)]
+
+    def _with_prompts(self, record: SampleRecord, requests: list[CompletionRequest], agent: Agent) -> SampleRecord:
+        """``record`` with each step naming its prompt in prompts.jsonl (rendered after the sample's clock
+        stopped: keeping prompts costs the run, not the sample's harness time)."""
+        if self.prompts is None or not record.steps:
+            return record
+        steps = []
+        for step, request in zip(record.steps, requests, strict=False):
+            tools = request.tools if request.send_tools or not self._server else ()
+            text = agent.adapter.render_prompt(request.messages, tools)
+            steps.append(step.model_copy(update={"prompt_id": self.prompts.add(agent.family, text)}))
+        return record.model_copy(update={"steps": (*steps, *record.steps[len(steps):])})
 
     def draw(self, job: _Job) -> Draw:
         """The sample's temperature, top_p and seed (derived from the run's seed, its case and epoch)."""
@@ -179,7 +209,8 @@ class Runner:
                 outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
-            return sample_record(job.key(self.suite), outcome, started, attempts, self.draw(job).seed)
+            return self._with_prompts(sample_record(job.key(self.suite), outcome, started, attempts, self.draw(job).seed),
+                                      outcome.requests, job.agent)
 
     async def run(self, writer: SampleWriter, todo: list[_Job], progress: Progress | None) -> list[SampleRecord]:
         queue: asyncio.Queue[_Job] = asyncio.Queue()
@@ -227,18 +258,23 @@ def _relative(path: Path) -> str:
 
 
 def _open_samples(run: ResolvedRun, log: RunLog) -> set[str]:
-    """The run directory made ready for appending samples: on resume its torn last line cut off.
-    Returns the ids of the samples already saved."""
+    """The run directory made ready for appending samples: on resume its torn last line cut off (and with
+    ``retry_errors`` the samples that ended in a ``model:*`` error moved to samples.retried.jsonl, to run
+    again). Returns the ids of the samples already saved."""
     samples_path = run.run_dir / SAMPLES_FILE
     done: set[str] = set()
     if run.resumed is not None:
         try:
             saved = repair_samples(samples_path)
+            retried = set_aside_errors(samples_path, "model:") if run.retry_errors else []
         except RunDirError as exc:
             raise RunError(f"cannot resume: {exc}") from None
         if saved.torn_tail_at is not None:
             log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
-        done = set(saved.samples)
+        if run.retry_errors:
+            log(f"resume --retry-errors: {len(retried)} samples that ended in a model:* error run again (their "
+                f"lines are kept in {RETRIED_FILE})")
+        done = set(saved.samples) - set(retried)
     try:
         run.run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -246,7 +282,7 @@ def _open_samples(run: ResolvedRun, log: RunLog) -> set[str]:
     return done
 
 
-def _run_record(run: ResolvedRun, engine: RunEngine) -> RunRecord:
+def _run_record(run: ResolvedRun, engine: RunEngine, inputs: RunInputs) -> RunRecord:
     """run.json as the run starts (a resumed run keeps its start time and notes this session's)."""
     suite = run.suite
     record = RunRecord(
@@ -254,6 +290,8 @@ def _run_record(run: ResolvedRun, engine: RunEngine) -> RunRecord:
         suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
         bundle=_relative(run.agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
         target=run.engine.target, model=engine.model_id, families=list(run.families),
+        models={family: model for family, model in run.models.items()}, vllm_args=list(run.engine.vllm_args),
+        selection=run.cases.selection, inputs=inputs,
         strategies=list(run.strategies), epochs=run.epochs, limit=run.cases.limit,
         concurrency=run.engine.concurrency, sample_timeout_s=run.sample_timeout_s,
         max_steps_per_turn=run.max_steps_per_turn, max_tokens=run.sampling.max_tokens,
@@ -284,8 +322,9 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
     runner = Runner(run, engine)
     jobs = runner.jobs()
     todo = [j for j in jobs if j.sample_id not in done]
-    record = _run_record(run, engine)
+    record = _run_record(run, engine, _inputs(run))
     write_run(run.run_dir, record)
+    runner.prompts = PromptLog(run.run_dir)
     cases = len(jobs) // max(1, len(run.families) * len(run.strategies) * run.epochs)
     log(f"{len(jobs)} samples: {', '.join(run.families)} x {', '.join(run.strategies)} x {cases} cases x "
         f"{run.epochs} epoch(s)" + (f", {len(jobs) - len(todo)} already saved" if done else "")
@@ -293,7 +332,11 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
     if todo:
         log(f"{engine.name}: loading (tokenizers, weights, servers) before the clock starts...")
         prepared = time.perf_counter()
-        await runner.prepare()
+        try:
+            await runner.prepare()
+            await preflight(engine, runner.agents, todo[0].case, run.sample_timeout_s, log)
+        except registry.EngineError as exc:
+            raise RunError(str(exc)) from None
         log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
         # What an engine knows only once it runs (a started server's version, command and model).
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
@@ -359,6 +402,28 @@ async def run_suite(
         errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
         harness_ms=harness_ms, error_kinds=dict(Counter(str(r.error_kind) for r in finished if r.status == "error")),
     )
+
+
+def _inputs(run: ResolvedRun) -> RunInputs:
+    """The run directory's copies of its suite and bundle (made once; a resumed run checks that the suite
+    and bundle it is given are still what the copies hold)."""
+    from harness.eval.data.snapshot import SnapshotError, copy_inputs, digests
+
+    previous = run.resumed.inputs if run.resumed is not None else None
+    try:
+        if previous is not None:
+            suite_digest, bundle_digest = digests(run.suite)
+            for what, now, then in (("suite", suite_digest, previous.suite_digest),
+                                    ("bundle", bundle_digest, previous.bundle_digest)):
+                if now != then:
+                    raise RunError(f"{run.run_dir}: cannot resume: the {what} changed since the run started (digest "
+                                   f"{now[:12]}, run.json records {then[:12]}); use another --out")
+            return previous
+        snapshot = copy_inputs(run.suite, run.run_dir)
+    except SnapshotError as exc:
+        raise RunError(str(exc)) from None
+    return RunInputs(suite=snapshot.suite, suite_digest=snapshot.suite_digest, bundle=snapshot.bundle,
+                     bundle_digest=snapshot.bundle_digest)
 
 
 def _timing(run_s: float, harness_ms: list[float]) -> RunTiming:

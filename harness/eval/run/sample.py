@@ -41,8 +41,11 @@ class RecordingClient:
     def __init__(self, inner: LLMClient) -> None:
         self.inner = inner
         self.responses: list[CompletionResponse] = []
+        self.requests: list[CompletionRequest] = []
+        """Every request sent, in order (the last may have no response: the call failed)."""
 
     async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        self.requests.append(request)
         response = await self.inner.chat_completion(request)
         self.responses.append(response)
         return response
@@ -138,6 +141,8 @@ class SampleOutcome:
     max_steps_turns: list[int] = field(default_factory=list)
     """The episode's user turn whose model kept calling tools past the step bound (BFCL's force quit:
     the episode ended there)."""
+    requests: list[CompletionRequest] = field(default_factory=list)
+    """The request of each step, in step order (their prompts are kept in prompts.jsonl)."""
 
 
 async def run_next_call(
@@ -146,7 +151,7 @@ async def run_next_call(
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
     recorder = RecordingClient(client)
     kernel = agent.make_kernel(recorder, **draw._asdict())
-    outcome = SampleOutcome()
+    outcome = SampleOutcome(requests=recorder.requests)
     try:
         step = await kernel.step(agent.opening(case.history()), agent.tools, workspace=workspace)
     except ModelCallError as exc:
@@ -173,7 +178,7 @@ async def run_episode(
     kernel = agent.make_kernel(recorder, **draw._asdict())
     history: list[Message] = agent.opening()
     bound = max_steps or agent.config.kernel.max_steps
-    outcome = SampleOutcome()
+    outcome = SampleOutcome(requests=recorder.requests)
     for index, user_messages in enumerate(case.turns):
         offered = set(case.offered([t.schema.name for t in agent.tools], index))
         tools = [t for t in agent.tools if t.schema.name in offered]

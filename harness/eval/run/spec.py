@@ -8,15 +8,18 @@ the case selection, the per-request settings (``Sampling``), the bounds and, on 
 it continues. Both are frozen: resolving never changes what was asked.
 
 Where the next features go without reshaping it: temperature, top_p and a seed are ``Sampling``
-fields; one model per family is ``models`` (already one entry per family); the arguments of a vLLM
-server the run manages belong to ``EngineChoice``; case selection by ids, tags, a seeded random subset
-or a shard are ``CaseSelection`` fields (its ``select`` applies them). Each new field that changes the
-samples is recorded in run.json and compared on resume (``resolve.MATRIX_FIELDS``).
+fields; one model per family is ``models`` (one entry per family, from ``--model FAMILY=NAME``, a
+config file or the suite); the arguments of a vLLM server the run manages are ``EngineChoice``'s;
+case selection by ids, tags, a seeded random subset or a shard is ``CaseSelection``'s (its ``select``
+applies them). Each new field that changes the samples is recorded in run.json and compared on resume
+(``resolve.MATRIX_FIELDS``).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +27,13 @@ from pathlib import Path
 from harness.agents.agent import Agent
 from harness.eval.data.cases import Case
 from harness.eval.data.suite import Suite
-from harness.eval.store.records import RunRecord
+from harness.eval.store.records import RunRecord, Selection
 from harness.vocabulary import Family, Strategy
+
+
+class RunError(Exception):
+    """A run that cannot start (bad options, a run directory in the way, a server that does not answer...);
+    the message says why."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,15 @@ class RunSpec:
     base_urls: list[str] = field(default_factory=list)
     """OpenAI-compatible servers (openai engine); several = replicas serving the same model."""
     model: str | None = None
+    """``--model NAME``: the model of every family of the run (``models`` names one per family)."""
+    models: Mapping[str, str] = field(default_factory=dict)
+    """``--model FAMILY=NAME`` (and a config file's ``models``): a model folder, hub id or served id per
+    family; a family left out takes ``model``, then the suite's ``models``, then the engine's default."""
+    vllm_args: list[str] | None = None
+    """``--vllm-arg``: arguments added to each vLLM server's command line (None: none; on resume: the
+    recorded ones)."""
+    keep_server: bool = False
+    """``--keep-server``: a vLLM server the run starts stays up for later runs (``harness vllm down``)."""
     target: str | None = None
     """Oracle only: replay gold through another system's grammar compiler (``vllm``)."""
     families: list[str] | None = None
@@ -45,6 +62,10 @@ class RunSpec:
     """``--strategy``; None: the suite's."""
     limit: int | None = None
     """Only the first N cases; None = all (on resume: the recorded limit)."""
+    selection: Selection | None = None
+    """Case ids, tags, a seeded random subset, a shard (None: every case; on resume: the recorded one)."""
+    retry_errors: bool = False
+    """With ``resume``: run again the saved samples that ended in a ``model:*`` error."""
     concurrency: int | None = None
     """Samples in flight; None = the engine's default (its ``EngineInfo.concurrency``)."""
     epochs: int | None = None
@@ -86,6 +107,12 @@ class EngineChoice:
     """Oracle only: whose grammar compiler the gold is replayed through."""
     concurrency: int
     """Samples in flight."""
+    model_args: Mapping[str, str] = field(default_factory=dict)
+    """The model asked for per family (flags, config file, suite), as given: a folder, hub id or served id."""
+    vllm_args: tuple[str, ...] = ()
+    """Arguments added to each vLLM server the run starts (recorded in run.json)."""
+    keep_server: bool = False
+    """A vLLM server the run starts stays up for later runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +148,45 @@ def sample_seed(run_seed: int, case_id: str, epoch: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class CaseSelection:
-    """Which of the suite's cases run, in the suite's order."""
+    """Which of the suite's cases run, in the suite's order: ids and tags, then a seeded random subset,
+    then the first ``limit``, then a shard (every N-th from the I-th, so N shards partition exactly the
+    cases one run without ``--shard`` would take)."""
 
     limit: int | None = None
     """Only the first N cases (None: all)."""
+    selection: Selection | None = None
+    """``--sample-id``, ``--tag``, ``--sample``/``--seed``, ``--shard`` (None: none given)."""
+
+    def _matches(self, case: Case) -> bool:
+        chosen = self.selection
+        assert chosen is not None
+        if chosen.ids and not any(fnmatch.fnmatchcase(case.id, p.split("/")[0]) for p in chosen.ids):
+            return False
+        return not chosen.tags or any(t in case.tags for t in chosen.tags)
 
     def select(self, cases: Sequence[Case]) -> list[Case]:
         """The selected cases of ``cases``."""
-        return list(cases[: self.limit]) if self.limit else list(cases)
+        chosen, picked = self.selection, list(cases)
+        if chosen is not None and (chosen.ids or chosen.tags):
+            picked = [c for c in picked if self._matches(c)]
+        if chosen is not None and chosen.sample is not None and chosen.sample < len(picked):
+            keep = sorted(random.Random(chosen.seed or 0).sample(range(len(picked)), chosen.sample))
+            picked = [picked[i] for i in keep]
+        if self.limit:
+            picked = picked[: self.limit]
+        if chosen is not None and chosen.shard is not None:
+            picked = picked[chosen.shard.index - 1 :: chosen.shard.count]
+        return picked
+
+    def wants(self, sample_id: str, case_id: str) -> bool:
+        """Whether a sample of a selected case runs: ``--sample-id`` patterns naming whole sample ids
+        (``case/family/strategy/epoch``) keep only theirs; case-id patterns keep every sample of a case."""
+        patterns = self.selection.ids if self.selection is not None else ()
+        whole = [p for p in patterns if "/" in p]
+        if not whole:
+            return True
+        return any(fnmatch.fnmatchcase(sample_id, p) for p in whole) or any(
+            fnmatch.fnmatchcase(case_id, p) for p in patterns if "/" not in p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +216,8 @@ class ResolvedRun:
     """Seconds one sample may take."""
     resumed: RunRecord | None = None
     """The run.json a resumed run continues (its recorded values are the ones above); None: a new run."""
+    retry_errors: bool = False
+    """A resumed run runs again its saved samples that ended in a ``model:*`` error."""
 
     def lanes(self) -> list[tuple[Family, Strategy]]:
         """(family, strategy) of every agent variant, in run order."""
@@ -167,4 +227,4 @@ class ResolvedRun:
         return self.cases.select(self.suite.cases)
 
 
-__all__ = ["CaseSelection", "EngineChoice", "ResolvedRun", "RunSpec", "Sampling", "sample_seed"]
+__all__ = ["CaseSelection", "EngineChoice", "ResolvedRun", "RunError", "RunSpec", "Sampling", "sample_seed"]

@@ -4,7 +4,7 @@ sandbox (``execution``), summary.json and errors.json (``summary``), and a whole
 or re-scored (``rescore``: ``harness score`` and the end of every run)."""
 
 from harness.eval.score.execution import SandboxStates
-from harness.eval.score.rescore import score_run, score_samples
+from harness.eval.score.rescore import run_suite_of, score_run, score_samples
 from harness.eval.score.scoring import CUT, Scorer, StateBackend, Verdict
 from harness.eval.score.summary import (
     RATE_METRICS,
@@ -25,6 +25,7 @@ __all__ = [
     "StateBackend",
     "Verdict",
     "error_counts",
+    "run_suite_of",
     "score_run",
     "score_samples",
     "summarize",

@@ -22,17 +22,28 @@ from harness.eval.store.results import (
 )
 
 
-def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
-    if suite_dir is not None:
-        return load_suite(suite_dir)
+def run_suite_of(run_dir: Path, run: RunRecord) -> Suite:
+    """The suite a run directory ran, with its bundle: the copies it keeps (``inputs``, checked against
+    their digests), or for a run written before it kept copies the path run.json records (from the
+    working directory, then from the run directory). RunDirError naming what is missing or changed."""
+    from harness.eval.data.snapshot import Snapshot, SnapshotError, load_inputs
+
+    if run.inputs is not None:
+        kept = run.inputs
+        try:
+            return load_inputs(run_dir, Snapshot(kept.suite, kept.suite_digest, kept.bundle, kept.bundle_digest))
+        except SnapshotError as exc:
+            raise RunDirError(exc.path, exc.reason) from None
     path = run.suite.path
-    candidates = [Path(path), run_dir / path]
-    for candidate in candidates:
+    for candidate in (Path(path), run_dir / path):
         if (candidate / "suite.yaml").is_file():
             return load_suite(candidate)
-    raise RunDirError(
-        run_dir / RUN_FILE, f"suite {path!r} not found from {Path.cwd()}; pass the suite directory (--suite)"
-    )
+    raise RunDirError(run_dir / RUN_FILE, f"suite {path!r} not found from {Path.cwd()} (a run written before runs "
+                      "kept a copy of their suite); pass the suite directory (--suite)")
+
+
+def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
+    return load_suite(suite_dir) if suite_dir is not None else run_suite_of(run_dir, run)
 
 
 def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[SampleRecord]) -> None:
@@ -88,4 +99,4 @@ async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path |
     return await score_samples(run_dir, run, suite, tools)
 
 
-__all__ = ["score_run", "score_samples"]
+__all__ = ["run_suite_of", "score_run", "score_samples"]

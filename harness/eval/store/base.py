@@ -1,4 +1,5 @@
-"""The base of every record of a results directory."""
+"""The base of every record of a run directory (``records``, ``run_parts``, ``repeat_records``): strict and
+immutable."""
 
 from __future__ import annotations
 
@@ -25,4 +26,11 @@ class OmitsAbsent(Record):
         return {k: v for k, v in data.items() if not (k in self.OMITTED_WHEN_NONE and v is None)}
 
 
-__all__ = ["OmitsAbsent", "Record"]
+def renamed(data: Any, old: str, new: str) -> Any:
+    """``data`` with its key ``old`` called ``new`` (files written before the rename)."""
+    if isinstance(data, dict) and old in data and new not in data:
+        return {(new if k == old else k): v for k, v in data.items()}
+    return data
+
+
+__all__ = ["OmitsAbsent", "Record", "renamed"]

@@ -3,6 +3,7 @@ the report, compare and the tests read.
 
 - ``RunRecord``: ``run.json``, the run's spec, engine, versions and timings;
 - ``SampleRecord``: one line of ``samples.jsonl``, a finished sample with its ``StepRecord``s;
+- ``PromptRecord``: one line of ``prompts.jsonl``, a prompt the run sent (once, however often);
 - ``ScoreRow``: one row of ``scores.parquet`` (long format: one per sample and metric);
 - ``SummaryRow``: one row of ``summary.json``; ``ErrorCount``: one row of ``errors.json``.
 
@@ -21,8 +22,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from harness.eval.store.base import OmitsAbsent, Record
+from harness.eval.store.base import OmitsAbsent, Record, renamed
 from harness.eval.store.repeat_records import KFigure, Repeats, SetupIdentity
+from harness.eval.store.run_parts import PromptRecord, RunInputs, Selection, Shard
 from harness.vocabulary import SAMPLE_METRICS, Family, Metric, Strategy
 
 METRICS: tuple[Metric, ...] = SAMPLE_METRICS
@@ -30,13 +32,6 @@ METRICS: tuple[Metric, ...] = SAMPLE_METRICS
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
 SampleKind = Literal["next_call", "episode"]
 Status = Literal["ok", "error"]
-
-
-def _renamed(data: Any, old: str, new: str) -> Any:
-    """``data`` with its key ``old`` called ``new`` (files written before the rename)."""
-    if isinstance(data, dict) and old in data and new not in data:
-        return {(new if k == old else k): v for k, v in data.items()}
-    return data
 
 
 # -- samples.jsonl ------------------------------------------------------------------------------------
@@ -135,11 +130,14 @@ class StepRecord(Record):
     """Grammar figures, from engines that run the grammar themselves (oracle, local)."""
     turn: int | None = None
     """Episodes: the user turn (0-based) this step answered; None for a next-call sample."""
+    prompt_id: str | None = None
+    """The prompt this call sent, rendered by the family's chat template: its id in the run's
+    prompts.jsonl (``PromptRecord``; None in runs written before prompts were kept)."""
 
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return _renamed(data, "user_turn", "turn")
+        return renamed(data, "user_turn", "turn")
 
 
 class SampleKey(Record):
@@ -191,7 +189,7 @@ class SampleRecord(SampleKey, OmitsAbsent):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return _renamed(data, "turns", "steps")
+        return renamed(data, "turns", "steps")
 
     def tool_results(self) -> list[ToolResultRecord]:
         """Every tool result of every step, in order."""
@@ -346,6 +344,10 @@ class RunRecord(Record):
     """The server (several, comma-separated, for replicas), for a server engine."""
     model: str | None
     """The served model id the requests carried (one per family for ``vllm``, comma-separated)."""
+    models: dict[str, str] | None = None
+    """The served model id each family's requests carried (None in runs written before models per family)."""
+    vllm_args: list[str] = Field(default_factory=list)
+    """``--vllm-arg``: arguments added to every vLLM server the run started (as given, in order)."""
     target: str | None = None
     """Oracle: whose grammar compiler the gold went through (``vllm``; None: the harness's)."""
     engine_details: dict[str, Any] | None = None
@@ -359,6 +361,12 @@ class RunRecord(Record):
     """Repetitions of every case."""
     limit: int | None = None
     """Only the first N cases (None: all)."""
+    selection: Selection | None = None
+    """Which cases, beyond the limit (None: every case)."""
+    inputs: RunInputs | None = None
+    """The copies of the suite and bundle this directory keeps (None in runs written before them)."""
+    merged_from: list[str] = Field(default_factory=list)
+    """``harness merge``: the run ids of the shards this run joins."""
     concurrency: int
     """Samples in flight."""
     sample_timeout_s: float
@@ -403,15 +411,19 @@ __all__ = [
     "Metric",
     "OmitsAbsent",
     "ParseErrorRecord",
+    "PromptRecord",
     "Record",
     "Repeats",
+    "RunInputs",
     "RunRecord",
     "RunTiming",
     "SampleKey",
     "SampleKind",
     "SampleRecord",
     "ScoreRow",
+    "Selection",
     "SetupIdentity",
+    "Shard",
     "StepRecord",
     "StepStats",
     "SuiteRef",

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -42,6 +42,8 @@ SAMPLES_FILE = "samples.jsonl"
 SCORES_FILE = "scores.parquet"
 SUMMARY_FILE = "summary.json"
 ERRORS_FILE = "errors.json"
+RETRIED_FILE = "samples.retried.jsonl"
+"""Samples taken out of samples.jsonl by ``--resume --retry-errors`` (they ran again), kept as they were."""
 
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
@@ -55,10 +57,10 @@ class RunDirError(Exception):
         self.path = path
 
 
-def _problems(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, model: Any = None) -> str:
     from harness.agents.bundle import validation_problems
 
-    return "; ".join(validation_problems(exc))
+    return "; ".join(validation_problems(exc, model=model))
 
 
 def make_sample_id(case_id: str, family: str, strategy: str, epoch: int) -> str:
@@ -94,7 +96,7 @@ def _read_rows(path: Path, model: type[R]) -> list[R]:
     except ValidationError as exc:
         if any(e["type"] == "json_invalid" for e in exc.errors()):
             raise RunDirError(path, f"not valid JSON: {exc.errors()[0]['msg']}") from exc
-        raise RunDirError(path, _problems(exc)) from exc
+        raise RunDirError(path, _problems(exc, list[model])) from exc  # type: ignore[valid-type]
 
 
 def write_run(run_dir: Path, run: RunRecord) -> None:
@@ -108,7 +110,7 @@ def read_run(run_dir: Path) -> RunRecord:
     try:
         return RunRecord.model_validate_json(text)
     except ValidationError as exc:
-        raise RunDirError(path, _problems(exc)) from exc
+        raise RunDirError(path, _problems(exc, RunRecord)) from exc
 
 
 def write_summary(run_dir: Path, rows: Sequence[SummaryRow]) -> None:
@@ -179,7 +181,7 @@ def load_samples(path: Path) -> SampleLog:
         try:
             record = _sample_line(raw, f"line {number}")
         except ValidationError as exc:
-            raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc)}") from exc
+            raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc, SampleRecord)}") from exc
         except InputError as exc:
             raise RunDirError(path, str(exc)) from None
         if record is None:
@@ -208,6 +210,29 @@ def repair_samples(path: Path) -> SampleLog:
             fh.flush()
             os.fsync(fh.fileno())
     return log
+
+
+def set_aside_errors(path: Path, kind_prefix: str) -> list[str]:
+    """Take the samples of samples.jsonl that ended in an error of ``kind_prefix`` (``model:``) out of it,
+    so a resumed run runs them again: their lines are appended to samples.retried.jsonl first (kept,
+    never lost), then samples.jsonl is rewritten without them (temp file, fsync, rename). Returns their ids."""
+    path = Path(path)
+    log = load_samples(path)
+    retried = [r for r in log.samples.values() if r.status == "error" and (r.error_kind or "").startswith(kind_prefix)]
+    if not retried:
+        return []
+    gone = {r.sample_id for r in retried}
+    with open(path.with_name(RETRIED_FILE), "a", encoding="utf-8") as fh:
+        fh.write("".join(sample_line(r) for r in retried))
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write("".join(sample_line(r) for r in log.samples.values() if r.sample_id not in gone))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return sorted(gone)
 
 
 def sample_line(record: SampleRecord) -> str:
@@ -313,7 +338,7 @@ def read_scores(run_dir: Path) -> list[ScoreRow] | None:
     try:
         return [ScoreRow.model_validate(r) for r in rows]
     except ValidationError as exc:
-        raise RunDirError(path, _problems(exc)) from exc
+        raise RunDirError(path, _problems(exc, ScoreRow)) from exc
 
 
 def typed_rows(frame: pl.DataFrame, row: Callable[..., T]) -> list[T]:
@@ -366,6 +391,7 @@ def load_run_dir(run_dir: Path) -> RunDir:
 
 __all__ = [
     "ERRORS_FILE",
+    "RETRIED_FILE",
     "RUN_FILE",
     "SAMPLES_FILE",
     "SCORES_FILE",
@@ -385,6 +411,7 @@ __all__ = [
     "repair_samples",
     "sample_line",
     "scores_frame",
+    "set_aside_errors",
     "typed_rows",
     "write_errors",
     "write_run",

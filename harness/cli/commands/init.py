@@ -1,0 +1,65 @@
+"""``harness init DIR``: a bundle, one ``.pym`` tool that touches no files, and a suite of a few cases,
+ready to run on the oracle at once (``harness run DIR/suite --engine oracle``).
+
+The files are the package's ``templates/init/`` with the project's name filled in; nothing else is
+generated, so what a user reads there is what the harness ships and tests.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness.cli.errors import fail
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "init"
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+"""A suite's and a bundle's name (suite.yaml's ``name`` pattern)."""
+
+
+def project_name(folder: Path) -> str:
+    """The folder's name as a suite name: lowercase, other characters than ``[a-z0-9_.-]`` as ``-``."""
+    name = re.sub(r"[^a-z0-9_.-]+", "-", folder.resolve().name.lower()).strip("-._")
+    return name or "mytools"
+
+
+def scaffold(folder: Path, name: str) -> list[Path]:
+    """Write the template into ``folder`` (which must be missing or empty); returns the files written."""
+    written = []
+    for source in sorted(TEMPLATE.rglob("*")):
+        if not source.is_file():
+            continue
+        target = folder / source.relative_to(TEMPLATE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = source.read_text(encoding="utf-8").replace("__NAME__", name).replace("__DIR__", str(folder))
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def init(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="The folder to create (missing or empty).")],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", metavar="NAME", help="The bundle's and the suite's name (default: DIR's name, in lowercase)."),
+    ] = None,
+) -> None:
+    """Create a bundle with one .pym tool that touches no files and a suite of a few cases, runnable at once."""
+    chosen = name if name is not None else project_name(folder)
+    if not NAME_PATTERN.match(chosen):
+        fail(f"--name {chosen!r}: a name is lowercase letters, digits, '_', '.' or '-', starting with a letter or digit")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        fail(f"{folder}: exists and is not an empty folder; harness init writes into a new one")
+    try:
+        written = scaffold(folder, chosen)
+    except OSError as exc:
+        fail(f"{folder}: cannot write: {exc.strerror or exc}")
+    for path in written:
+        typer.echo(f"wrote {path}")
+    typer.echo(f"next: harness run {folder / 'suite'} --engine oracle --report")
+
+
+__all__ = ["init", "project_name", "scaffold"]

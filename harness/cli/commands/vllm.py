@@ -1,0 +1,96 @@
+"""``harness vllm up|down|list``: vLLM servers kept up across runs.
+
+``up`` starts (or finds) a kept server per family with the flags ``harness run --engine vllm`` uses, so
+the runs that follow skip the 60-110 s start; ``down`` stops them; ``list`` shows them. A kept server is
+not tied to the harness's life (it survives the command that started it): its state file in the user
+cache names its pid, port, model and command line (``harness.engines.vllm.kept``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from harness.cli.errors import fail, make_app
+from harness.cli.options import Families, example
+
+app = make_app(help="vLLM servers kept up across runs (harness run --engine vllm uses a matching one at once).")
+
+ModelsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model", metavar="[FAMILY=]NAME", help="A family's model folder or hub id (default: the "
+                 "family's built-in model); repeatable."),
+]
+VllmArgsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--vllm-arg", metavar="ARGS", help="Added to each server's command line (as harness run's)."),
+]
+
+
+@app.command("up", epilog=example("harness vllm up --family function_gemma,qwen",
+                                  "harness run smoke --engine vllm --family function_gemma,qwen   # no start"))
+def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt = None) -> None:
+    """Start a kept vLLM server per family (or find the one already up) and wait until it serves."""
+    from harness.engines.registry import EngineError
+    from harness.engines.vllm.kept import state_dir
+    from harness.engines.vllm.launch import vllm_unavailable
+    from harness.engines.vllm.setup import VllmSetup
+    from harness.eval.run.config import ConfigError, parse_models, split_vllm_args
+
+    why = vllm_unavailable()
+    if why:
+        fail(f"vLLM cannot run here: {why}")
+    try:
+        bare, models = parse_models(model or [])
+        args = split_vllm_args(vllm_arg or [])
+    except ConfigError as exc:
+        fail(str(exc))
+    families = list(family) if family else list(models) or ["function_gemma"]
+    if bare is not None and len(families) != 1:
+        fail("--model NAME serves one family: pass one --family, or --model FAMILY=NAME for each")
+    setup = VllmSetup(log_dir=state_dir(), model_arg=bare, model_args=models, extra_args=tuple(args), keep=True,
+                      log=lambda m: typer.echo(m, err=True))
+    try:
+        setup.prepare(families)
+    except EngineError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        for server in setup.servers.values():
+            if hasattr(server, "stop"):
+                server.stop()
+        raise
+    for name, server in setup.servers.items():
+        typer.echo(f"{name}: {setup.model_for(name)} at {server.base_url} (kept: harness vllm down stops it)")
+
+
+@app.command("down", epilog=example("harness vllm down", "harness vllm down --family qwen"))
+def down(family: Families = None) -> None:
+    """Stop the kept vLLM servers (of the families given; default: all) and remove their state files."""
+    from harness.engines.vllm.kept import kept_servers, stop_kept
+
+    servers = [s for s in kept_servers() if not family or s.family in family]
+    if not servers:
+        typer.echo("no kept vLLM server is up")
+        return
+    for server in servers:
+        stop_kept(server)
+        typer.echo(f"stopped {server.family}: {server.model} at {server.base_url} (pid {server.pid})")
+
+
+@app.command("list", epilog=example("harness vllm list"))
+def list_servers() -> None:
+    """List the kept vLLM servers: family, model, URL, pid, whether it serves, and its log."""
+    from harness.engines.vllm.kept import kept_servers
+
+    servers = kept_servers()
+    if not servers:
+        typer.echo("no kept vLLM server is up (harness vllm up, or harness run --engine vllm --keep-server)")
+        return
+    for server in servers:
+        state = "serving" if server.healthy() else "starting (or not answering)"
+        typer.echo(f"{server.family:16} {server.model:40} {server.base_url:28} pid {server.pid:<8} {state}; "
+                   f"log {server.log}")
+
+
+__all__ = ["app", "down", "list_servers", "up"]

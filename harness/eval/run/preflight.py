@@ -1,0 +1,150 @@
+"""Checks before the first sample, so a setup that cannot work stops the run in seconds with the cause
+named (exit 2), instead of filing every sample as ``model:connection`` and exiting 0.
+
+For each server the run's requests go to (``RunEngine.endpoints``; in-process engines have none):
+
+1. ``reachable``: ``GET /models`` answers within ``CONNECT_TIMEOUT_S`` (no retries): a server that is
+   down, a wrong URL or a rejected key is named at once; and it lists the model the family's requests
+   carry (else: the ids it does serve).
+2. ``fits_family``: on a vLLM server (``POST /tokenize``; other servers skip this), the family's call
+   tag (``<start_function_call>``, ``<tool_call>``) is one token of the served model's vocabulary, as
+   in every model of that format; a Qwen model run as function_gemma spells it in pieces.
+3. ``probe``: one request per family and strategy, through the real kernel, the family's template and
+   the strategy's constraint, on the first selected case's prompt, cut at ``PROBE_TOKENS``: the server
+   takes the grammar, the template renders. Nothing of it is recorded (it warms the server's prefix
+   cache, as the first sample would).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from harness.agents.agent import Agent
+from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.agents.types import Message
+from harness.engines.registry import Endpoint, RunEngine, SampleContext
+from harness.eval.data.cases import Case, NextCallCase
+from harness.eval.run.sample import gold_answers
+from harness.eval.run.spec import RunError
+
+CONNECT_TIMEOUT_S = 3.0
+"""A server that does not answer ``/models`` within this is down (or the URL is wrong)."""
+PROBE_TOKENS = 2
+"""Tokens a probe asks for: enough to start the constrained answer, little enough to be quick."""
+PROBE_TIMEOUT_S = 120.0
+
+
+class _Probed(Exception):
+    """Raised by the probe's client once the answer came: the kernel goes no further (no tool runs)."""
+
+
+class _ProbeClient:
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        await self.inner.chat_completion(dataclasses.replace(request, max_tokens=PROBE_TOKENS))
+        raise _Probed
+
+    async def aclose(self) -> None:
+        """The inner client belongs to the run."""
+
+
+def _headers(endpoint: Endpoint) -> dict[str, str]:
+    return {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
+
+
+async def reachable(endpoint: Endpoint, http: httpx.AsyncClient) -> None:
+    """The server answers ``/models`` and lists the model; RunError naming the problem otherwise."""
+    url = endpoint.base_url.rstrip("/")
+    try:
+        response = await http.get(f"{url}/models", headers=_headers(endpoint), timeout=CONNECT_TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        raise RunError(f"preflight: the server at {url} does not answer ({type(exc).__name__}: {exc or 'no answer'} "
+                       f"within {CONNECT_TIMEOUT_S:g} s): is it running, and is the URL right?") from None
+    if response.status_code in (401, 403):
+        raise RunError(f"preflight: the server at {url} refuses the API key (HTTP {response.status_code}): set "
+                       "$OPENAI_API_KEY, or the variable the bundle's model.api_key_env names")
+    try:
+        response.raise_for_status()
+        served = [str(m["id"]) for m in response.json()["data"]]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise RunError(f"preflight: {url}/models is not an OpenAI-compatible model list: {exc}") from None
+    if endpoint.model not in served:
+        raise RunError(f"preflight: the server at {url} serves {', '.join(map(repr, served)) or 'no model'}, not "
+                       f"{endpoint.model!r} ({endpoint.family}): pass --model {endpoint.family}=ONE_IT_SERVES")
+
+
+async def fits_family(endpoint: Endpoint, call_start: str, http: httpx.AsyncClient) -> None:
+    """On a vLLM server, the family's call tag is one token of the served model (else RunError)."""
+    root = endpoint.base_url.rstrip("/").removesuffix("/v1")
+    body = {"model": endpoint.model, "prompt": call_start, "add_special_tokens": False}
+    try:
+        response = await http.post(f"{root}/tokenize", json=body, headers=_headers(endpoint), timeout=30.0)
+        tokens = response.json()["tokens"] if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        tokens = None  # not a vLLM server: nothing to check here
+    if tokens is not None and len(tokens) != 1:
+        raise RunError(
+            f"preflight: the model {endpoint.model!r} does not fit {endpoint.family}'s format: its vocabulary spells "
+            f"{call_start!r} in {len(tokens)} tokens, where a model of that format has it as one. Run it as the "
+            f"family it speaks (--family), or give {endpoint.family} its own model: --model {endpoint.family}=NAME")
+
+
+def _first_prompt(agent: Agent, case: Case) -> list[Message]:
+    if isinstance(case, NextCallCase):
+        return agent.opening(case.history())
+    return agent.opening([Message(role=m.role, content=m.content) for m in case.turns[0]])
+
+
+async def probe(agent: Agent, engine: RunEngine, case: Case, timeout_s: float) -> None:
+    """One request of ``agent``'s family and strategy on ``case``'s prompt; RunError when it fails."""
+    constraint = agent.constraint
+    gold = tuple(tuple(a) for a in gold_answers(case, constraint.allow_parallel_calls))
+    client = engine.client_for(SampleContext(f"{case.id}/preflight", agent.family, constraint, gold))
+    kernel = agent.make_kernel(_ProbeClient(client))
+    try:
+        await asyncio.wait_for(kernel.step(_first_prompt(agent, case), agent.tools), timeout_s)
+    except _Probed:
+        return
+    except ModelCallError as exc:
+        raise RunError(f"preflight: a probe request of {agent.family}/{constraint.strategy} (case {case.id}) "
+                       f"failed: {exc}") from None
+    except TimeoutError:
+        raise RunError(f"preflight: a probe request of {agent.family}/{constraint.strategy} got no answer within "
+                       f"{timeout_s:g} s") from None
+
+
+async def check_reachable(endpoints: Sequence[Endpoint]) -> None:
+    """Step 1 for every endpoint at once (what a run checks before anything slow)."""
+    async with httpx.AsyncClient() as http:
+        await asyncio.gather(*(reachable(e, http) for e in endpoints))
+
+
+async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | None, timeout_s: float,
+                    log: Callable[[str], None]) -> None:
+    """Every check of the module doc, for every family and strategy of the run (nothing for in-process
+    engines); RunError naming the first problem."""
+    from harness.agents.families import get_adapter
+
+    families = list(dict.fromkeys(a.family for a in agents))
+    endpoints = engine.endpoints(families)
+    if not endpoints:
+        return
+    await check_reachable(endpoints)
+    async with httpx.AsyncClient() as http:
+        for endpoint in endpoints:
+            await fits_family(endpoint, get_adapter(endpoint.family).native_call_start, http)
+    if case is not None:
+        for agent in agents:
+            await probe(agent, engine, case, min(timeout_s, PROBE_TIMEOUT_S))
+    servers = sorted({e.base_url for e in endpoints})
+    log(f"preflight: {', '.join(servers)} answer, serve the run's models, and took a probe request of each of "
+        f"{len(agents)} family x strategy lanes")
+
+
+__all__ = ["CONNECT_TIMEOUT_S", "PROBE_TOKENS", "check_reachable", "fits_family", "preflight", "probe", "reachable"]

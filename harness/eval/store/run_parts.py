@@ -1,0 +1,67 @@
+"""Parts of a run directory's records that the harness added for bringing one's own setup: the prompts a
+run sent (prompts.jsonl), which cases it took (``Selection``, ``Shard``) and the copies of its inputs
+(``RunInputs``). ``records`` uses them in ``StepRecord`` and ``RunRecord``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harness.eval.store.base import Record
+from harness.vocabulary import Family
+
+
+class PromptRecord(Record):
+    """One line of prompts.jsonl: a prompt the run sent, once however many calls sent it."""
+
+    id: str
+    """A digest of the text (what ``StepRecord.prompt_id`` names)."""
+    family: Family
+    """The family whose chat template rendered it."""
+    text: str
+    """The prompt exactly as the family's chat template renders the request's messages and tools (what
+    the harness's own engines feed the model, and what a vLLM server started with the family's template
+    renders: checked token for token)."""
+
+
+class Shard(Record):
+    """``--shard I/N``: this run holds the I-th of N deterministic shares of the selected cases."""
+
+    index: int = Field(ge=1)
+    """I, from 1."""
+    count: int = Field(ge=1)
+    """N."""
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+class Selection(Record):
+    """Which of the suite's cases a run takes, beyond ``--limit`` (applied in this order: ids and tags,
+    the random subset, the limit, the shard)."""
+
+    ids: tuple[str, ...] = ()
+    """``--sample-id``: case ids, or sample ids (``case/family/strategy/epoch``), shell patterns allowed."""
+    tags: tuple[str, ...] = ()
+    """``--tag``: cases holding any of these tags."""
+    sample: int | None = Field(default=None, ge=1)
+    """``--sample N``: a random subset of N cases, across conversations (in the suite's order)."""
+    seed: int | None = None
+    """``--seed``: the subset's seed (recorded, so the same subset can be drawn again)."""
+    shard: Shard | None = None
+    """``--shard I/N`` (None: every selected case)."""
+
+
+class RunInputs(Record):
+    """The copies a run directory keeps of what it ran, so it scores and reports anywhere, later."""
+
+    suite: str
+    """The suite's copy, relative to the run directory (suite.yaml and its cases)."""
+    suite_digest: str
+    """sha256 of the suite's files (names and bytes): the same suite gives the same digest."""
+    bundle: str
+    """The bundle's copy, relative to the run directory (bundle.yaml and its .pym tools)."""
+    bundle_digest: str
+    """sha256 of the bundle's files."""
+
+
+__all__ = ["PromptRecord", "RunInputs", "Selection", "Shard"]
