@@ -159,12 +159,21 @@ def _other_suite(part: Path) -> None:
     (part / "run.json").write_text(json.dumps(record))
 
 
+def _sampled(parts: list[Path], seeds: tuple[int, ...]) -> None:
+    """The shards as if sampled at temperature 1 with these run seeds (a greedy run's seed is unused)."""
+    for part, seed in zip(parts, seeds, strict=True):
+        record = json.loads((part / "run.json").read_text())
+        record.update(temperature=1.0, seed=seed)
+        (part / "run.json").write_text(json.dumps(record))
+
+
 REFUSALS = [  # (what to do to the copied shards, the shards given, the problem named)
     (lambda parts: None, [0, 1], "shard 3/3 missing"),
     (lambda parts: None, [0, 1, 1, 2], "given twice"),
     (lambda parts: _drop_last_sample(parts[1]), [0, 1, 2], "finish it first"),
     (lambda parts: _other_setup(parts[2]), [0, 1, 2], "not a shard of the same run: strategies"),
     (lambda parts: _other_suite(parts[2]), [0, 1, 2], "changed since the run"),
+    (lambda parts: _sampled(parts, (7, 7, 8)), [0, 1, 2], "not a shard of the same run: seed 8"),
     (lambda parts: None, [0], "two or more shard directories"),
 ]
 

@@ -22,6 +22,7 @@ from harness.eval.run.resolve import MATRIX_FIELDS
 from harness.eval.run.spec import CaseSelection
 from harness.eval.store.prompts import PROMPTS_FILE, read_prompts
 from harness.eval.store.records import RunRecord, SampleRecord, SummaryRow
+from harness.eval.store.repeat_records import setup_differences, setup_fields
 from harness.eval.store.results import (
     RUN_FILE,
     SAMPLES_FILE,
@@ -71,8 +72,11 @@ def _same_setup(first: _Shard, other: _Shard) -> None:
     """The differences between two shards' setups, every one named (MergeError)."""
     a, b = first.run, other.run
     differences = []
+    greedy = not a.temperature and not b.temperature  # a greedy run draws a seed it never uses
     for name in MATRIX_FIELDS:
         mine, theirs = getattr(a, name), getattr(b, name)
+        if name == "seed" and greedy:
+            continue
         if name == "selection":
             mine, theirs = mine.model_copy(update={"shard": None}), theirs.model_copy(update={"shard": None})
         if mine != theirs:
@@ -83,6 +87,8 @@ def _same_setup(first: _Shard, other: _Shard) -> None:
                                ("models", a.models or a.model, b.models or b.model)):
         if mine != theirs:
             differences.append(f"{name} {theirs!r} (vs {mine!r} in {first.path})")
+    if a.setup is not None and b.setup is not None:  # the servers' versions and arguments, weights, template
+        differences += [f"setup.{d}" for d in setup_differences(setup_fields(a.setup), setup_fields(b.setup))]
     if differences:
         raise MergeError(f"{other.path}: not a shard of the same run: {'; '.join(differences)}")
 
