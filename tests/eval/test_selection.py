@@ -74,7 +74,6 @@ BAD_SELECTIONS = [
     (["--shard", "0/2"], "--shard '0/2': expected I/N"),
     (["--shard", "3/2"], "--shard '3/2'"),
     (["--shard", "x"], "--shard 'x'"),
-    (["--seed", "4"], "--seed seeds --sample's random subset"),
     (["--tag", "no-such-tag"], "the case selection takes none of the 6 cases of 'smoke' (--tag no-such-tag)"),
     (["--sample-id", "nobody-*"], "(--sample-id nobody-*)"),
     (["--sample", "0"], "--sample"),

@@ -282,8 +282,6 @@ def _selection(ids: list[str] | None, tags: list[str] | None, sample: int | None
         if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
             fail(f"--shard {shard!r}: expected I/N with 1 <= I <= N (--shard 1/4 ... --shard 4/4)")
         parsed = Shard(index=int(index), count=int(count))
-    if seed is not None and sample is None:
-        fail("--seed seeds --sample's random subset: give --sample N too")
     if not (ids or tags or sample or parsed):
         return None
     return Selection(ids=tuple(ids or ()), tags=tuple(tags or ()), sample=sample,
