@@ -18,6 +18,8 @@ class ModelCallError(RuntimeError):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.detail = message
+        """The message without its kind (to add to it without naming the kind twice)."""
 
 
 @dataclass(frozen=True, slots=True)

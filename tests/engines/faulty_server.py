@@ -65,6 +65,8 @@ class FaultyServer:
     fault: Fault
     times: int = 1_000_000
     after: Fault | None = None
+    healthy_first: int = 0
+    """Requests answered well before the fault begins (a run's preflight probes, one per lane)."""
     requests: int = 0
     port: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
@@ -76,7 +78,9 @@ class FaultyServer:
     def answer(self, request: dict[str, Any]) -> Fault:
         self.requests += 1
         self.bodies.append(request)
-        if self.requests <= self.times or self.after is None:
+        if self.requests <= self.healthy_first:
+            return GOOD_STREAM if request.get("stream") else GOOD_BODY
+        if self.requests - self.healthy_first <= self.times or self.after is None:
             return self.fault
         return self.after
 
@@ -101,6 +105,9 @@ def _handler(state: FaultyServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             request = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.endswith("/chat/completions"):  # vLLM's /tokenize (the preflight asks): not here
+                self.send_error(404)
+                return
             try:
                 self._send(state.answer(request))
             except (BrokenPipeError, ConnectionResetError):
@@ -115,9 +122,10 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def faulty_server(fault: Fault, times: int = 1_000_000, after: Fault | None = None) -> Iterator[FaultyServer]:
+def faulty_server(fault: Fault, times: int = 1_000_000, after: Fault | None = None,
+                  healthy_first: int = 0) -> Iterator[FaultyServer]:
     """The server, serving until the block ends."""
-    state = FaultyServer(fault, times, after)
+    state = FaultyServer(fault, times, after, healthy_first)
     httpd = _QuietServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
     state.port = httpd.server_address[1]

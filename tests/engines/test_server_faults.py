@@ -174,7 +174,7 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
     tmp_path: Path, label: str, fault: Fault
 ) -> None:
     out = tmp_path / "run"
-    with faulty_server(fault) as server:
+    with faulty_server(fault, healthy_first=2) as server:  # the preflight's probes (2 lanes) pass; then it breaks
         done = subprocess.run(
             [sys.executable, "-m", "harness.cli.main", "run", "suites/smoke", "--engine", "openai", "--base-url",
              server.base_url, "--model", "m", "--family", "qwen", "--strategy", "none,json_schema", "--limit", "2",
@@ -187,7 +187,7 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4
     assert {(s["status"], s["error_kind"]) for s in samples} == {("error", "model:bad_response")}
-    assert server.requests == 4 * 4  # every sample tried 4 times: retried like the other model: errors
+    assert server.requests == 2 + 4 * 4  # every sample tried 4 times: retried like the other model: errors
     assert "4 errors" in done.stdout
     errors = json.loads((out / "errors.json").read_text())
     assert {e["error_kind"] for e in errors} == {"model:bad_response"} and sum(e["count"] for e in errors) == 4
@@ -196,7 +196,8 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
 def test_a_run_with_some_server_faults_still_exits_0(tmp_path: Path) -> None:
     """Failures are results: only a run whose every sample ended in a model: error exits non-zero."""
     out = tmp_path / "run"
-    with faulty_server(Fault(b"", SSE), times=4, after=GOOD_STREAM) as server:  # the first sample's 4 attempts
+    # the preflight's probe passes, then the first sample's 4 attempts break
+    with faulty_server(Fault(b"", SSE), times=4, after=GOOD_STREAM, healthy_first=1) as server:
         done = subprocess.run(
             [sys.executable, "-m", "harness.cli.main", "run", "suites/smoke", "--engine", "openai", "--base-url",
              server.base_url, "--model", "m", "--family", "qwen", "--strategy", "none",
@@ -205,3 +206,18 @@ def test_a_run_with_some_server_faults_still_exits_0(tmp_path: Path) -> None:
         )
     assert done.returncode == 0, done.stderr
     assert "3 samples run (0 resumed, 1 errors)" in done.stdout
+
+
+@pytest.mark.parametrize(("label", "fault"), RUN_FAULTS, ids=[f[0] for f in RUN_FAULTS])
+def test_a_server_broken_from_the_start_stops_the_run_at_its_preflight(tmp_path: Path, label: str, fault: Fault) -> None:
+    out = tmp_path / "run"
+    with faulty_server(fault) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli.main", "run", "suites/smoke", "--engine", "openai", "--base-url",
+             server.base_url, "--model", "m", "--family", "qwen", "--strategy", "none", "--out", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "preflight: a probe request of qwen/none" in done.stderr
+    assert "failed: model:bad_response: " in done.stderr and "model:bad_response: model:bad_response" not in done.stderr
+    assert not (out / "samples.jsonl").exists() or not (out / "samples.jsonl").read_text()  # nothing scored

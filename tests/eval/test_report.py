@@ -267,10 +267,13 @@ def _page_parts(html: str) -> tuple[list[tuple[str, str]], str]:
 HOSTILE = "</script><script>alert(1)</script> & <b>"
 
 
-def test_the_page_is_self_contained_and_its_data_cannot_end_its_script(tmp_path: Path) -> None:
+def test_the_page_fetches_nothing_and_its_data_cannot_end_its_script(tmp_path: Path) -> None:
+    """The page links only within itself and to the files written beside it (plots/, report-data/), and
+    a model's output that tries to close the page's script stays text, in the chunk that holds it."""
     import json
 
     from harness.eval.report.data import families, load_runs, strategies
+    from harness.eval.report.details import build_chunks
     from harness.eval.report.html import page_data
     from harness.eval.store import load_samples, sample_line
 
@@ -279,19 +282,27 @@ def test_the_page_is_self_contained_and_its_data_cannot_end_its_script(tmp_path:
     step = samples[0].steps[0].model_copy(update={"output": HOSTILE})
     samples[0] = samples[0].model_copy(update={"steps": (step,)})
     (run / "samples.jsonl").write_text("".join(sample_line(s) for s in samples))
-    html = (write_report([run], run).parent / "report.html").read_text()
+    page = write_report([run], run).parent / "report.html"
+    html = page.read_text()
     links, data = _page_parts(html)
-    assert links and all(v.startswith(("data:image/png;base64,", "#")) for _, v in links), links
-    assert "<link" not in html and "http://" not in "".join(v for _, v in links)
+    assert links and all(v.startswith(("#", "plots/", "report-data/")) for _, v in links), links
+    assert all((page.parent / v).is_file() for _, v in links if not v.startswith("#"))
+    assert "<link" not in html and "://" not in "".join(v for _, v in links)
     assert HOSTILE not in html  # escaped inside the JSON: the page's script element ends where it should
     runs = load_runs([run])
-    assert json.loads(data) == json.loads(page_data(runs, families(runs), strategies(runs)).model_dump_json())
+    chunk_of, chunks = build_chunks(runs)
+    assert json.loads(data) == json.loads(
+        page_data(runs, families(runs), strategies(runs), chunk_of, len(chunks)).model_dump_json())
     shown = json.loads(data)["samples"]
     assert [s["id"] for s in shown] == [s.sample_id for s in samples]
-    assert shown[0]["steps"][0]["output"] == HOSTILE
     by_id = {s["id"]: s for s in shown}
     assert by_id["c0/qwen/json_schema/0"]["passed"] is False and "parse:no_call" in by_id["c0/qwen/json_schema/0"]["kinds"]
     assert by_id["c1/qwen/json_schema/0"]["passed"] is True
+    chunk = (page.parent / "report-data" / f"chunk-{by_id[samples[0].sample_id]['chunk']:04d}.js").read_text()
+    prefix = f"reportChunk({by_id[samples[0].sample_id]['chunk']}, "
+    assert chunk.startswith(prefix) and chunk.endswith(");\n")
+    detail = json.loads(chunk[len(prefix):-3])["samples"][f"0/{samples[0].sample_id}"]  # run 0
+    assert detail["steps"][0]["output"] == HOSTILE  # the chunk is JSON: the output is a string in it
 
 
 def test_cells_where_vllms_grammar_differs_are_listed(tmp_path: Path) -> None:

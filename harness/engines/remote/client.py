@@ -185,7 +185,7 @@ class OpenAICompatibleClient:
                         raise _to_model_error(exc) from exc
         except ModelCallError as exc:
             if attempts > 1:
-                raise ModelCallError(exc.kind, f"{exc} (after {attempts} attempts)") from exc
+                raise ModelCallError(exc.kind, f"{exc.detail} (after {attempts} attempts)") from exc
             raise
         raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
