@@ -32,6 +32,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_serializer,
@@ -40,10 +41,10 @@ from pydantic import (
 
 from harness.agents.constraint import STRATEGIES
 from harness.agents.families import FAMILIES
-from harness.agents.types import Message, ToolCall
+from harness.agents.types import Message, ToolCall, ToolSchema
 from harness.files import InputError, load_json, read_text, read_yaml
 
-SuiteKind = Literal["next_call", "episode"]
+SuiteKind = Literal["next_call", "episode", "single_turn"]
 EchoMode = Literal["overwrite", "append"]
 
 
@@ -213,7 +214,50 @@ class EpisodeCase(_CaseBase):
         return [n for n in names if n not in hidden]
 
 
-Case = NextCallCase | EpisodeCase
+class SingleTurnCase(_CaseBase):
+    """An entry of BFCL's single-turn categories (``harness.eval.bfcl_single``): one answer to
+    ``messages``, judged by BFCL's own checker against ``possible_answer``.
+
+    The tools are the entry's own: ``functions`` are BFCL's function docs as its package holds them
+    (its checker reads them), sent to the model converted as BFCL converts them for OpenAI-style APIs
+    (``tool_schemas``). ``expected`` is what the oracle replays: empty in the irrelevance categories
+    (no call is right), else an answer BFCL accepts (see ``bfcl_single``)."""
+
+    category: str = Field(min_length=1)
+    """BFCL's category (``simple_python``, ``live_multiple``, ``irrelevance``, ...): the checker's mode."""
+    messages: list[ChatMessage] = Field(min_length=1)
+    functions: list[dict[str, Any]]
+    """BFCL's function docs (a few live_irrelevance entries have none)."""
+    possible_answer: list[dict[str, dict[str, Any]]] = Field(default_factory=list)
+    """BFCL's ``ground_truth``: per call ``{name: {param: [acceptable values]}}`` (``""``: may be left out)."""
+    expected: list[CallSpec] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    note: str = ""
+    """Why the entry is tagged (a bad entry: which value fails the converted schema)."""
+    _schemas: tuple[ToolSchema, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _convert(self) -> SingleTurnCase:
+        from harness.eval.bfcl_tools import tool_schemas
+
+        self._schemas = tuple(tool_schemas(self.functions))  # ValueError naming the function
+        names = [t.name for t in self._schemas]
+        if len(set(names)) != len(names):
+            raise ValueError(f"functions: two tools are named alike once '.' is replaced: {names}")
+        return self
+
+    def tool_schemas(self) -> tuple[ToolSchema, ...]:
+        """The entry's tools as the model is sent them (names with ``_`` for ``.``, JSON-schema types)."""
+        return self._schemas
+
+    def history(self) -> list[Message]:
+        return [Message(role=m.role, content=m.content) for m in self.messages]
+
+    def gold_calls(self) -> list[CallSpec]:
+        return list(self.expected)
+
+
+Case = NextCallCase | EpisodeCase | SingleTurnCase
 
 
 class SuiteSpec(_Strict):
@@ -238,6 +282,9 @@ class SuiteSpec(_Strict):
     """Bound per model response in this suite's runs (``--max-tokens`` overrides it). None: derived
     from the longest gold answer with headroom (``harness.eval.token_bound``). An answer cut by it
     fails as ``length:max_tokens``."""
+    allow_text_answer: bool | None = None
+    """Whether constrained grammars also allow a plain-text answer (no call). None: only in episode
+    suites (a turn must end); BFCL's single-turn suites say so explicitly (see ``bfcl_single``)."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -300,6 +347,15 @@ class Suite:
     def episode_cases(self) -> list[EpisodeCase]:
         return [c for c in self.cases if isinstance(c, EpisodeCase)]
 
+    def single_turn_cases(self) -> list[SingleTurnCase]:
+        return [c for c in self.cases if isinstance(c, SingleTurnCase)]
+
+    @property
+    def text_answer(self) -> bool:
+        """Whether this suite's grammars allow a plain-text answer (``SuiteSpec.allow_text_answer``)."""
+        allowed = self.spec.allow_text_answer
+        return self.kind == "episode" if allowed is None else allowed
+
     @property
     def scoring_points(self) -> int:
         """Next-call suites: one point per case; episode suites: one per episode."""
@@ -348,6 +404,8 @@ def _validation_problems(where: str, err: ValidationError) -> list[str]:
 
 def _semantic_problems(case: Case) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
+    if isinstance(case, SingleTurnCase):
+        return out
     if case.cwd and case.initial_fs.directory(case.cwd) is None:
         out.append(("cwd", f"{case.cwd!r} is not a directory of initial_fs"))
     if isinstance(case, EpisodeCase):
@@ -383,7 +441,7 @@ def load_spec(suite_dir: Path) -> SuiteSpec:
 def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple[list[Case], list[str]]:
     """Parse a cases file. Returns the cases that validated and the problems found."""
     where = display or str(path)
-    model: type[NextCallCase] | type[EpisodeCase] = NextCallCase if kind == "next_call" else EpisodeCase
+    model = {"next_call": NextCallCase, "episode": EpisodeCase, "single_turn": SingleTurnCase}[kind]
     cases: list[Case] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -461,7 +519,8 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     """Write ``suite.yaml`` and the cases file into ``out_dir`` (created if needed); returns the dir."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = spec.model_dump(mode="json", exclude={"max_tokens"} if spec.max_tokens is None else None)
+    unset = {k for k in ("max_tokens", "allow_text_answer") if getattr(spec, k) is None}
+    data = spec.model_dump(mode="json", exclude=unset or None)
     (out / "suite.yaml").write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
     )
