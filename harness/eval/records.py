@@ -21,11 +21,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Metric = Literal["validity", "exact_match", "state_match", "grammar_rejection", "truncated"]
-METRICS: tuple[Metric, ...] = ("validity", "exact_match", "state_match", "grammar_rejection", "truncated")
-"""The per-sample metrics of scores.parquet; summary.json gives each one's rate under the same name."""
+Metric = Literal[
+    "validity", "exact_match", "state_match", "grammar_rejection", "truncated", "bfcl_match", "bfcl_match_bad_entry",
+]
+METRICS: tuple[Metric, ...] = (
+    "validity", "exact_match", "state_match", "grammar_rejection", "truncated", "bfcl_match", "bfcl_match_bad_entry",
+)
+"""The per-sample metrics of scores.parquet; summary.json gives each one's rate under the same name.
+``bfcl_match`` (BFCL's own verdict) is scored in BFCL's single-turn suites only, and
+``bfcl_match_bad_entry`` on their entries tagged ``bad_entry`` only (the same verdict, reported apart)."""
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
-SampleKind = Literal["next_call", "episode"]
+SampleKind = Literal["next_call", "episode", "single_turn"]
 Status = Literal["ok", "error"]
 
 

@@ -44,9 +44,10 @@ from harness.eval.sample import (
     gold_answers,
     run_episode,
     run_next_call,
+    run_single_turn,
     sample_record,
 )
-from harness.eval.suite import Case, NextCallCase, Suite, load_suite
+from harness.eval.suite import Case, NextCallCase, SingleTurnCase, Suite, load_suite
 from harness.eval.token_bound import token_bound
 from harness.files import InputError, check_output_dir
 
@@ -146,7 +147,7 @@ class Runner:
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         self.states = SandboxStates(self.tools, echo_mode=suite.spec.echo_mode)
         options: AgentOptions = {"stream": engine.stream}
-        if suite.kind == "episode":  # the model ends each user turn with a plain answer: the grammar must allow it
+        if suite.text_answer:  # episodes: the model ends each user turn with a plain answer
             options["allow_text_answer"] = True
         if spec.max_tokens is not None:
             options["max_tokens"] = spec.max_tokens
@@ -162,7 +163,7 @@ class Runner:
         that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
         await asyncio.to_thread(self.engine.prepare, families)
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
-        if self.suite.cases and no_args:
+        if self.suite.cases and no_args and self.suite.kind != "single_turn":  # single-turn tools run nothing
             state = self.states.initial(self.suite.cases[0])
             await asyncio.gather(*(
                 self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.spec.concurrency or 1)
@@ -183,7 +184,10 @@ class Runner:
         gold = gold_answers(job.case, job.agent.constraint.allow_parallel_calls)
         client = self.engine.client_for(job.agent.family, job.agent.constraint, gold)
         started = time.perf_counter()
-        if isinstance(job.case, NextCallCase):
+        setup_ms = 0.0
+        if isinstance(job.case, SingleTurnCase):
+            outcome = await run_single_turn(job.agent, job.case, client)
+        elif isinstance(job.case, NextCallCase):
             workspace = await self.states.workspace_after_history(job.case)
             setup_ms = (time.perf_counter() - started) * 1000.0
             outcome = await run_next_call(job.agent, job.case, client, workspace)

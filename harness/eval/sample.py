@@ -20,7 +20,8 @@ from typing import Any
 
 from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.types import Message, StepResult, ToolCall
+from harness.agents.tools import Tool, ToolContext
+from harness.agents.types import Message, StepResult, ToolCall, ToolResult, ToolSchema
 from harness.eval.records import (
     CallRecord,
     ParseErrorRecord,
@@ -31,7 +32,7 @@ from harness.eval.records import (
     ToolResultRecord,
     UsageRecord,
 )
-from harness.eval.suite import EpisodeCase, NextCallCase
+from harness.eval.suite import EpisodeCase, NextCallCase, SingleTurnCase
 
 
 class RecordingClient:
@@ -51,13 +52,17 @@ class RecordingClient:
         """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
 
 
-def gold_answers(case: NextCallCase | EpisodeCase, parallel_calls: bool = False) -> list[list[ToolCall]]:
-    """What the oracle answers, request by request: a next-call case's expected call; an episode's
-    ground-truth calls, then a closing message per turn. With ``parallel_calls`` (the agent's grammar
-    allows several calls per answer) a turn's calls come in one answer, as BFCL lists them; else one
-    answer each."""
+def gold_answers(
+    case: NextCallCase | EpisodeCase | SingleTurnCase, parallel_calls: bool = False
+) -> list[list[ToolCall]]:
+    """What the oracle answers, request by request: a next-call case's expected call; a single-turn
+    case's expected calls in one answer (none: a plain answer); an episode's ground-truth calls, then a
+    closing message per turn. With ``parallel_calls`` (the agent's grammar allows several calls per
+    answer) a turn's calls come in one answer, as BFCL lists them; else one answer each."""
     if isinstance(case, NextCallCase):
         return [[case.expected.to_tool_call(f"{case.id}-gold")]]
+    if isinstance(case, SingleTurnCase):
+        return [[c.to_tool_call(f"{case.id}-gold-{i}") for i, c in enumerate(case.expected)]]
     answers: list[list[ToolCall]] = []
     for t, turn in enumerate(case.ground_truth):
         calls = [c.to_tool_call(f"{case.id}-t{t}-{i}") for i, c in enumerate(turn)]
@@ -133,11 +138,17 @@ async def run_next_call(
     agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any
 ) -> SampleOutcome:
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
+    return await _one_step(agent, case.history(), agent.tools, client, workspace)
+
+
+async def _one_step(
+    agent: Agent, messages: Sequence[Message], tools: Sequence[Tool], client: LLMClient, workspace: Any
+) -> SampleOutcome:
     recorder = RecordingClient(client)
     kernel = agent.make_kernel(recorder)
     outcome = SampleOutcome()
     try:
-        step = await kernel.step(agent.opening(case.history()), agent.tools, workspace=workspace)
+        step = await kernel.step(agent.opening(messages), tools, workspace=workspace)
     except ModelCallError as exc:
         outcome.error_kind, outcome.error = exc.kind, str(exc)
         return outcome
@@ -145,6 +156,25 @@ async def run_next_call(
     outcome.steps.append(step_record(step, response))
     _note_rejection(outcome, [response])
     return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaOnlyTool:
+    """A tool the model may call that nothing executes: BFCL's single-turn categories judge the call,
+    not its result (their functions have no implementation)."""
+
+    schema: ToolSchema
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        return ToolResult(call_id=call.id, name=call.name, output=NOT_EXECUTED)
+
+
+NOT_EXECUTED = "(not executed: this suite judges the call, not its result)"
+
+
+async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient) -> SampleOutcome:
+    """One step on the case's messages with the case's own tools (nothing is executed)."""
+    return await _one_step(agent, case.history(), [SchemaOnlyTool(s) for s in case.tool_schemas()], client, None)
 
 
 async def run_episode(
@@ -215,11 +245,14 @@ def sample_record(key: SampleKey, outcome: SampleOutcome, started: float, attemp
 
 
 __all__ = [
+    "NOT_EXECUTED",
     "RecordingClient",
+    "SchemaOnlyTool",
     "SampleOutcome",
     "gold_answers",
     "run_episode",
     "run_next_call",
+    "run_single_turn",
     "sample_record",
     "step_record",
 ]

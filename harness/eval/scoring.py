@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from harness.agents.constraint import REJECTED_GOLD
 from harness.agents.types import ToolSchema
 from harness.eval.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
-from harness.eval.suite import Case, EpisodeCase, NextCallCase
+from harness.eval.suite import Case, EpisodeCase, NextCallCase, SingleTurnCase
 
 CUT = "length:max_tokens"
 """The kind of an answer the token bound cut."""
@@ -143,6 +143,31 @@ def unordered_subset(needles: Iterable[Any], haystack: Iterable[Any]) -> bool:
     return True
 
 
+def steps_validity(
+    steps: Sequence[StepRecord], call_problem: Callable[[Call], str | None], need_call: bool,
+    text_ends_turn: bool = False,
+) -> Verdict:
+    """Every answer parsed and ``call_problem`` finds nothing wrong with any call. In an episode a
+    plain-text answer ends the user turn (``text_ends_turn``): its ``parse:no_call`` is how the loop
+    stops, not an error."""
+    calls = 0
+    for step in steps:
+        errors = [
+            e for e in step.parse_errors
+            if not (text_ends_turn and e.kind == "parse:no_call" and not step.tool_calls)
+        ]
+        if errors:
+            return fail(CUT if was_cut(step) else errors[0].kind or "parse:error")
+        for call in step.tool_calls:
+            calls += 1
+            problem = call_problem(call)
+            if problem:
+                return fail(problem)
+    if need_call and calls == 0:
+        return fail(CUT if any(was_cut(step) for step in steps) else "parse:no_call")
+    return PASS
+
+
 # -- the scorer ---------------------------------------------------------------------------------------
 
 
@@ -158,8 +183,11 @@ class Scorer:
         backend: StateBackend | None,
         concurrency: int = 8,
     ) -> None:
+        from harness.eval.bfcl_score import SingleTurnScoring
         from harness.eval.checks import argument_validator
 
+        self.single_turn = SingleTurnScoring()
+        """Single-turn cases bring their own tools and BFCL's verdict."""
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
         self.validators = {n: argument_validator(s) for n, s in self.schemas.items()}
@@ -183,25 +211,9 @@ class Scorer:
     def validity(
         self, steps: Sequence[StepRecord], offered: Iterable[str], need_call: bool, text_ends_turn: bool = False
     ) -> Verdict:
-        """Every answer parsed, every call is known and schema-valid. In an episode a plain-text answer
-        ends the user turn (``text_ends_turn``): its ``parse:no_call`` is how the loop stops, not an error."""
-        offered = list(offered)
-        calls = 0
-        for step in steps:
-            errors = [
-                e for e in step.parse_errors
-                if not (text_ends_turn and e.kind == "parse:no_call" and not step.tool_calls)
-            ]
-            if errors:
-                return fail(CUT if was_cut(step) else errors[0].kind or "parse:error")
-            for call in step.tool_calls:
-                calls += 1
-                problem = self.call_problem(call, offered)
-                if problem:
-                    return fail(problem)
-        if need_call and calls == 0:
-            return fail(CUT if any(was_cut(step) for step in steps) else "parse:no_call")
-        return PASS
+        """Every answer parsed, every call is known and schema-valid (``steps_validity``)."""
+        names = list(offered)
+        return steps_validity(steps, lambda call: self.call_problem(call, names), need_call, text_ends_turn)
 
     def validity_of(self, sample: SampleRecord) -> Verdict:
         """The sample's ``validity`` alone (no sandbox needed): what a run's progress shows as samples
@@ -211,6 +223,8 @@ class Scorer:
             return fail("score:unknown_case")
         if sample.status == "error":
             return fail(sample.error_kind or "sample:error")
+        if isinstance(case, SingleTurnCase):
+            return self.single_turn.validity(case, sample.steps)
         if isinstance(case, NextCallCase):
             return self.validity(sample.steps[:1], self.schemas, need_call=True)
         return self._episode_validity(case, sample.steps)
@@ -224,6 +238,8 @@ class Scorer:
         if case is None:
             missing = fail("score:unknown_case")
             verdicts = {"validity": missing, "exact_match": missing, "state_match": missing}
+        elif isinstance(case, SingleTurnCase):
+            verdicts = self.single_turn.verdicts(case, sample)
         elif sample.status == "error":
             kind = sample.error_kind or "sample:error"
             state = fail(kind) if self._state_applies(case) else NOT_APPLICABLE
@@ -241,6 +257,7 @@ class Scorer:
                 value=verdicts[metric].value, error_kind=verdicts[metric].error_kind,
             )
             for metric in METRICS
+            if metric in verdicts  # BFCL's verdicts only where they apply
         ]
 
     def _state_applies(self, case: Case) -> bool:
@@ -411,6 +428,7 @@ __all__ = [
     "call_difference",
     "fail",
     "same_value",
+    "steps_validity",
     "unordered_subset",
     "unparsed",
     "was_cut",
