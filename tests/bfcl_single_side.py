@@ -1,8 +1,7 @@
 """BFCL's own single-turn code and data, as BFCL runs them (helpers for the tests that compare the
 harness against BFCL; no tests).
 
-BFCL's functions are executed from the installed package's source (``harness.eval.bfcl_code``):
-``convert_to_tool`` and its helper out of ``model_handler/utils.py``; the entry evaluations
+BFCL's functions are executed from the installed package's source (``harness.eval.bfcl_code``): the entry evaluations
 ``_evaluate_single_ast_entry`` and ``_evaluate_single_relevance_entry`` out of
 ``eval_checker/eval_runner.py`` (what BFCL's evaluation does per entry: decode, check the format, then
 ``ast_checker``, or the relevance rule); and the decoding of a model that takes tools in the request,
@@ -17,13 +16,10 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bfcl_eval.constants.enums import Language, ModelStyle, ReturnFormat
-from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+from bfcl_eval.constants.enums import Language, ReturnFormat
 
 from harness.eval.bfcl_ast import MODEL_NAME, ast_checker
 from harness.eval.bfcl_code import load_bfcl_module
@@ -47,16 +43,6 @@ def answers(category: str) -> dict[str, Any]:
     """id -> ``ground_truth`` (empty for the irrelevance categories, which have no answer file)."""
     path = data_dir() / "possible_answer" / f"BFCL_v4_{category}.json"
     return {a["id"]: a["ground_truth"] for a in lines(path)} if path.is_file() else {}
-
-
-@functools.cache
-def convert_to_tool() -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
-    """BFCL's ``convert_to_tool(functions, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)``."""
-    module = load_bfcl_module(
-        "bfcl_eval.model_handler.utils", only={"convert_to_tool", "_cast_to_openai_type"},
-        provide={"copy": copy, "re": re, "json": json, "ModelStyle": ModelStyle, "GORILLA_TO_OPENAPI": GORILLA_TO_OPENAPI},
-    )
-    return lambda functions: module.convert_to_tool(functions, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
 
 
 @functools.cache

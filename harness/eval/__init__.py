@@ -2,6 +2,9 @@
 summary, report and compare. (Benchmarks live in ``harness.bench``.)
 """
 
+from harness.eval.bfcl_ast import BfclVerdict, bfcl_verdict
+from harness.eval.bfcl_single import import_all_single_turn, import_bfcl_single_turn
+from harness.eval.bfcl_tools import tool_schemas
 from harness.eval.checks import (
     ToolSet,
     bundle_tools,
@@ -60,6 +63,7 @@ from harness.eval.suite import (
     FileNode,
     FsTree,
     NextCallCase,
+    SingleTurnCase,
     Suite,
     SuiteError,
     SuiteSpec,
@@ -75,6 +79,7 @@ __all__ = [
     "FS_TOOL_NAMES",
     "METRICS",
     "PARAM_ORDER",
+    "BfclVerdict",
     "CallRecord",
     "CallSpec",
     "Case",
@@ -99,6 +104,7 @@ __all__ = [
     "SampleWriter",
     "ScoreRow",
     "Scorer",
+    "SingleTurnCase",
     "StepRecord",
     "StepStats",
     "Suite",
@@ -108,13 +114,16 @@ __all__ = [
     "ToolResultRecord",
     "ToolSet",
     "bfcl_sources",
+    "bfcl_verdict",
     "builtin_fs_schemas",
     "bundle_tools",
     "check_arguments",
     "check_calls",
     "compare_runs",
     "describe_suite",
+    "import_all_single_turn",
     "import_bfcl",
+    "import_bfcl_single_turn",
     "import_shellper",
     "load_run_dir",
     "load_samples",
@@ -129,6 +138,7 @@ __all__ = [
     "run_suite",
     "score_run",
     "summarize",
+    "tool_schemas",
     "validate_suite",
     "wilson",
     "write_report",

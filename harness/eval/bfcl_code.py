@@ -66,7 +66,7 @@ def _body(tree: ast.Module, replace: Mapping[str, Mapping[str, Any]], only: Coll
             if names & set(only):
                 body.append(node)
                 defined |= names
-        elif isinstance(node, ast.ImportFrom) and node.module in replace:
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.module in replace:
             body.append(_replaced(node, replace[node.module], where))
         else:
             body.append(node)
@@ -78,10 +78,10 @@ def _body(tree: ast.Module, replace: Mapping[str, Mapping[str, Any]], only: Coll
 
 def load_bfcl_module(
     name: str,
-    replace: Mapping[str, Mapping[str, Any]] = {},  # noqa: B006 -- read only
+    replace: Mapping[str, Mapping[str, Any]] = {},
     *,
     only: Collection[str] | None = None,
-    provide: Mapping[str, Any] = {},  # noqa: B006 -- read only
+    provide: Mapping[str, Any] = {},
 ) -> ModuleType:
     """The module ``name`` of BFCL's package executed from its source with imports replaced (see the
     module doc). Raises BfclDataError when the package or a name is missing."""
@@ -94,7 +94,7 @@ def load_bfcl_module(
     module.__file__ = str(path)
     module.__dict__.update(provide)
     module.__dict__["__replaced__"] = replace
-    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 -- the installed package's own code
+    exec(compile(tree, str(path), "exec"), module.__dict__)
     return module
 
 

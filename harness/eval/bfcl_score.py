@@ -107,7 +107,7 @@ def bfcl_match(case: SingleTurnCase, step: StepRecord | None) -> Verdict:
         return fail("parse:no_call")
     kinds = [e.kind for e in step.parse_errors]
     malformed = any(k not in ("parse:no_call", UNKNOWN) for k in kinds)
-    decoded = [] if malformed else [*step.tool_calls, *(OTHER_FUNCTION for k in kinds if k == UNKNOWN)]
+    decoded: list[Call] = [] if malformed else [*step.tool_calls, *(OTHER_FUNCTION for k in kinds if k == UNKNOWN)]
     if was_cut(step) and (not is_irrelevance(case.category) or malformed):
         return fail(CUT)  # BFCL has no bound: a cut call would have reached it whole
     verdict = bfcl_verdict(case.category, case.functions, case.possible_answer, decoded)

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from harness.agents.types import ToolSchema
 from harness.eval.bfcl_data import FILE_PREFIX, BfclDataError, data_dir
-from harness.eval.bfcl_tools import openai_name
+from harness.eval.bfcl_tools import SINGLE_TURN, openai_name
 from harness.eval.importers import ImportFailure, ImportReport, _read_lines, _suite_name
 from harness.eval.suite import CallSpec, SingleTurnCase, SuiteSpec, format_loc, write_suite
 
@@ -44,7 +44,6 @@ AST_CATEGORIES: tuple[str, ...] = (
 """BFCL's single-turn categories judged by its AST checker (Python; the ``live_`` ones user-contributed)."""
 IRRELEVANCE_CATEGORIES: tuple[str, ...] = ("irrelevance", "live_irrelevance")
 """Where no call is right."""
-SINGLE_TURN: tuple[str, ...] = (*AST_CATEGORIES, *IRRELEVANCE_CATEGORIES)
 ALL = "single_turn"
 """The name that imports every category of ``SINGLE_TURN``, one suite each."""
 BAD_ENTRY = "bad_entry"

@@ -35,7 +35,7 @@ from harness.eval.results import SUMMARY_FILE, RunDirError, read_run, read_summa
 DEFAULT_MAX_DROP = 0.02
 DEFAULT_MAX_SLOWDOWN = 3.0
 DEFAULT_MIN_TIMING_N = 20
-ACCURACY_METRICS = ("validity", "exact_match", "state_match")
+ACCURACY_METRICS = ("validity", "exact_match", "state_match", "bfcl_match", "bfcl_match_bad_entry")
 LOWER_IS_BETTER_RATES = ("grammar_rejection", "truncated", "target_mask_diff")
 _EPS = 1e-9
 TAIL_VALUES = 10

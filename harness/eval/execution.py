@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import ToolCall
-from harness.eval.suite import Case, EchoMode, NextCallCase
+from harness.eval.suite import EchoMode, FsCase, NextCallCase
 
 _ids = itertools.count(1)
 
@@ -32,7 +32,7 @@ class SandboxStates:
         self._after_history: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def initial(self, case: Case) -> Any:
+    def initial(self, case: FsCase) -> Any:
         from harness.sandbox import FileSystemState
 
         state = FileSystemState.from_bfcl(case.initial_fs.to_bfcl())
@@ -79,7 +79,7 @@ class SandboxStates:
 
         return Workspace.filesystem(state, echo_mode=self.echo_mode)
 
-    def workspace(self, case: Case) -> Any:
+    def workspace(self, case: FsCase) -> Any:
         """A fresh workspace on the case's initial state (episodes)."""
         return self._workspace(self.initial(case))
 

@@ -18,7 +18,7 @@ from harness.eval.records import SampleRecord, SummaryRow
 from harness.eval.results import RunDir, load_run_dir, scores_frame
 from harness.eval.suite import Suite
 
-ACCURACY = ("validity", "exact_match", "state_match")
+ACCURACY = ("validity", "exact_match", "state_match", "bfcl_match", "bfcl_match_bad_entry")
 RATES = (*ACCURACY, "grammar_rejection", "truncated", "target_mask_diff")
 # (metric, column header with unit) of the summary table's figures, in the order shown.
 FIGURES: tuple[tuple[str, str], ...] = (
@@ -178,7 +178,8 @@ def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str
     points = []
     for family in family_names:
         for strategy in strategy_names:
-            row = run.summary_row(family, strategy, "state_match") or run.summary_row(family, strategy, "exact_match")
+            row = (run.summary_row(family, strategy, "bfcl_match") or run.summary_row(family, strategy, "state_match")
+                   or run.summary_row(family, strategy, "exact_match"))
             if row is None or row.value is None:
                 continue
             points.append(Point(family, strategy, row.metric, row.value, row.ci_low, row.ci_high, row.n or 0,

@@ -35,10 +35,10 @@ from harness.eval.report_tables import (
     summary_rows,
     verdicts,
 )
-from harness.eval.suite import CallSpec, ChatMessage, EpisodeCase, NextCallCase
+from harness.eval.suite import CallSpec, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "report"
-ACCURACY = ("validity", "exact_match", "state_match")
+ACCURACY = ("validity", "exact_match", "state_match", "bfcl_match")
 """A sample passes when each of these that applies is 1."""
 
 
@@ -146,7 +146,11 @@ def _message(m: ChatMessage) -> str:
     return f"{m.role}: " + " ".join(part for part in (m.content or "", calls) if part)
 
 
-def _case_view(case: NextCallCase | EpisodeCase) -> CaseView:
+def _case_view(case: NextCallCase | EpisodeCase | SingleTurnCase) -> CaseView:
+    if isinstance(case, SingleTurnCase):  # BFCL's: the replayed answer; BFCL accepts every listed value
+        gold = ["; ".join(_call(c) for c in case.expected) or "(no call: a plain answer)"]
+        gold += [f"(BFCL accepts) {_json(a)}" for a in case.possible_answer] + [case.note] * bool(case.note)
+        return CaseView(messages=[_message(m) for m in case.messages], gold=gold)
     if isinstance(case, NextCallCase):
         gold = [_call(case.expected), *(f"(also accepted) {_call(c)}" for c in case.expected_alternatives)]
         return CaseView(messages=[_message(m) for m in case.messages], gold=gold)

@@ -47,7 +47,7 @@ from harness.eval.sample import (
     run_single_turn,
     sample_record,
 )
-from harness.eval.suite import Case, NextCallCase, SingleTurnCase, Suite, load_suite
+from harness.eval.suite import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite, load_suite
 from harness.eval.token_bound import token_bound
 from harness.files import InputError, check_output_dir
 
@@ -163,8 +163,9 @@ class Runner:
         that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
         await asyncio.to_thread(self.engine.prepare, families)
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
-        if self.suite.cases and no_args and self.suite.kind != "single_turn":  # single-turn tools run nothing
-            state = self.states.initial(self.suite.cases[0])
+        first = self.suite.cases[0] if self.suite.cases else None
+        if isinstance(first, NextCallCase | EpisodeCase) and no_args:  # single-turn cases run no tool
+            state = self.states.initial(first)
             await asyncio.gather(*(
                 self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.spec.concurrency or 1)
             ))

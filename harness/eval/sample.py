@@ -170,10 +170,15 @@ class SchemaOnlyTool:
 
 
 NOT_EXECUTED = "(not executed: this suite judges the call, not its result)"
+EMPTY_LANGUAGE = "constraint:empty_language"
 
 
 async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient) -> SampleOutcome:
-    """One step on the case's messages with the case's own tools (nothing is executed)."""
+    """One step on the case's messages with the case's own tools (nothing is executed). An entry with no
+    function under a grammar that forces a call has no valid answer at all: ``constraint:empty_language``."""
+    constraint = agent.constraint
+    if not case.tool_schemas() and constraint.constrained and not constraint.allow_text_answer:
+        return SampleOutcome(error_kind=EMPTY_LANGUAGE, error="no function to call and no plain answer allowed")
     return await _one_step(agent, case.history(), [SchemaOnlyTool(s) for s in case.tool_schemas()], client, None)
 
 
@@ -245,10 +250,11 @@ def sample_record(key: SampleKey, outcome: SampleOutcome, started: float, attemp
 
 
 __all__ = [
+    "EMPTY_LANGUAGE",
     "NOT_EXECUTED",
     "RecordingClient",
-    "SchemaOnlyTool",
     "SampleOutcome",
+    "SchemaOnlyTool",
     "gold_answers",
     "run_episode",
     "run_next_call",

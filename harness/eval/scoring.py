@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from harness.agents.constraint import REJECTED_GOLD
 from harness.agents.types import ToolSchema
 from harness.eval.records import METRICS, CallRecord, Metric, SampleRecord, ScoreRow, StepRecord
-from harness.eval.suite import Case, EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.suite import Case, EpisodeCase, FsCase, NextCallCase, SingleTurnCase
 
 CUT = "length:max_tokens"
 """The kind of an answer the token bound cut."""
@@ -84,7 +84,7 @@ class Call(Protocol):
 class StateBackend(Protocol):
     """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.execution``)."""
 
-    def initial(self, case: Case) -> Any:
+    def initial(self, case: FsCase) -> Any:
         """A fresh state: the case's tree and working directory."""
         ...
 

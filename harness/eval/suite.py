@@ -258,6 +258,8 @@ class SingleTurnCase(_CaseBase):
 
 
 Case = NextCallCase | EpisodeCase | SingleTurnCase
+FsCase = NextCallCase | EpisodeCase
+"""The cases that run on a file system (single-turn cases execute nothing)."""
 
 
 class SuiteSpec(_Strict):
@@ -441,7 +443,9 @@ def load_spec(suite_dir: Path) -> SuiteSpec:
 def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple[list[Case], list[str]]:
     """Parse a cases file. Returns the cases that validated and the problems found."""
     where = display or str(path)
-    model = {"next_call": NextCallCase, "episode": EpisodeCase, "single_turn": SingleTurnCase}[kind]
+    models: dict[str, type[NextCallCase] | type[EpisodeCase] | type[SingleTurnCase]] = {
+        "next_call": NextCallCase, "episode": EpisodeCase, "single_turn": SingleTurnCase}
+    model = models[kind]
     cases: list[Case] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}

@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter",
                     reason="BFCL's reference package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
 
-from bfcl_single_side import bfcl_entry_verdict, convert_to_tool, entries, fc_result
+from bfcl_single_side import bfcl_entry_verdict, entries, fc_result
 from typer.testing import CliRunner
 
+from harness.agents.types import json_schema_types
 from harness.cli.main import app
 from harness.eval.bfcl_single import (
     AST_CATEGORIES,
@@ -24,7 +25,7 @@ from harness.eval.bfcl_single import (
     UNPASSABLE,
     import_all_single_turn,
 )
-from harness.eval.bfcl_tools import FLOAT_NOTE, convert_function_doc, tool_schemas
+from harness.eval.bfcl_tools import bfcl_convert, distinct_tools, load_entries, tool_schemas
 from harness.eval.checks import argument_validator, validate_suite
 from harness.eval.suite import SingleTurnCase, Suite, load_suite
 
@@ -46,7 +47,7 @@ def _cases(suites: dict[str, Suite]) -> list[SingleTurnCase]:
     return [c for s in suites.values() for c in s.single_turn_cases()]
 
 
-# (BFCL doc, converted function) -- the rules of BFCL's conversion, one each
+# (BFCL doc, converted function): BFCL's conversion rules, one each
 CONVERSIONS = [
     ({"name": "a.b.c", "description": "d", "parameters": {"type": "dict", "properties": {}, "required": []}},
      {"name": "a_b_c", "description": "d", "parameters": {"type": "object", "properties": {}, "required": []}}),
@@ -54,7 +55,7 @@ CONVERSIONS = [
         "x": {"type": "float", "description": "X."}, "t": {"type": "tuple", "items": {"type": "integer"}},
         "n": {"description": "no type"}, "w": {"type": "weird"}, "a": {"type": "any"}}}},
      {"name": "f", "description": "", "parameters": {"type": "object", "properties": {
-         "x": {"type": "number", "format": "float", "description": "X." + FLOAT_NOTE},
+         "x": {"type": "number", "format": "float", "description": "X. This is a float type value."},
          "t": {"type": "array", "items": {"type": "integer"}}, "n": {"description": "no type", "type": "string"},
          "w": {"type": "string"}, "a": {"type": "string"}}}}),
     ({"name": "g", "description": "", "parameters": {"type": "dict", "properties": {
@@ -67,23 +68,38 @@ CONVERSIONS = [
 
 
 @pytest.mark.parametrize(("doc", "expected"), CONVERSIONS)
-def test_conversion_rules(doc: dict, expected: dict) -> None:
-    assert convert_function_doc(doc) == expected
-    assert convert_to_tool()([doc]) == [{"type": "function", "function": expected}]  # BFCL's own says the same
+def test_tools_are_converted_as_bfcl_converts_them(doc: dict, expected: dict) -> None:
+    assert bfcl_convert()([doc]) == [{"type": "function", "function": expected}]
+    (schema,) = tool_schemas([doc])
+    assert (schema.name, schema.parameters) == (expected["name"], expected["parameters"])
 
 
-def test_every_function_doc_converts_as_bfcl_converts_it() -> None:
-    """All ~8,500 function docs of the ten categories (~3,100 distinct), BFCL's function against ours."""
-    docs = {json.dumps(f, sort_keys=True): f for c in SINGLE_TURN for e in entries(c) for f in e["function"]}
-    assert len(docs) > 3000
-    differ = [name for name, doc in docs.items() if convert_to_tool()([doc]) != [{"type": "function", "function": convert_function_doc(doc)}]]
-    assert not differ, differ[:3]
+def test_every_function_doc_converts_to_json_schema_types() -> None:
+    """All ~8,500 function docs of the ten categories: BFCL's conversion leaves no BFCL type name a
+    grammar would have to guess at, and no two tools of an entry share a converted name."""
+    for category in SINGLE_TURN:
+        for entry in entries(category):
+            converted = [t["function"]["parameters"] for t in bfcl_convert()(entry["function"])]
+            assert all(json_schema_types(p) is p for p in converted), entry["id"]
+            schemas = tool_schemas(entry["function"])
+            assert len({s.name for s in schemas}) == len(schemas), entry["id"]
 
 
-def test_a_doc_bfcl_cannot_convert_is_an_error_naming_the_field() -> None:
-    doc = {"name": "f", "parameters": {"type": "dict", "properties": {"l": {"type": "array", "items": {"type": "mystery"}}}}}
-    with pytest.raises(ValueError, match=r"function 'f': parameters\.properties\.l\.items"):
+def test_a_doc_bfcl_cannot_convert_is_an_error_naming_the_function() -> None:
+    doc = {"name": "f", "description": "", "parameters": {"type": "dict", "properties": {
+        "l": {"type": "array", "items": {"type": "mystery"}}}}}
+    with pytest.raises(ValueError, match=r"functions \('f'\): BFCL's conversion fails"):
         tool_schemas([doc])
+
+
+def test_the_fuzz_corpus_view_of_the_same_data() -> None:
+    """``load_entries``/``distinct_tools`` (harness fuzz's corpus): converted tools and BFCL's first answer."""
+    (entry, *_) = load_entries("live_multiple")
+    assert entry.id == "live_multiple_0-0-0" and entry.tools[1]["function"]["name"] == "ChaDri_change_drink"
+    (call,) = entry.gold_calls()
+    assert call["name"] == "ChaDri_change_drink"
+    assert call["arguments"]["new_preferences"]["size"] == "large"  # a dict argument's answer resolved
+    assert len(distinct_tools(("simple_python",))) > 350
 
 
 def test_every_entry_is_imported(suites: dict[str, Suite]) -> None:

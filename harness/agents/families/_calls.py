@@ -292,8 +292,11 @@ def build_artifact_with(
     structural_tag: GrammarBuilder,
 ) -> ConstraintArtifact | None:
     """The strategy's artifact from a family's two grammar builders (json_schema is the same for all
-    families); None for ``none``."""
+    families); None for ``none``. With no tool and a plain answer allowed, the language is that answer
+    alone (an entry may offer no function at all)."""
     parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
+    if not tools and text and constraint.strategy != "none":
+        return _text_only(constraint.strategy)
     if constraint.strategy == "ebnf":
         return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text))
     if constraint.strategy == "structural_tag":
@@ -304,6 +307,17 @@ def build_artifact_with(
             "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
         )
     return None
+
+
+def _text_only(strategy: str) -> ConstraintArtifact:
+    """A plain answer and nothing else, in the strategy's artifact."""
+    if strategy == "json_schema":
+        return ConstraintArtifact("json", json.dumps({"type": "string"}))
+    grammar = f"root ::= {TEXT_ANSWER_EBNF}"
+    if strategy == "ebnf":
+        return ConstraintArtifact("grammar", grammar)
+    return ConstraintArtifact("structural_tag", json.dumps(
+        {"type": "structural_tag", "format": {"type": "grammar", "grammar": grammar}}))
 
 
 # --- payload ----------------------------------------------------------------------------------------
