@@ -96,7 +96,9 @@ def import_shellper_cmd(
 
 
 _BFCL_BUNDLE = typer.Option(
-    "bfcl", "--bundle", metavar="BUNDLE", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
+    None, "--bundle", metavar="BUNDLE",
+    help="Bundle as written in suite.yaml: a bare name or a path relative to --out (default: bfcl; single-turn "
+    "categories whose answers hold one call: bfcl-one-call).",
 )
 
 
@@ -106,7 +108,7 @@ def import_bfcl_cmd(
     answers: Path | None = _ANSWERS,
     out: Path = _OUT,
     name: str | None = _NAME,
-    bundle: str = _BFCL_BUNDLE,
+    bundle: str | None = _BFCL_BUNDLE,
     skip_invalid: bool = _SKIP,
     text_answer: bool = _TEXT_ANSWER,
 ) -> None:
@@ -125,4 +127,5 @@ def import_bfcl_cmd(
         _run_import(lambda: import_bfcl_single_turn(
             source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid, text_answer=text_answer), out)
     else:
-        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
+        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "bfcl",
+                                        skip_invalid=skip_invalid), out)

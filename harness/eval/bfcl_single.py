@@ -18,13 +18,14 @@ possible answers, and the answer the oracle replays (``expected``):
   empty).
 
 One suite per category (``category`` also names the checker's mode); ``harness import bfcl
-single_turn --out DIR`` writes all ten into ``DIR/<category>``. The suites say whether constrained
+single_turn --out DIR`` writes all ten into ``DIR/<category>``. The parallel categories use the
+``bfcl`` bundle (any number of calls per answer), the others ``bfcl-one-call`` (one call: a
+constrained grammar ends after it, as their right answer holds one). The suites say whether constrained
 grammars offer a plain-text answer (``allow_text_answer``; the README says why it is on by default).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,15 @@ UNPASSABLE = "unpassable"
 """No listed answer passes BFCL's own checker: a parameter the function requires is listed only as
 ``""`` (or not at all), or a listed parameter the function does not have cannot be left out."""
 LICENCE = "Apache-2.0 (BFCL, ShishirPatil/gorilla)"
+PARALLEL_BUNDLE = "bfcl"
+"""The parallel categories' bundle: any number of calls per answer (BFCL's multi-turn bundle)."""
+ONE_CALL_BUNDLE = "bfcl-one-call"
+"""The other categories' bundle: one call per answer, so a constrained grammar ends after it."""
+
+
+def default_bundle(categories: Sequence[str]) -> str:
+    """One call per answer unless a category's answers hold several (``parallel`` in its name)."""
+    return PARALLEL_BUNDLE if any("parallel" in c for c in categories) else ONE_CALL_BUNDLE
 
 
 class _NoValid(Exception):
@@ -296,10 +306,11 @@ _TAG_NOTES = {
 
 def import_bfcl_single_turn(
     source: str | Path, answers: str | Path | None, out: str | Path, *, name: str | None = None,
-    bundle: str = "bfcl", skip_invalid: bool = False, text_answer: bool = True,
+    bundle: str | None = None, skip_invalid: bool = False, text_answer: bool = True,
 ) -> ImportReport:
     """One BFCL single-turn category (a name of ``SINGLE_TURN``, or an entries file whose ids name
-    one; its answers from ``answers``, else ``possible_answer/`` beside it) as a suite in ``out``."""
+    one; its answers from ``answers``, else ``possible_answer/`` beside it) as a suite in ``out``;
+    ``bundle`` None: ``default_bundle`` of its categories."""
     out = Path(out)
     if str(source) in SINGLE_TURN:
         try:
@@ -322,7 +333,7 @@ def import_bfcl_single_turn(
     categories = sorted({c.category for c in cases})
     report.cases = len(cases)
     spec = SuiteSpec(
-        name=_suite_name(out, name), version="1", kind="single_turn", bundle=bundle,
+        name=_suite_name(out, name), version="1", kind="single_turn", bundle=bundle or default_bundle(categories),
         description=(f"Imported from {entries.name}: {len(cases)} BFCL single-turn entries ({', '.join(categories)}), "
                      "each with its own tools, judged by BFCL's own checker."),
         source=f"BFCL single-turn file {entries.name}" + (f" with answers {answer_file.name}" if answer_file else ""),
@@ -337,23 +348,19 @@ def import_all_single_turn(out: str | Path, **options: Any) -> list[ImportReport
     return [import_bfcl_single_turn(c, None, Path(out) / c, **options) for c in SINGLE_TURN]
 
 
-def case_summary(cases: Sequence[SingleTurnCase]) -> dict[str, int]:
-    """Counts a suite's description shows: entries, bad entries, no valid answer."""
-    tags = Counter(t for c in cases for t in c.tags)
-    return {"entries": len(cases), BAD_ENTRY: tags[BAD_ENTRY], NO_VALID_ANSWER: tags[NO_VALID_ANSWER]}
-
-
 __all__ = [
     "ALL",
     "AST_CATEGORIES",
     "BAD_ENTRY",
     "IRRELEVANCE_CATEGORIES",
     "NO_VALID_ANSWER",
+    "ONE_CALL_BUNDLE",
+    "PARALLEL_BUNDLE",
     "SINGLE_TURN",
     "UNPASSABLE",
     "answer_calls",
-    "case_summary",
     "category_sources",
+    "default_bundle",
     "entry_category",
     "import_all_single_turn",
     "import_bfcl_single_turn",

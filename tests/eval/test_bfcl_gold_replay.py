@@ -21,6 +21,7 @@ from harness.eval.bfcl_single import (
     AST_CATEGORIES,
     IRRELEVANCE_CATEGORIES,
     NO_VALID_ANSWER,
+    default_bundle,
     entry_category,
     import_bfcl_single_turn,
 )
@@ -63,7 +64,7 @@ async def _rejected(suite: Path, out: Path) -> set[tuple[str, str, str]]:
 @pytest.mark.parametrize("category", AST_CATEGORIES)
 async def test_every_constrained_cell_accepts_every_answer_but_the_listed(category: str, tmp_path: Path) -> None:
     suite = tmp_path / category
-    import_bfcl_single_turn(category, None, suite, bundle=str(ROOT / "bundles" / "bfcl"))
+    import_bfcl_single_turn(category, None, suite, bundle=str(ROOT / "bundles" / default_bundle([category])))
     unfit = {c.id for c in load_suite(suite).single_turn_cases() if NO_VALID_ANSWER in c.tags}
     expected = {(cid, f, s) for cid in unfit for f, s in CONSTRAINED}
     expected |= {(cid, f, s) for cid, (cells, _) in GRAMMAR_LIMITS.items() if entry_category(cid) == category
@@ -79,7 +80,8 @@ async def test_irrelevance_needs_the_plain_answer_branch(category: str, text_ans
     plain answer, and no constrained cell when they force a call (so no model can abstain there; an
     entry without functions has then no valid answer at all: ``constraint:empty_language``)."""
     suite = tmp_path / category
-    import_bfcl_single_turn(category, None, suite, bundle=str(ROOT / "bundles" / "bfcl"), text_answer=text_answer)
+    import_bfcl_single_turn(category, None, suite, bundle=str(ROOT / "bundles" / default_bundle([category])),
+                            text_answer=text_answer)
     await run_suite(RunSpec(suite_dir=suite, engine="oracle", families=FAMILIES, strategies=STRATEGIES,
                             out=tmp_path / "run"))
     got = {(r.family, r.strategy): r.value for r in read_summary(tmp_path / "run") if r.metric == "bfcl_match"}

@@ -23,7 +23,8 @@ from harness.eval.bfcl_single import (
     NO_VALID_ANSWER,
     SINGLE_TURN,
     UNPASSABLE,
-    import_all_single_turn,
+    default_bundle,
+    import_bfcl_single_turn,
 )
 from harness.eval.bfcl_tools import bfcl_convert, distinct_tools, load_entries, tool_schemas
 from harness.eval.checks import argument_validator, validate_suite
@@ -39,7 +40,8 @@ SIZES = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multi
 @pytest.fixture(scope="module")
 def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Suite]:
     out = tmp_path_factory.mktemp("bfcl-single")
-    import_all_single_turn(out, bundle=str(ROOT / "bundles" / "bfcl"))
+    for category in SINGLE_TURN:
+        import_bfcl_single_turn(category, None, out / category, bundle=str(ROOT / "bundles" / default_bundle([category])))
     return {c: load_suite(out / c) for c in SINGLE_TURN}
 
 
@@ -145,6 +147,8 @@ def test_cli_imports_every_category_in_one_command(tmp_path: Path, monkeypatch: 
     assert sorted(p.name for p in out.iterdir()) == sorted(SINGLE_TURN)
     assert "wrote 1053 cases" in result.output and "bad entries tagged bad_entry" in result.output
     assert load_suite(out / "irrelevance").spec.allow_text_answer is False
+    assert {c: load_suite(out / c).bundle_dir.name for c in ("parallel", "live_parallel_multiple", "multiple")} == {
+        "parallel": "bfcl", "live_parallel_multiple": "bfcl", "multiple": "bfcl-one-call"}
     checked = CliRunner().invoke(app, ["validate", str(out / "live_simple")])
     assert checked.exit_code == 0 and "each case's own tools" in checked.output, checked.output
 
