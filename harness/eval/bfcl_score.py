@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 from harness.eval.bfcl_ast import bfcl_verdict, is_irrelevance
 from harness.eval.records import Metric, SampleRecord, StepRecord
-from harness.eval.scoring import (
+from harness.eval.suite import CallSpec, SingleTurnCase
+from harness.eval.verdicts import (
     CUT,
     NOT_APPLICABLE,
     PASS,
@@ -39,7 +40,6 @@ from harness.eval.scoring import (
     unparsed,
     was_cut,
 )
-from harness.eval.suite import CallSpec, SingleTurnCase
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.agents.types import ToolSchema
+from harness.eval.bfcl_answers import NoValidAnswer, answer_arguments, fits, resolve
 from harness.eval.bfcl_data import FILE_PREFIX, BfclDataError, data_dir
 from harness.eval.bfcl_tools import SINGLE_TURN, openai_name
 from harness.eval.importers import ImportFailure, ImportReport, _read_lines, _suite_name
@@ -64,11 +65,6 @@ def default_bundle(categories: Sequence[str]) -> str:
     return PARALLEL_BUNDLE if any("parallel" in c for c in categories) else ONE_CALL_BUNDLE
 
 
-class _NoValid(Exception):
-    """No listed value fits the schema."""
-
-
-_OMIT = object()
 
 
 def entry_category(entry_id: str) -> str:
@@ -101,68 +97,9 @@ def category_sources(category: str) -> tuple[Path, Path | None]:
 # -- the answer the oracle replays ----------------------------------------------------------------------
 
 
-def _valid(value: Any, schema: Mapping[str, Any]) -> bool:
-    from jsonschema import Draft202012Validator
-
-    return bool(Draft202012Validator(dict(schema)).is_valid(value))
-
-
-def _is_answer_dict(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(v, list) for v in value.values())
-
-
-def _resolve(value: Any, schema: Mapping[str, Any], strict: bool) -> Any:
-    """A listed value made concrete: a ``dict`` parameter's value (and each dict of a list of dicts)
-    is itself ``{key: [acceptable values]}``, as BFCL's dict checkers read it."""
-    if schema.get("type") == "object" and _is_answer_dict(value):
-        return _pick_all(value, schema, strict)
-    items = schema.get("items")
-    if (schema.get("type") == "array" and isinstance(items, Mapping) and items.get("type") == "object"
-            and isinstance(value, list) and value and all(_is_answer_dict(v) for v in value)):
-        return [_pick_all(v, items, strict) for v in value]
-    return value
-
-
-def _pick(values: Sequence[Any], schema: Mapping[str, Any], required: bool, strict: bool) -> Any:
-    """The first listed value (``_OMIT`` for ``""``, but never for a parameter the schema requires:
-    BFCL's checker requires it whatever the list says); ``strict``: the first that fits ``schema``."""
-    for value in values:
-        if value == "":
-            if required:
-                continue
-            return _OMIT
-        try:
-            resolved = _resolve(value, schema, strict)
-        except _NoValid:
-            continue
-        if not strict or _valid(resolved, schema):
-            return resolved
-    if strict:
-        raise _NoValid
-    return _OMIT
-
-
-def _pick_all(answer: Mapping[str, Sequence[Any]], schema: Mapping[str, Any], strict: bool) -> dict[str, Any]:
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    picked = {
-        # a parameter the function does not have is left out where the answer allows it
-        k: _OMIT if props and k not in props and "" in v else _pick(v, props.get(k, {}), k in required, strict)
-        for k, v in answer.items()
-    }
-    return {k: v for k, v in picked.items() if v is not _OMIT}
-
-
 def answer_calls(ground_truth: Sequence[Mapping[str, Any]], tools: Mapping[str, ToolSchema], strict: bool) -> list[CallSpec]:
-    """BFCL's possible answer as calls (names as sent to the model): the first listed values, or with
-    ``strict`` the first that fit each tool's converted schema (``_NoValid`` when some cannot)."""
-    calls = []
-    for item in ground_truth:
-        (name, params), = item.items()
-        tool = tools.get(openai_name(name))
-        schema = tool.parameters if tool is not None else {}
-        calls.append(CallSpec(name=openai_name(name), arguments=_pick_all(params, schema, strict)))
-    return calls
+    """BFCL's possible answer as calls (``bfcl_answers.answer_arguments``)."""
+    return [CallSpec(name=n, arguments=a) for n, a in answer_arguments(ground_truth, tools, strict)]
 
 
 def _first_problem(calls: Sequence[CallSpec], tools: Mapping[str, ToolSchema]) -> str | None:
@@ -192,7 +129,7 @@ def _listed_problem(ground_truth: Any, tools: Mapping[str, ToolSchema]) -> str |
                     continue
                 if schema is None:
                     return f"call {k} ({openai_name(name)}): lists {param!r}, not a parameter"
-                if not _valid(_resolve(value, schema, strict=False), schema):
+                if not fits(resolve(value, schema, strict=False), schema):
                     return f"call {k} ({openai_name(name)}): lists {param}={value!r}, which the schema refuses"
     return None
 
@@ -220,7 +157,7 @@ def _oracle_answer(ground_truth: Any, tools: Mapping[str, ToolSchema]) -> tuple[
         return first, [BAD_ENTRY] if listed else [], f"bad entry: {listed}" if listed else ""
     try:
         strict = answer_calls(ground_truth, tools, strict=True)
-    except _NoValid:
+    except NoValidAnswer:
         strict = []
     if strict and _first_problem(strict, tools) is None:
         return strict, [BAD_ENTRY], (f"bad entry: the first listed answer fails the converted schema ({problem}); "

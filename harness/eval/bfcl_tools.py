@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.types import ToolSchema
+from harness.eval.bfcl_answers import answer_arguments, openai_name
 from harness.eval.bfcl_data import FILE_PREFIX, INSTALL_HINT, BfclDataError, data_dir
 
 SINGLE_TURN: tuple[str, ...] = (
@@ -64,11 +65,6 @@ def bfcl_convert() -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
     return to_openai
 
 
-def openai_name(name: str) -> str:
-    """A BFCL function name as the converted tool names it (``.`` -> ``_``)."""
-    return re.sub(r"\.", "_", name)
-
-
 def tool_schemas(docs: Iterable[Mapping[str, Any]]) -> list[ToolSchema]:
     """BFCL's function docs converted as BFCL converts them, as the harness's tool schemas (what
     prompts, grammars and validity use). ValueError naming the function where BFCL's conversion fails."""
@@ -95,11 +91,9 @@ class BfclEntry:
     def gold_calls(self) -> list[dict[str, Any]]:
         """BFCL's first acceptable answer as calls ``{"name", "arguments"}`` (names converted): the first
         listed value of each argument, left out where that is ``""`` unless the function requires it,
-        a dict argument's ``{key: [values]}`` resolved the same way (``bfcl_single.answer_calls``)."""
-        from harness.eval.bfcl_single import answer_calls
-
+        a dict argument's ``{key: [values]}`` resolved the same way (``bfcl_answers``)."""
         schemas = {t.name: t for t in (ToolSchema.from_openai(tool) for tool in self.tools)}
-        return [c.model_dump() for c in answer_calls(self.possible, schemas, strict=False)]
+        return [{"name": n, "arguments": a} for n, a in answer_arguments(self.possible, schemas, strict=False)]
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
