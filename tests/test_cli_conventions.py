@@ -23,10 +23,10 @@ runner = CliRunner()
 def _registries() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     from harness.agents.constraint import CONSTRAINED_STRATEGIES, STRATEGIES
     from harness.agents.families import FAMILIES
-    from harness.bench.cells import GRAMMAR_ENGINES
+    from harness.bench.grammar.cells import GRAMMAR_ENGINES
     from harness.engines.registry import ENGINE_NAMES, SERVED_ENGINE_NAMES
     from harness.grammar.decode import MaskPolicy
-    from harness.sandbox.limits import PRESETS
+    from harness.sandbox.runtime.script_limits import PRESETS
 
     def values(enum: type[StrEnum]) -> tuple[str, ...]:
         return tuple(e.value for e in enum)

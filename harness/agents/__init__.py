@@ -7,8 +7,7 @@ PyYAML) is imported on first use of its names, so importing this package stays l
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.agents.adapter import ModelAdapter, ParsedResponse
 from harness.agents.client import (
@@ -57,25 +56,19 @@ from harness.agents.types import (
     ToolResult,
     ToolSchema,
 )
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.agents.agent import Agent, ToolLoader
     from harness.agents.bundle import BundleConfig, BundleError, load_bundle_config
 
-_LAZY = {
-    "Agent": "harness.agents.agent",
-    "ToolLoader": "harness.agents.agent",
-    "BundleConfig": "harness.agents.bundle",
-    "BundleError": "harness.agents.bundle",
-    "load_bundle_config": "harness.agents.bundle",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.agents' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "Agent": "agent",
+    "ToolLoader": "agent",
+    "BundleConfig": "bundle",
+    "BundleError": "bundle",
+    "load_bundle_config": "bundle",
+})
 
 
 __all__ = [

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.agents.constraint import DecodingConstraint, RequestPayload
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
+from harness.vocabulary import Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ def default_format_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
 
 def default_render_text(text: str, constraint: DecodingConstraint) -> str:
     """Plain text as is; under ``json_schema`` the answer is a JSON document, so a JSON string."""
-    if constraint.strategy == "json_schema":
+    if constraint.strategy == Strategy.json_schema:
         return json.dumps(text, ensure_ascii=False)
     return text
 

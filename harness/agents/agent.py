@@ -150,7 +150,7 @@ class Agent:
         try:
             constraint = dataclasses.replace(
                 self.constraint,
-                strategy=strategy or self.constraint.strategy,  # type: ignore[arg-type]  # validated on replace
+                strategy=strategy or self.constraint.strategy,  # type: ignore[arg-type]  # a string is checked on replace
                 allow_text_answer=self.constraint.allow_text_answer if text_answer is None else text_answer,
             )
         except ConstraintError as exc:

@@ -44,7 +44,7 @@ class ModelConfig(_Strict):
     """Which model the agent talks to."""
 
     family: str
-    """A registered model family (``harness.agents.families.FAMILIES``): the prompt and call format."""
+    """A registered model family (``harness.vocabulary.Family``): the prompt and call format."""
     id: str = Field(min_length=1)
     """The served model id sent in requests (e.g. ``google/functiongemma-270m-it``)."""
     base_url: str | None = None
@@ -63,7 +63,7 @@ class ModelConfig(_Strict):
 class ConstraintConfig(_Strict):
     """How the model's output is constrained (see ``DecodingConstraint``)."""
 
-    strategy: Strategy = "ebnf"
+    strategy: Strategy = Strategy.ebnf
     """none, ebnf, structural_tag or json_schema."""
     allow_parallel_calls: bool = False
     """Several calls in one answer."""
@@ -75,7 +75,7 @@ class ConstraintConfig(_Strict):
     def build(self, strategy: str | None = None, allow_text_answer: bool | None = None) -> DecodingConstraint:
         """The constraint, with ``strategy`` and ``allow_text_answer`` overridden when given."""
         return DecodingConstraint(
-            strategy=strategy or self.strategy,  # type: ignore[arg-type]  # validated by DecodingConstraint
+            strategy=strategy or self.strategy,
             allow_parallel_calls=self.allow_parallel_calls,
             send_tools_to_api=self.send_tools_to_api,
             allow_text_answer=self.allow_text_answer if allow_text_answer is None else allow_text_answer,

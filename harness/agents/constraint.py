@@ -1,5 +1,8 @@
 """How a model's output is constrained: the strategy, and what a strategy produces.
 
+``Strategy`` and the lists ``STRATEGIES``/``CONSTRAINED_STRATEGIES`` are ``harness.vocabulary``'s,
+re-exported here under the names the rest of the code has always imported.
+
 ``DecodingConstraint`` is validated when built: an unknown strategy is an error, never a silent
 no-op (an earlier version accepted any string and then sent no constraint at all).
 """
@@ -7,18 +10,24 @@ no-op (an earlier version accepted any string and then sent no constraint at all
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-Strategy = Literal["none", "ebnf", "structural_tag", "json_schema"]
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
-CONSTRAINED_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGIES if s != "none")
+from harness import vocabulary
+from harness.vocabulary import ErrorKind, Strategy
+
+STRATEGIES: tuple[str, ...] = vocabulary.STRATEGIES
+"""Every strategy (``harness.vocabulary.STRATEGIES``), in the canonical order."""
+CONSTRAINED_STRATEGIES: tuple[str, ...] = vocabulary.CONSTRAINED_STRATEGIES
+"""The strategies that build a grammar."""
 
 ArtifactKind = Literal["grammar", "json", "structural_tag"]
 """The field of vLLM's ``StructuredOutputsParams`` that carries the artifact."""
-STRATEGY_OF_ARTIFACT: dict[str, Strategy] = {"grammar": "ebnf", "structural_tag": "structural_tag", "json": "json_schema"}
+STRATEGY_OF_ARTIFACT: dict[str, Strategy] = {
+    "grammar": Strategy.ebnf, "structural_tag": Strategy.structural_tag, "json": Strategy.json_schema,
+}
 """The strategy whose artifact has this kind (a constraint read back from a request)."""
 
-REJECTED_GOLD = "grammar:rejected_gold"
+REJECTED_GOLD = ErrorKind.grammar_rejected_gold
 """The error kind of a gold answer the constraint forbids (the oracle engine's finding: a grammar bug)."""
 
 
@@ -26,32 +35,38 @@ class ConstraintError(ValueError):
     """A constraint that cannot be built or is configured wrongly."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class DecodingConstraint:
     """Which strategy constrains the model's output, and how tools reach the API."""
 
-    strategy: Strategy = "ebnf"
-    allow_parallel_calls: bool = False
-    send_tools_to_api: bool = True
+    strategy: Strategy
+    """Given as a ``Strategy`` or its string (``"ebnf"``, the default): checked and kept as the ``Strategy``."""
+    allow_parallel_calls: bool
+    send_tools_to_api: bool
     """Send the tools in the request's ``tools`` field so the server's chat template declares them."""
-    allow_text_answer: bool = False
+    allow_text_answer: bool
     """Let the model answer in plain text instead of calling a tool. A constrained grammar that forces a
     call leaves a model no way to end a turn, so episode suites (the agent loop) set this: the grammars
     then allow either the calls or a plain-text answer (under ``json_schema``, a JSON string)."""
 
-    def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ConstraintError(
-                f"unknown decoding strategy {self.strategy!r}: expected one of {', '.join(STRATEGIES)}"
-            )
-        if self.strategy == "none" and not self.send_tools_to_api:
-            raise ConstraintError(
-                "strategy 'none' relies on native tool calling: send_tools_to_api must be true"
-            )
+    def __init__(
+        self,
+        strategy: Strategy | str = Strategy.ebnf,
+        allow_parallel_calls: bool = False,
+        send_tools_to_api: bool = True,
+        allow_text_answer: bool = False,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ConstraintError(f"unknown decoding strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
+        if strategy == Strategy.none and not send_tools_to_api:
+            raise ConstraintError("strategy 'none' relies on native tool calling: send_tools_to_api must be true")
+        for name, value in (("strategy", Strategy(strategy)), ("allow_parallel_calls", allow_parallel_calls),
+                            ("send_tools_to_api", send_tools_to_api), ("allow_text_answer", allow_text_answer)):
+            object.__setattr__(self, name, value)  # frozen: set once, here
 
     @property
     def constrained(self) -> bool:
-        return self.strategy != "none"
+        return self.strategy.constrained
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +91,17 @@ class RequestPayload:
     artifact: ConstraintArtifact | None = None
     tool_choice: str | None = None
     """The request's ``tool_choice``; None leaves the server's default (``auto`` when tools are sent)."""
+
+
+__all__ = [
+    "CONSTRAINED_STRATEGIES",
+    "REJECTED_GOLD",
+    "STRATEGIES",
+    "STRATEGY_OF_ARTIFACT",
+    "ArtifactKind",
+    "ConstraintArtifact",
+    "ConstraintError",
+    "DecodingConstraint",
+    "RequestPayload",
+    "Strategy",
+]

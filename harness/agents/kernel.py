@@ -48,6 +48,7 @@ from harness.agents.types import (
     ToolResult,
     ToolSchema,
 )
+from harness.vocabulary import ErrorKind
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +222,7 @@ class AgentKernel:
         parsed = self.adapter.parse_response(response.content, response.tool_calls, schemas)
         errors = parsed.errors
         if response.malformed_tool_calls:  # the answer did hold calls: they are bad, not missing
-            errors = tuple(e for e in errors if e.kind != "parse:no_call")
+            errors = tuple(e for e in errors if e.kind != ErrorKind.parse_no_call)
             errors += tuple(_malformed_failure(raw) for raw in response.malformed_tool_calls)
         await self.emit(
             ModelResponseEvent(
@@ -272,7 +273,7 @@ class AgentKernel:
                 name=call.name,
                 output=f"unknown tool {call.name!r}; available: {', '.join(sorted(tool_map)) or 'none'}",
                 is_error=True,
-                error_kind="tool:unknown",
+                error_kind=ErrorKind.tool_unknown,
             )
         else:
             context = ToolContext(
@@ -286,7 +287,7 @@ class AgentKernel:
                     name=call.name,
                     output=f"tool raised {type(exc).__name__}: {exc}",
                     is_error=True,
-                    error_kind="tool:exception",
+                    error_kind=ErrorKind.tool_exception,
                 )
         if result.duration_us is None:
             result = dataclasses.replace(result, duration_us=(time.perf_counter() - started) * 1e6)
@@ -379,7 +380,7 @@ def _malformed_failure(raw: str) -> ParseFailure:
     except ValueError:
         pass
     return ParseFailure(
-        kind="parse:bad_arguments",
+        kind=ErrorKind.parse_bad_arguments,
         message=f"tool call {name!r}: arguments are not a JSON object",
         text=raw,
     )

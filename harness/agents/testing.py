@@ -15,6 +15,7 @@ from harness.agents.client import CompletionRequest, CompletionResponse
 from harness.agents.constraint import DecodingConstraint, RequestPayload
 from harness.agents.tools import ToolContext
 from harness.agents.types import Message, ParseFailure, TokenUsage, ToolCall, ToolResult, ToolSchema
+from harness.vocabulary import ErrorKind
 
 ScriptStep = CompletionResponse | BaseException | Callable[[CompletionRequest], CompletionResponse]
 
@@ -90,10 +91,10 @@ def _parse_lines(
         try:
             args = json.loads(raw or "{}")
         except ValueError as exc:
-            errors.append(ParseFailure("parse:bad_json", str(exc), line))
+            errors.append(ParseFailure(ErrorKind.parse_bad_json, str(exc), line))
             continue
         if not isinstance(args, dict):
-            errors.append(ParseFailure("parse:bad_arguments", "arguments are not an object", line))
+            errors.append(ParseFailure(ErrorKind.parse_bad_arguments, "arguments are not an object", line))
             continue
         calls.append(ToolCall.create(name, args))
     body = "\n".join(text).strip()
@@ -165,7 +166,7 @@ class FunctionTool:
         except Exception as exc:
             if self.raise_errors:
                 raise
-            return ToolResult(call.id, call.name, str(exc), is_error=True, error_kind="tool:error")
+            return ToolResult(call.id, call.name, str(exc), is_error=True, error_kind=ErrorKind.tool_error)
         return ToolResult(call_id=call.id, name=call.name, output=output)
 
 

@@ -1,10 +1,14 @@
-"""Benchmarks: figures recorded, never asserted (``harness bench grammar|sandbox|engine``).
+"""Benchmarks: figures recorded, never asserted (``harness bench grammar|sandbox|engine|jump|client|serve``).
 
-- ``grammar``: what each constraint strategy costs per model family and grammar engine (xgrammar,
-  llguidance), with growth curves; ``measure``, ``llguidance``, ``lark``, ``ebnf``, ``growth``,
-  ``synthetic``, ``output`` and ``plots`` are its parts.
+- ``grammar/``: what each constraint strategy costs per model family and grammar engine (xgrammar,
+  llguidance), with growth curves (``harness bench grammar``).
 - ``sandbox``: one sandboxed file-system tool call, end to end.
 - ``engine``: the embedded engine, constrained against unconstrained, and time to first token.
+- ``jump``: jump-forward against the plain decoding loop on a suite.
+- ``client``: the runner and its OpenAI client against ``harness serve`` replicas.
+- ``serve``: hostile requests against ``harness serve``, its memory sampled.
+- ``records``: the records they write (pydantic models); ``inputs``: tools and gold calls from explicit
+  paths; ``synthetic``: synthetic tool sets of any size.
 
 Importing this package is cheap: each benchmark loads xgrammar, torch, llama.cpp or pydantic-monty
 when it runs.
@@ -12,26 +16,49 @@ when it runs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harness.bench.engine import run_engine_bench
-    from harness.bench.grammar import GrammarBenchConfig, run_grammar_bench
-    from harness.bench.sandbox import bench_sandbox
+    from harness.bench.client import ClientBench, run_client_bench
+    from harness.bench.engine import EngineBench, run_engine_bench
+    from harness.bench.grammar import GrammarBench, GrammarBenchConfig, run_grammar_bench
+    from harness.bench.jump import JumpBench, run_jump_bench
+    from harness.bench.records import BenchRecord
+    from harness.bench.sandbox import SandboxBench, bench_sandbox
+    from harness.bench.serve import ServeBench, bench_serve
 
-_EXPORTS = {
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "BenchRecord": "records",
+    "ClientBench": "client",
+    "EngineBench": "engine",
+    "GrammarBench": "grammar",
     "GrammarBenchConfig": "grammar",
-    "run_grammar_bench": "grammar",
+    "JumpBench": "jump",
+    "SandboxBench": "sandbox",
+    "ServeBench": "serve",
     "bench_sandbox": "sandbox",
+    "bench_serve": "serve",
+    "run_client_bench": "client",
     "run_engine_bench": "engine",
-}
+    "run_grammar_bench": "grammar",
+    "run_jump_bench": "jump",
+})
 
-__all__ = ["GrammarBenchConfig", "bench_sandbox", "run_engine_bench", "run_grammar_bench"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.bench' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"harness.bench.{module}"), name)
+__all__ = [
+    "BenchRecord",
+    "ClientBench",
+    "EngineBench",
+    "GrammarBench",
+    "GrammarBenchConfig",
+    "JumpBench",
+    "SandboxBench",
+    "ServeBench",
+    "bench_sandbox",
+    "bench_serve",
+    "run_client_bench",
+    "run_engine_bench",
+    "run_grammar_bench",
+    "run_jump_bench",
+]

@@ -21,9 +21,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from harness.bench.records import BenchRecord, SparseRecord
 
 GOAL_HARNESS_MS_AT_64 = 2.0
 GOAL_TWO_REPLICA_SPEEDUP = 1.8
@@ -45,6 +46,53 @@ class ClientPoint:
     harness_ms_p99: float | None
     cpu_ms_per_sample: float
     """The harness process's CPU time over the run (samples and scoring), per sample."""
+
+
+class ClientGoal(SparseRecord):
+    """One goal of the client bench against what was measured."""
+
+    goal: float
+    """The goal."""
+    measured: float | None
+    """The figure (None: not measured, e.g. a single replica)."""
+    concurrency: int | None = None
+    """The concurrency it was measured at (the harness time per sample)."""
+    met: bool
+    """The figure meets the goal."""
+
+
+class ClientSummary(BenchRecord):
+    """The goal figures of the client bench."""
+
+    bench: str = "client"
+    """Which bench."""
+    goals: dict[str, ClientGoal]
+    """Harness ms per sample at the top concurrency; the best speedup of 2 replicas over 1."""
+    errors: int
+    """Sample errors over every point."""
+    cpu_ms_per_sample_at_top_concurrency: float | None
+    """The harness process's CPU per sample at the top concurrency (the worst replica count)."""
+
+
+class ClientBench(ClientSummary):
+    """client.json and the JSON line: the goal figures, what ran, and every point."""
+
+    suite: str
+    """The suite folder run."""
+    family: str
+    """The family."""
+    strategy: str
+    """The strategy."""
+    limit: int | None
+    """Cases per run (None: all)."""
+    epochs: int
+    """Repetitions of every case."""
+    cores: int | None
+    """CPUs the harness could use (shared by the replicas and the client)."""
+    points: list[ClientPoint]
+    """Every (replicas, concurrency) point."""
+    out: str
+    """The output folder."""
 
 
 class Replica:
@@ -126,7 +174,7 @@ def measure_point(
 def run_client_bench(
     suite_dir: Path, *, replicas: Sequence[int], concurrency: Sequence[int], family: str, strategy: str,
     limit: int | None, epochs: int, out_dir: Path, log: Callable[[str], None] = lambda _m: None,
-) -> dict[str, Any]:
+) -> ClientBench:
     """Every (replicas, concurrency) point; writes client.json and client.png into ``out_dir``."""
     if not replicas or min(replicas) < 1 or not concurrency or min(concurrency) < 1:
         raise ValueError("replicas and concurrency must be positive integers")
@@ -145,18 +193,19 @@ def run_client_bench(
                     f"{point.harness_ms_p50} ms/sample p50, client CPU {point.cpu_ms_per_sample} ms/sample "
                     f"({point.samples} samples, {point.errors} errors)")
                 points.append(point)
-    figures = summarize(points)
-    figures.update(suite=str(suite_dir), family=family, strategy=strategy, limit=limit, epochs=epochs,
-                   cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-                   points=[asdict(p) for p in points], out=str(out_dir))
+    figures = ClientBench(
+        **summarize(points).model_dump(), suite=str(suite_dir), family=family, strategy=strategy, limit=limit,
+        epochs=epochs, cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        points=points, out=str(out_dir),
+    )
     import json
 
-    (out_dir / "client.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    plot_client(points, out_dir / "client.png", cores=figures["cores"])
+    (out_dir / "client.json").write_text(json.dumps(figures.dump(), indent=2) + "\n", encoding="utf-8")
+    plot_client(points, out_dir / "client.png", cores=figures.cores)
     return figures
 
 
-def summarize(points: Sequence[ClientPoint]) -> dict[str, Any]:
+def summarize(points: Sequence[ClientPoint]) -> ClientSummary:
     """The goal figures: harness ms/sample at the highest concurrency, best speedup of 2 replicas over 1."""
     top = max(p.concurrency for p in points)
     at_top = [p.harness_ms_p50 for p in points if p.concurrency == top and p.harness_ms_p50 is not None]
@@ -165,15 +214,17 @@ def summarize(points: Sequence[ClientPoint]) -> dict[str, Any]:
     speedups = [by[(2, c)] / by[(1, c)] for (r, c) in by if r == 2 and by.get((1, c))]
     speedup = round(max(speedups), 2) if speedups else None
     goals = {
-        "harness_ms_per_sample_at_top_concurrency": {"goal": GOAL_HARNESS_MS_AT_64, "measured": harness_ms,
-                                                     "concurrency": top,
-                                                     "met": harness_ms is not None and harness_ms <= GOAL_HARNESS_MS_AT_64},
-        "two_replicas_speedup": {"goal": GOAL_TWO_REPLICA_SPEEDUP, "measured": speedup,
-                                 "met": speedup is not None and speedup >= GOAL_TWO_REPLICA_SPEEDUP},
+        "harness_ms_per_sample_at_top_concurrency": ClientGoal(
+            goal=GOAL_HARNESS_MS_AT_64, measured=harness_ms, concurrency=top,
+            met=harness_ms is not None and harness_ms <= GOAL_HARNESS_MS_AT_64,
+        ),
+        "two_replicas_speedup": ClientGoal(
+            goal=GOAL_TWO_REPLICA_SPEEDUP, measured=speedup, met=speedup is not None and speedup >= GOAL_TWO_REPLICA_SPEEDUP,
+        ),
     }
     cpu_top = [p.cpu_ms_per_sample for p in points if p.concurrency == top]
-    return {"bench": "client", "goals": goals, "errors": sum(p.errors for p in points),
-            "cpu_ms_per_sample_at_top_concurrency": max(cpu_top) if cpu_top else None}
+    return ClientSummary(goals=goals, errors=sum(p.errors for p in points),
+                         cpu_ms_per_sample_at_top_concurrency=max(cpu_top) if cpu_top else None)
 
 
 def plot_client(points: Sequence[ClientPoint], path: Path, *, cores: int | None) -> None:
@@ -206,4 +257,4 @@ def plot_client(points: Sequence[ClientPoint], path: Path, *, cores: int | None)
     plt.close(fig)
 
 
-__all__ = ["ClientPoint", "Replica", "measure_point", "replicas_running", "run_client_bench", "summarize"]
+__all__ = ["ClientBench", "ClientGoal", "ClientPoint", "ClientSummary", "Replica", "measure_point", "replicas_running", "run_client_bench", "summarize"]

@@ -33,7 +33,9 @@ from harness.agents.client import CompletionRequest, CompletionResponse
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.types import Message, ToolSchema
 from harness.bench.inputs import load_tool_schemas
+from harness.bench.records import BenchRecord, SparseRecord
 from harness.stats import rounded_percentile
+from harness.vocabulary import Strategy
 
 SYSTEM = (
     "You operate a file system for the user through the tools you are given. Each turn, make the single "
@@ -51,11 +53,103 @@ LOOPS = {"verify": "verify", "append": "append", "plain": "off"}
 engine's default), forced tokens appended unchecked, and one model step per token."""
 
 
+class TtftFigures(BenchRecord):
+    """Time to first token of one strategy: cold, the same request again, another user message."""
+
+    ttft_ms_first: float
+    """Empty KV cache, grammar cache cleared: the whole tool prompt evaluated, the grammar compiled."""
+    ttft_ms_repeat: float
+    """The same request again."""
+    ttft_ms_next_case: float
+    """Another user message with the same tools."""
+    speedup_repeat: float | None
+    """``ttft_ms_first / ttft_ms_repeat``."""
+    speedup_next_case: float | None
+    """``ttft_ms_first / ttft_ms_next_case``."""
+    prompt_tokens: int | None
+    """The prompt's tokens."""
+    reused_tokens_next_case: int | None
+    """Prompt tokens the next case took from the KV cache."""
+    compile_ms_cold: float | None
+    """The grammar's compile in the first request."""
+
+
+class LoopFigures(SparseRecord):
+    """Medians over the rounds of one strategy x mask policy x decoding loop (the unconstrained runs:
+    ``tok_s_median`` only)."""
+
+    tok_s_median: float | None = None
+    """Tokens per second after the first token."""
+    grammar_us_per_token_median: float | None = None
+    """Grammar time per token (matcher, mask fills, picking, jump-forward lookups)."""
+    mask_fills_per_token_median: float | None = None
+    """How often the mask was filled, per token."""
+    forced_fraction_median: float | None = None
+    """Tokens the grammar forced (appended without a model step)."""
+    steps_per_token_median: float | None = None
+    """The model's forward passes per token."""
+    tokens_median: float | None = None
+    """Tokens generated per run."""
+    ratio_median: float | None = None
+    """Tokens/s over the unconstrained run of the same round."""
+
+
+class EngineBench(BenchRecord):
+    """``harness bench engine``'s figures (its JSON line): worst strategy per loop, then the details."""
+
+    engine: str
+    """The embedded engine and its model."""
+    family: str
+    """The family it runs in."""
+    threads: int
+    """llama.cpp's threads."""
+    max_tokens: int
+    """Tokens per timed run."""
+    repeats: int
+    """Timed rounds."""
+    tools: int
+    """Tools in the prompt."""
+    constrained_tok_s: float | None
+    """Worst strategy's median tokens/s, jump-forward verify, lazy masks."""
+    unconstrained_tok_s: float
+    """Median unconstrained tokens/s, same prompt."""
+    unconstrained_tok_s_short_prompt: float | None
+    """Median unconstrained tokens/s with a 20-token prompt and no tools."""
+    constrained_over_unconstrained: float | None
+    """Worst strategy's median ratio to unconstrained (verify)."""
+    constrained_tok_s_append: float | None
+    """As ``constrained_tok_s``, forced tokens appended unchecked."""
+    constrained_over_unconstrained_append: float | None
+    """As ``constrained_over_unconstrained``, append."""
+    constrained_tok_s_plain: float | None
+    """As ``constrained_tok_s``, one model step per token (the engine's default)."""
+    constrained_over_unconstrained_plain: float | None
+    """As ``constrained_over_unconstrained``, plain loop."""
+    forced_fraction: dict[str, float | None]
+    """``family/strategy/loop`` -> median forced fraction (lazy masks)."""
+    ttft_ms_first: float | None
+    """Worst strategy's cold time to first token."""
+    ttft_ms_repeat: float | None
+    """Worst strategy's time to first token for the same request again."""
+    ttft_speedup_next_case: float | None
+    """Worst strategy's speedup of the next case over the cold request."""
+    worst_of: str
+    """What "worst" is taken over, in words."""
+    per_strategy: dict[str, LoopFigures]
+    """``strategy/policy/loop`` (and ``none``) -> its medians."""
+    ttft: dict[str, TtftFigures]
+    """Strategy -> its time to first token."""
+    goals: dict[str, float]
+    """The project's goals."""
+    goals_met: dict[str, bool]
+    """Each goal met or not."""
+
+
 def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str, max_tokens: int) -> CompletionRequest:
     from harness.agents.families import get_adapter
 
     payload = get_adapter(engine.family).build_payload(
-        tools, DecodingConstraint(strategy=strategy, allow_parallel_calls=True)  # type: ignore[arg-type]
+        tools, DecodingConstraint(strategy=strategy, allow_parallel_calls=True)
     )
     return CompletionRequest(
         model=engine.model_id,
@@ -69,6 +163,7 @@ def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str,
 
 
 def _run(engine: Any, request: CompletionRequest) -> tuple[CompletionResponse, dict[str, float]]:
+    """One timed run: the response and its figures by name (``LoopFigures`` takes their medians)."""
     response = engine.complete(request)
     result = engine.last_decode
     tokens = max(1, response.stats.generated_tokens if response.stats else 1)
@@ -91,46 +186,95 @@ def run_engine_bench(
     repeats: int = 3,
     max_tokens: int = 64,
     log: Callable[[str], None] = print,
-) -> dict[str, Any]:
+) -> EngineBench:
     """Run the benchmark and return its figures (see the module doc)."""
     from harness.engines.local.engine import LOCAL_MODEL_ID, LocalEngine
-    from harness.grammar.compile import clear_compile_cache
 
     tools = load_tool_schemas(tools_path)
     engine = LocalEngine()
     runtime = engine.load()
     log(f"engine: {LOCAL_MODEL_ID}, {runtime.n_threads} threads, load {runtime.load_ms:.0f} ms, {len(tools)} tools")
+    ttft = {strategy: _ttft(engine, runtime, tools, strategy, log) for strategy in (Strategy.none, *strategies)}
+    runs = _rounds(engine, tools, strategies, policies, repeats, max_tokens, log)
+    engine.mask_policy, engine.jump = "lazy", "off"
+    short = []
+    for _ in range(repeats):  # the same model with a 20-token prompt: where the reference's figure was taken
+        bare = CompletionRequest(model=engine.model_id, messages=(Message("user", USER_PROMPTS[0]),), max_tokens=max_tokens)
+        short.append(_run(engine, bare)[1]["tok_s"])
+    per = {
+        key: LoopFigures.model_validate({f"{k}_median": rounded_percentile(v, 50) for k, v in slot.items()})
+        for key, slot in runs.items()
+    }
+    worst = {loop: _worst(per, strategies, loop) for loop in LOOPS}
+    constrained_ttft = [ttft[s] for s in strategies]
+    worst_speedup = min((t.speedup_next_case or 0.0) for t in constrained_ttft) if constrained_ttft else None
+    worst_tok, worst_ratio = worst["verify"]
+    return EngineBench(
+        engine=f"local:{LOCAL_MODEL_ID}", family=engine.family, threads=runtime.n_threads, max_tokens=max_tokens,
+        repeats=repeats, tools=len(tools), constrained_tok_s=worst_tok,
+        unconstrained_tok_s=per[Strategy.none].tok_s_median or 0.0,
+        unconstrained_tok_s_short_prompt=rounded_percentile(short, 50), constrained_over_unconstrained=worst_ratio,
+        constrained_tok_s_append=worst["append"][0], constrained_over_unconstrained_append=worst["append"][1],
+        constrained_tok_s_plain=worst["plain"][0], constrained_over_unconstrained_plain=worst["plain"][1],
+        forced_fraction={
+            f"{engine.family}/{s}/{loop}": per[f"{s}/lazy/{loop}"].forced_fraction_median
+            for s in strategies
+            for loop in ("verify", "append")
+        },
+        ttft_ms_first=max(t.ttft_ms_first for t in constrained_ttft) if constrained_ttft else None,
+        ttft_ms_repeat=max(t.ttft_ms_repeat for t in constrained_ttft) if constrained_ttft else None,
+        ttft_speedup_next_case=worst_speedup,
+        worst_of="lazy mask policy, over " + ", ".join(strategies)
+        + "; jump-forward verify (outputs the plain loop's); _append: forced tokens unchecked; _plain: without"
+        " jump-forward (the engine's default)",
+        per_strategy=per, ttft=ttft, goals=GOALS,
+        goals_met={
+            "constrained_tok_s": worst_tok is not None and worst_tok >= GOALS["constrained_tok_s"],
+            "constrained_over_unconstrained": worst_ratio is not None and worst_ratio >= GOALS["constrained_over_unconstrained"],
+            "ttft_speedup": worst_speedup is not None and worst_speedup >= GOALS["ttft_speedup"],
+        },
+    )
 
-    ttft: dict[str, dict[str, Any]] = {}
-    for strategy in ("none", *strategies):
-        runtime.reset()
-        clear_compile_cache(engine.family)
-        first = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[0], 1))
-        repeat = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[0], 1))
-        nxt = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[1], 1))
-        t_first, t_rep, t_next = first.ttft_ms or 0.0, repeat.ttft_ms or 0.0, nxt.ttft_ms or 0.0
-        ttft[strategy] = {
-            "ttft_ms_first": round(t_first, 1),
-            "ttft_ms_repeat": round(t_rep, 1),
-            "ttft_ms_next_case": round(t_next, 1),
-            "speedup_repeat": round(t_first / t_rep, 1) if t_rep else None,
-            "speedup_next_case": round(t_first / t_next, 1) if t_next else None,
-            "prompt_tokens": first.usage.prompt_tokens if first.usage else None,
-            "reused_tokens_next_case": nxt.stats.reused_prompt_tokens if nxt.stats else None,
-            "compile_ms_cold": round(first.stats.compile_ms, 2) if first.stats and first.stats.compile_ms else None,
-        }
-        log(f"ttft {strategy:>14}: first {t_first:7.1f} ms, repeat {t_rep:6.1f} ms, next case {t_next:6.1f} ms")
 
+def _ttft(engine: Any, runtime: Any, tools: Sequence[ToolSchema], strategy: str, log: Callable[[str], None]) -> TtftFigures:
+    """Time to first token of ``strategy``: cold (KV and grammar caches cleared), again, next case."""
+    from harness.grammar.compile import clear_compile_cache
+
+    runtime.reset()
+    clear_compile_cache(engine.family)
+    first = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[0], 1))
+    repeat = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[0], 1))
+    nxt = engine.complete(_request(engine, tools, strategy, USER_PROMPTS[1], 1))
+    t_first, t_rep, t_next = first.ttft_ms or 0.0, repeat.ttft_ms or 0.0, nxt.ttft_ms or 0.0
+    log(f"ttft {strategy:>14}: first {t_first:7.1f} ms, repeat {t_rep:6.1f} ms, next case {t_next:6.1f} ms")
+    return TtftFigures(
+        ttft_ms_first=round(t_first, 1),
+        ttft_ms_repeat=round(t_rep, 1),
+        ttft_ms_next_case=round(t_next, 1),
+        speedup_repeat=round(t_first / t_rep, 1) if t_rep else None,
+        speedup_next_case=round(t_first / t_next, 1) if t_next else None,
+        prompt_tokens=first.usage.prompt_tokens if first.usage else None,
+        reused_tokens_next_case=nxt.stats.reused_prompt_tokens if nxt.stats else None,
+        compile_ms_cold=round(first.stats.compile_ms, 2) if first.stats and first.stats.compile_ms else None,
+    )
+
+
+def _rounds(
+    engine: Any, tools: Sequence[ToolSchema], strategies: Sequence[str], policies: Sequence[str], repeats: int,
+    max_tokens: int, log: Callable[[str], None],
+) -> dict[str, dict[str, list[float]]]:
+    """``repeats`` rounds, each an unconstrained run then every strategy x policy x loop on the same
+    prompt: ``strategy/policy/loop`` (and ``none``) -> figure -> one value per round."""
     runs: dict[str, dict[str, list[float]]] = {}
     for r in range(repeats):
         user = USER_PROMPTS[r % len(USER_PROMPTS)]
         engine.mask_policy, engine.jump = "lazy", "off"
-        _, base = _run(engine, _request(engine, tools, "none", user, max_tokens))
-        runs.setdefault("none", {}).setdefault("tok_s", []).append(base["tok_s"])
+        _, base = _run(engine, _request(engine, tools, Strategy.none, user, max_tokens))
+        runs.setdefault(Strategy.none, {}).setdefault("tok_s", []).append(base["tok_s"])
         for strategy in strategies:
             for policy in policies:
                 for loop, jump in LOOPS.items():
-                    engine.mask_policy, engine.jump = policy, jump  # type: ignore[assignment]
+                    engine.mask_policy, engine.jump = policy, jump
                     _, fig = _run(engine, _request(engine, tools, strategy, user, max_tokens))
                     slot = runs.setdefault(f"{strategy}/{policy}/{loop}", {})
                     for k, v in fig.items():
@@ -139,61 +283,12 @@ def run_engine_bench(
                     log(f"round {r + 1} {strategy:>14}/{policy:<6}/{loop:<5}: {fig['tok_s']:5.1f} tok/s "
                         f"(unconstrained {base['tok_s']:5.1f}), forced {fig['forced_fraction']:4.0%}, "
                         f"grammar {fig['grammar_us_per_token']:6.1f} us/token")
-    engine.mask_policy, engine.jump = "lazy", "off"
-    short = []
-    for _ in range(repeats):  # the same model with a 20-token prompt: where the reference's figure was taken
-        bare = CompletionRequest(model=engine.model_id, messages=(Message("user", USER_PROMPTS[0]),), max_tokens=max_tokens)
-        short.append(_run(engine, bare)[1]["tok_s"])
-
-    per: dict[str, Any] = {}
-    for key, slot in runs.items():
-        per[key] = {f"{k}_median": rounded_percentile(v, 50) for k, v in slot.items()}
-    worst = {loop: _worst(per, strategies, loop) for loop in LOOPS}
-    constrained_ttft = [ttft[s] for s in strategies]
-    worst_speedup = min((t["speedup_next_case"] or 0.0) for t in constrained_ttft) if constrained_ttft else None
-    worst_first = max(t["ttft_ms_first"] for t in constrained_ttft) if constrained_ttft else None
-    worst_repeat = max(t["ttft_ms_repeat"] for t in constrained_ttft) if constrained_ttft else None
-    worst_tok, worst_ratio = worst["verify"]
-    return {
-        "engine": f"local:{LOCAL_MODEL_ID}",
-        "family": engine.family,
-        "threads": runtime.n_threads,
-        "max_tokens": max_tokens,
-        "repeats": repeats,
-        "tools": len(tools),
-        "constrained_tok_s": worst_tok,
-        "unconstrained_tok_s": per["none"]["tok_s_median"] or 0.0,
-        "unconstrained_tok_s_short_prompt": rounded_percentile(short, 50),
-        "constrained_over_unconstrained": worst_ratio,
-        "constrained_tok_s_append": worst["append"][0],
-        "constrained_over_unconstrained_append": worst["append"][1],
-        "constrained_tok_s_plain": worst["plain"][0],
-        "constrained_over_unconstrained_plain": worst["plain"][1],
-        "forced_fraction": {
-            f"{engine.family}/{s}/{loop}": per[f"{s}/lazy/{loop}"]["forced_fraction_median"]
-            for s in strategies
-            for loop in ("verify", "append")
-        },
-        "ttft_ms_first": worst_first,
-        "ttft_ms_repeat": worst_repeat,
-        "ttft_speedup_next_case": worst_speedup,
-        "worst_of": "lazy mask policy, over " + ", ".join(strategies)
-        + "; jump-forward verify (outputs the plain loop's); _append: forced tokens unchecked; _plain: without"
-        " jump-forward (the engine's default)",
-        "per_strategy": per,
-        "ttft": ttft,
-        "goals": GOALS,
-        "goals_met": {
-            "constrained_tok_s": worst_tok is not None and worst_tok >= GOALS["constrained_tok_s"],
-            "constrained_over_unconstrained": worst_ratio is not None and worst_ratio >= GOALS["constrained_over_unconstrained"],
-            "ttft_speedup": worst_speedup is not None and worst_speedup >= GOALS["ttft_speedup"],
-        },
-    }
+    return runs
 
 
-def _worst(per: dict[str, Any], strategies: Sequence[str], loop: str) -> tuple[float | None, float | None]:
+def _worst(per: dict[str, LoopFigures], strategies: Sequence[str], loop: str) -> tuple[float | None, float | None]:
     """The lowest median tokens/s and ratio to unconstrained over the strategies (lazy policy)."""
     cells = [per[f"{s}/lazy/{loop}"] for s in strategies if f"{s}/lazy/{loop}" in per]
     if not cells:
         return None, None
-    return min(c["tok_s_median"] or 0.0 for c in cells), min(c["ratio_median"] or 0.0 for c in cells)
+    return min(c.tok_s_median or 0.0 for c in cells), min(c.ratio_median or 0.0 for c in cells)

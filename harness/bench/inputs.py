@@ -30,7 +30,7 @@ def load_tool_schemas(path: str | Path | None = None) -> list[ToolSchema]:
         raise FileNotFoundError(f"{source}: no tools there{hint}: a JSON list of OpenAI tools or a .pym folder")
     if source.is_dir():
         from harness.sandbox import SandboxError
-        from harness.sandbox.script import load_script
+        from harness.sandbox.pym.script import load_script
 
         scripts = sorted(source.glob("*.pym"))
         if not scripts:

@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse
+from harness.bench.records import BenchRecord
 from harness.stats import rounded_percentile
+from harness.vocabulary import ACCURACY_METRICS, Strategy
 
-SCORED = ("validity", "exact_match", "state_match")
+SCORED = ACCURACY_METRICS
 MODES = ("off", "append", "verify")
 """The decoding loops run (``harness.grammar.decode.JUMP_MODES``); the first is the reference."""
 RUN_DIRS = {"off": "plain", "append": "append", "verify": "verify"}
@@ -62,6 +64,72 @@ class Pair:
     tok_s: tuple[float | None, float | None]
     plain_text: str
     jump_text: str
+
+
+class PairSummary(BenchRecord):
+    """The pairs of one strategy: how many differ and why, speed and model steps."""
+
+    requests: int
+    """Requests decoded both ways."""
+    same_tokens: int
+    """Pairs with the same tokens."""
+    same_text: int
+    """Pairs with the same text."""
+    differ: dict[str, int]
+    """Cause (``split``, ``rounding``, ``end``) -> pairs."""
+    top_splits: dict[str, int]
+    """The most frequent splits: ``'plain token' -> 'forced token'`` -> pairs."""
+    tok_s_plain_median: float | None
+    """Median tokens/s of the plain loop."""
+    tok_s_jump_median: float | None
+    """Median tokens/s with jump-forward."""
+    speedup_median: float | None
+    """Median of each pair's tokens/s ratio."""
+    steps_per_token_plain: float | None
+    """Model steps per token, plain loop."""
+    steps_per_token_jump: float | None
+    """Model steps per token with jump-forward."""
+    forced_fraction: float | None
+    """Tokens jump-forward forced, over its tokens."""
+
+
+class ScoreFigure(BenchRecord):
+    """A rate of a run's summary.json."""
+
+    value: float | None
+    """The rate."""
+    n: int | None
+    """Samples it is over."""
+
+
+class JumpScores(BenchRecord):
+    """A jump-forward run's scores next to the plain run's."""
+
+    scores_plain: dict[str, ScoreFigure]
+    """Metric -> the plain run's rate."""
+    scores: dict[str, ScoreFigure]
+    """Metric -> this run's rate."""
+    samples_differing: int
+    """Samples whose outputs (any step) differ from the plain run's."""
+
+
+class JumpCell(PairSummary, JumpScores):
+    """One loop x strategy of jump.json: the scores, then the pairs' summary."""
+
+
+class JumpBench(BenchRecord):
+    """jump.json (and the JSON line)."""
+
+    bench: str = "jump"
+    """Which bench."""
+    suite: str
+    """The suite folder run."""
+    limit: int | None
+    """Cases (None: all)."""
+    family: str
+    """The embedded engine's family."""
+    per_mode: dict[str, dict[str, JumpCell]]
+    """Loop (``append``, ``verify``) -> strategy -> its figures."""
 
 
 def first_difference(plain: Sequence[int], jumped: Sequence[int], unchecked: Sequence[int]) -> tuple[int | None, str | None]:
@@ -119,7 +187,7 @@ def _pair(
         return tok.token_text(ids[at]) if at is not None and at < len(ids) else None
 
     return Pair(
-        strategy="none" if artifact is None else STRATEGY_OF_ARTIFACT[artifact.kind],
+        strategy=Strategy.none if artifact is None else STRATEGY_OF_ARTIFACT[artifact.kind],
         same_tokens=cause is None,
         same_text=plain.content == jumped.content,
         cause=cause,
@@ -135,35 +203,36 @@ def _pair(
     )
 
 
-def summarize_pairs(pairs: Sequence[Pair]) -> dict[str, Any]:
+def summarize_pairs(pairs: Sequence[Pair]) -> PairSummary:
     """Counts by cause, the most frequent splits, speed and steps on the pairs of one strategy."""
     causes = Counter(p.cause or "same" for p in pairs)
     splits = Counter(f"{p.plain_token!r} -> {p.jump_token!r}" for p in pairs if p.cause == "split")
     tokens = [sum(p.tokens[k] for p in pairs) for k in (0, 1)]
     steps = [sum(p.steps[k] for p in pairs) for k in (0, 1)]
     ratios = [p.tok_s[1] / p.tok_s[0] for p in pairs if p.tok_s[0] and p.tok_s[1]]
-    return {
-        "requests": len(pairs),
-        "same_tokens": causes["same"],
-        "same_text": sum(p.same_text for p in pairs),
-        "differ": {k: v for k, v in causes.items() if k != "same"},
-        "top_splits": dict(splits.most_common(TOP_SPLITS)),
-        "tok_s_plain_median": rounded_percentile([p.tok_s[0] for p in pairs if p.tok_s[0]], 50),
-        "tok_s_jump_median": rounded_percentile([p.tok_s[1] for p in pairs if p.tok_s[1]], 50),
-        "speedup_median": rounded_percentile(ratios, 50),
-        "steps_per_token_plain": round(steps[0] / tokens[0], 4) if tokens[0] else None,
-        "steps_per_token_jump": round(steps[1] / tokens[1], 4) if tokens[1] else None,
-        "forced_fraction": round(sum(p.forced for p in pairs) / tokens[1], 4) if tokens[1] else None,
-    }
+    return PairSummary(
+        requests=len(pairs),
+        same_tokens=causes["same"],
+        same_text=sum(p.same_text for p in pairs),
+        differ={k: v for k, v in causes.items() if k != "same"},
+        top_splits=dict(splits.most_common(TOP_SPLITS)),
+        tok_s_plain_median=rounded_percentile([p.tok_s[0] for p in pairs if p.tok_s[0]], 50),
+        tok_s_jump_median=rounded_percentile([p.tok_s[1] for p in pairs if p.tok_s[1]], 50),
+        speedup_median=rounded_percentile(ratios, 50),
+        steps_per_token_plain=round(steps[0] / tokens[0], 4) if tokens[0] else None,
+        steps_per_token_jump=round(steps[1] / tokens[1], 4) if tokens[1] else None,
+        forced_fraction=round(sum(p.forced for p in pairs) / tokens[1], 4) if tokens[1] else None,
+    )
 
 
-def _scores(run_dir: Path) -> dict[str, dict[str, Any]]:
+def _scores(run_dir: Path) -> dict[str, dict[str, ScoreFigure]]:
+    """Strategy -> metric -> the run's rate, for the accuracy metrics."""
     from harness.eval.results import read_summary
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, ScoreFigure]] = {}
     for row in read_summary(run_dir):
         if row.metric in SCORED:
-            out.setdefault(row.strategy, {})[row.metric] = {"value": row.value, "n": row.n}
+            out.setdefault(row.strategy, {})[row.metric] = ScoreFigure(value=row.value, n=row.n)
     return out
 
 
@@ -223,7 +292,7 @@ def run_jump_bench(
     strategies: Sequence[str],
     limit: int | None = None,
     log: Callable[[str], None] = print,
-) -> dict[str, Any]:
+) -> JumpBench:
     """Run the suite twice (see the module doc) into ``out_dir``; returns what ``jump.json`` holds."""
     from harness.engines.local.engine import LocalEngine
     from harness.engines.setup import SharedClient
@@ -249,21 +318,20 @@ def run_jump_bench(
                 fh.write(json.dumps({"mode": mode, **asdict(p)}, ensure_ascii=False) + "\n")
     plain_dir = out_dir / RUN_DIRS["off"]
     plain_scores = _scores(plain_dir)
-    per: dict[str, Any] = {}
+    per: dict[str, dict[str, JumpCell]] = {}
     for mode in MODES[1:]:
         scores, differing = _scores(out_dir / mode), _differing_samples(plain_dir, out_dir / mode)
         per[mode] = {
-            s: {
-                "scores_plain": plain_scores.get(s, {}),
-                "scores": scores.get(s, {}),
-                "samples_differing": differing.get(s, 0),
-                **summarize_pairs([p for p in clients[mode].pairs if p.strategy == s]),
-            }
+            s: JumpCell(
+                scores_plain=plain_scores.get(s, {}), scores=scores.get(s, {}), samples_differing=differing.get(s, 0),
+                **summarize_pairs([p for p in clients[mode].pairs if p.strategy == s]).model_dump(),
+            )
             for s in strategies
         }
-    result = {"bench": "jump", "suite": str(suite_dir), "limit": limit, "family": engine.family, "per_mode": per}
-    (out_dir / "jump.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    result = JumpBench(suite=str(suite_dir), limit=limit, family=engine.family, per_mode=per)
+    text = json.dumps(result.dump(), indent=1, ensure_ascii=False)
+    (out_dir / "jump.json").write_text(text + "\n", encoding="utf-8")
     return result
 
 
-__all__ = ["MODES", "Pair", "ShadowClient", "first_difference", "run_jump_bench", "summarize_pairs"]
+__all__ = ["MODES", "JumpBench", "JumpCell", "Pair", "PairSummary", "ShadowClient", "first_difference", "run_jump_bench", "summarize_pairs"]

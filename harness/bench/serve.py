@@ -20,8 +20,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from harness.bench.records import BenchRecord
 
 MB = 1024 * 1024
 SAMPLE_S = 0.05
@@ -119,16 +121,54 @@ class Sampler:
         self._thread.join()
 
 
-@dataclass
-class AttackFigure:
+class AttackFigure(BenchRecord):
+    """One attack request, sent twice (the second answered from the verdict cache)."""
+
     name: str
+    """What the request is."""
     status: int
+    """The server's HTTP status (0: no answer)."""
     seconds: float
+    """Until the answer."""
     repeat_status: int
+    """The status of the same request again."""
     repeat_seconds: float
+    """Until that answer."""
     message: str
-    server_peak_mb: float
-    worker_peak_mb: float
+    """The start of the error message."""
+    server_peak_mb: int
+    """The server process's peak resident memory during the two requests."""
+    worker_peak_mb: int
+    """Its compile worker's peak."""
+
+
+class ServeBench(BenchRecord):
+    """``harness bench serve``'s figures (its JSON line)."""
+
+    engine: str
+    """The served engine (grammars are bounded the same way whatever the engine)."""
+    start_s: float
+    """Until the server listened."""
+    idle_server_mb: int
+    """The server's resident memory, idle."""
+    idle_worker_mb: int
+    """The compile worker's, idle."""
+    peak_server_mb: int
+    """The server's peak over every attack."""
+    peak_worker_mb: int
+    """The worker's peak over every attack."""
+    attacks: list[AttackFigure]
+    """Each attack."""
+    healthy_status: int
+    """A healthy request after the attacks."""
+    healthy_s: float
+    """Its time."""
+    healthy_during_compile_status: int
+    """A healthy request (its grammar seen before) while a slow new grammar compiles."""
+    healthy_during_compile_s: float
+    """Its time."""
+    shutdown_s: float
+    """SIGTERM with a compile in flight, until the process ended."""
 
 
 def _post(url: str, data: bytes, timeout: float) -> tuple[int, str, float]:
@@ -164,7 +204,7 @@ def _start(engine: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str
     raise RuntimeError("harness serve did not start")
 
 
-def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
+def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = print) -> ServeBench:
     """Run the attacks on the oracle engine's server (``env``: extra environment, e.g. HARNESS_SERVE_*
     bounds); the figures as a dict (see the module doc)."""
     import psutil
@@ -185,8 +225,11 @@ def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = 
                 with Sampler(proc.pid) as sampled:
                     status, text, seconds = _post(chat, data, 300)
                     repeat, _, repeat_s = _post(chat, data, 300)
-                figures.append(AttackFigure(name, status, round(seconds, 2), repeat, round(repeat_s, 2), _message(text),
-                                            round(sampled.server_mb), round(sampled.worker_mb)))
+                figures.append(AttackFigure(
+                    name=name, status=status, seconds=round(seconds, 2), repeat_status=repeat,
+                    repeat_seconds=round(repeat_s, 2), message=_message(text), server_peak_mb=round(sampled.server_mb),
+                    worker_peak_mb=round(sampled.worker_mb),
+                ))
                 log(f"{name}: {status} in {seconds:.2f} s (again: {repeat} in {repeat_s:.2f} s); peak server "
                     f"{sampled.server_mb:.0f} MB, worker {sampled.worker_mb:.0f} MB: {_message(text)}")
             healthy, _, healthy_s = _post(chat, json.dumps(HEALTHY).encode(), 60)
@@ -210,20 +253,20 @@ def bench_serve(env: dict[str, str] | None = None, log: Callable[[str], None] = 
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    return {
-        "engine": engine,
-        "start_s": round(start_s, 2),
-        "idle_server_mb": round(idle_server),
-        "idle_worker_mb": round(idle_worker),
-        "peak_server_mb": round(overall.server_mb),
-        "peak_worker_mb": round(overall.worker_mb),
-        "attacks": [asdict(f) for f in figures],
-        "healthy_status": healthy,
-        "healthy_s": round(healthy_s, 2),
-        "healthy_during_compile_status": during,
-        "healthy_during_compile_s": round(during_s, 2),
-        "shutdown_s": round(shutdown_s, 2),
-    }
+    return ServeBench(
+        engine=engine,
+        start_s=round(start_s, 2),
+        idle_server_mb=round(idle_server),
+        idle_worker_mb=round(idle_worker),
+        peak_server_mb=round(overall.server_mb),
+        peak_worker_mb=round(overall.worker_mb),
+        attacks=figures,
+        healthy_status=healthy,
+        healthy_s=round(healthy_s, 2),
+        healthy_during_compile_status=during,
+        healthy_during_compile_s=round(during_s, 2),
+        shutdown_s=round(shutdown_s, 2),
+    )
 
 
 __all__ = ["ATTACKS", "bench_serve", "doubling_schema", "nested_schema", "rules_grammar"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,9 @@ from harness.cli.options import (
     example,
     names_parser,
 )
+
+if TYPE_CHECKING:
+    from harness.bench.jump import ScoreFigure
 
 app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale, harness serve under attack.")
 
@@ -60,18 +63,17 @@ def sandbox(
         figures = bench_sandbox(n=n, preset=limits.value, tool=tool, tools_dir=tools)
     except ValueError as e:
         fail(str(e))
-    goals = {"p50": (figures["tool_call_us_p50"], float(GOAL["tool_call_us_p50"])),
-             "p99": (figures["tool_call_us_p99"], float(GOAL["tool_call_us_p99"]))}
+    goals = {"p50": (figures.tool_call_us_p50 or 0.0, float(GOAL["tool_call_us_p50"])),
+             "p99": (figures.tool_call_us_p99 or 0.0, float(GOAL["tool_call_us_p99"]))}
     typer.echo(
-        f"sandbox tool call ({figures['tool']}, preset {figures['preset']}, n={figures['n']}): "
-        f"p50 {figures['tool_call_us_p50']:.0f} us, p90 {figures['tool_call_us_p90']:.0f} us, "
-        f"p99 {figures['tool_call_us_p99']:.0f} us; {goals_line(goals, 'us')}"
+        f"sandbox tool call ({figures.tool}, preset {figures.preset}, n={figures.n}): "
+        f"p50 {figures.tool_call_us_p50:.0f} us, p90 {figures.tool_call_us_p90:.0f} us, "
+        f"p99 {figures.tool_call_us_p99:.0f} us; {goals_line(goals, 'us')}"
     )
-    for name, us in figures["per_tool_us_p50"].items():
-        over = "  MISSED the goal" if name in figures["tools_over_goal"] else ""
-        typer.echo(f"  {name:6s} p50 {us:7.0f} us  p99 {figures['per_tool_us_p99'][name]:7.0f} us{over}")
-    figures["goals_met"] = all(goal_verdict(*g) == "met" for g in goals.values()) and not figures["tools_over_goal"]
-    typer.echo(json.dumps(figures))
+    for name, us in figures.per_tool_us_p50.items():
+        over = "  MISSED the goal" if name in figures.tools_over_goal else ""
+        typer.echo(f"  {name:6s} p50 {us:7.0f} us  p99 {figures.per_tool_us_p99[name]:7.0f} us{over}")
+    typer.echo(json.dumps(figures.dump()))
 
 
 @app.command("serve", epilog=example("harness bench serve"))
@@ -84,7 +86,7 @@ def serve() -> None:
     from harness.bench.serve import bench_serve
 
     figures = bench_serve(log=typer.echo)
-    typer.echo(json.dumps(figures))
+    typer.echo(json.dumps(figures.dump()))
 
 
 @app.command("engine", epilog=example("harness bench engine --repeats 2 --strategy ebnf,json_schema"))
@@ -116,23 +118,16 @@ def engine(
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
     typer.echo(
-        f"constrained {figures['constrained_tok_s']} tok/s (worst strategy, jump-forward verify), "
-        f"unconstrained {figures['unconstrained_tok_s']} tok/s, ratio {figures['constrained_over_unconstrained']} "
-        f"(append {figures['constrained_over_unconstrained_append']}, without jump-forward "
-        f"{figures['constrained_over_unconstrained_plain']}), forced "
-        f"{figures['forced_fraction']}; ttft first "
-        f"{figures['ttft_ms_first']} ms, repeat {figures['ttft_ms_repeat']} ms, next-case speedup "
-        f"{figures['ttft_speedup_next_case']}x"
+        f"constrained {figures.constrained_tok_s} tok/s (worst strategy, jump-forward verify), "
+        f"unconstrained {figures.unconstrained_tok_s} tok/s, ratio {figures.constrained_over_unconstrained} "
+        f"(append {figures.constrained_over_unconstrained_append}, without jump-forward "
+        f"{figures.constrained_over_unconstrained_plain}), forced "
+        f"{figures.forced_fraction}; ttft first "
+        f"{figures.ttft_ms_first} ms, repeat {figures.ttft_ms_repeat} ms, next-case speedup "
+        f"{figures.ttft_speedup_next_case}x"
     )
-    typer.echo(_goals(figures.get("goals_met")))
-    typer.echo(json.dumps(figures))
-
-
-def _goals(goals: Any) -> str:
-    """Each goal of a bench's ``goals_met`` said as met or MISSED."""
-    if not isinstance(goals, dict):
-        return f"goals met: {goals}"
-    return "goals: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in goals.items())
+    typer.echo("goals: " + "; ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in figures.goals_met.items()))
+    typer.echo(json.dumps(figures.dump()))
 
 
 @app.command("jump", epilog=example("harness bench jump suites/shellper --limit 10 --strategy ebnf"))
@@ -157,19 +152,22 @@ def jump(
         result = run_jump_bench(Path(suite), folder, strategies=list(strategy or CONSTRAINED), limit=limit, log=typer.echo)
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
-    for mode, per in result["per_mode"].items():
+    for mode, per in result.per_mode.items():
         for name, fig in per.items():
-            scores = " ".join(
-                f"{m} {fig['scores_plain'].get(m, {}).get('value')}->{fig['scores'].get(m, {}).get('value')}"
-                for m in ("validity", "exact_match")
-            )
+            scores = " ".join(f"{m} {_value(fig.scores_plain.get(m))}->{_value(fig.scores.get(m))}"
+                              for m in ("validity", "exact_match"))
             typer.echo(
-                f"{mode:>6} {name:>14}: {scores}; samples differing {fig['samples_differing']}; requests "
-                f"{fig['requests']}, same tokens {fig['same_tokens']}, differ {fig['differ']}; speedup "
-                f"{fig['speedup_median']}x, forced {fig['forced_fraction']}"
+                f"{mode:>6} {name:>14}: {scores}; samples differing {fig.samples_differing}; requests "
+                f"{fig.requests}, same tokens {fig.same_tokens}, differ {fig.differ}; speedup "
+                f"{fig.speedup_median}x, forced {fig.forced_fraction}"
             )
     typer.echo(f"wrote {folder}/jump.json, pairs.jsonl, plain/, append/ and verify/")
-    typer.echo(json.dumps(result))
+    typer.echo(json.dumps(result.dump()))
+
+
+def _value(score: ScoreFigure | None) -> float | None:
+    """A score's value (None when the run has no such score)."""
+    return None if score is None else score.value
 
 
 @app.command("grammar", epilog=example("harness bench grammar --quick --family qwen --strategy ebnf --grammar-engine xgrammar"))
@@ -194,8 +192,8 @@ def grammar(
     bench.md and PNG plots, prints the table; a JSON summary is the last line."""
     import json
 
-    from harness.bench.grammar import GrammarBenchConfig, run_grammar_bench
-    from harness.bench.output import print_table
+    from harness.bench.grammar.output import print_table
+    from harness.bench.grammar.run import GrammarBenchConfig, run_grammar_bench
 
     cfg = GrammarBenchConfig(
         families=tuple(family or FAMILIES),
@@ -213,8 +211,9 @@ def grammar(
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
     print_table(bench)
-    typer.echo(f"wrote {bench['summary']['out']}/bench.json, bench.md and PNG plots")
-    typer.echo(json.dumps(bench["summary"]))
+    summary = bench.summary.dump() if bench.summary is not None else {}
+    typer.echo(f"wrote {summary.get('out')}/bench.json, bench.md and PNG plots")
+    typer.echo(json.dumps(summary))
 
 
 @app.command("client", epilog=example("harness bench client --replicas 1,2 --concurrency 1,16,64 --limit 100"))
@@ -251,8 +250,8 @@ def client(
         Path(suite), replicas=ints(replicas, "--replicas"), concurrency=ints(concurrency, "--concurrency"),
         family=family.value, strategy=strategy.value, limit=limit, epochs=epochs, out_dir=out_dir, log=typer.echo,
     )
-    for name, goal in figures["goals"].items():
-        verdict = "met" if goal["met"] else "MISSED"
-        typer.echo(f"{name}: {goal['measured']} (goal {goal['goal']}): {verdict}")
+    for name, goal in figures.goals.items():
+        verdict = "met" if goal.met else "MISSED"
+        typer.echo(f"{name}: {goal.measured} (goal {goal.goal}): {verdict}")
     typer.echo(f"wrote {out_dir / 'client.json'} and {out_dir / 'client.png'}")
-    typer.echo(json.dumps(figures))
+    typer.echo(json.dumps(figures.dump()))

@@ -71,7 +71,7 @@ def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tu
 
     adapter = get_adapter(family)
     try:
-        constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
+        constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
         payload = adapter.build_payload(tools, constraint)
     except ConstraintError as exc:
         fail(f"cannot build the {strategy} constraint for these tools: {exc}")
@@ -138,7 +138,7 @@ def check(
         fail(f"strategy {strategy} built no artifact for {family}")
 
     from harness.agents.types import ToolCall
-    from harness.bench.measure import GoldText, check_outputs
+    from harness.bench.grammar.measure import GoldText, check_outputs
     from harness.grammar.tokenizers import TokenizerUnavailable
 
     texts: list[GoldText] = []
@@ -172,7 +172,7 @@ def check(
         "accepted": accepted,
         "rejected": rejected,
         "total": len(items),
-        **result.figures(),
+        **result.figures().dump(),
     }
     typer.echo(json.dumps(summary))
     raise typer.Exit(code=0 if rejected == 0 else 1)

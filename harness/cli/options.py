@@ -1,18 +1,30 @@
 """Options shared by the commands, spelt one way everywhere, with their choices listed in ``--help``.
 
-The choice lists are literals so that ``harness --help`` imports no registry (they pull the kernel
-and asyncio); ``tests/test_cli_conventions.py`` checks each one equals its registry, in the same
-(canonical) order. Lists of names are comma-separated (``--strategy ebnf,json_schema``) and parsed by
-:func:`names_parser`, which names the option and the choices when a name is unknown.
+Families and strategies are ``harness.vocabulary``'s (a module that imports nothing, so ``harness
+--help`` stays light). The engine, preset and mask-policy lists are literals so that ``harness --help``
+imports no registry (they pull the kernel and asyncio); ``tests/test_cli_conventions.py`` checks each
+one equals its registry, in the same (canonical) order. Lists of names are comma-separated
+(``--strategy ebnf,json_schema``) and parsed by :func:`names_parser`, which names the option and the
+choices when a name is unknown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from harness import vocabulary
+from harness.vocabulary import Family, Strategy
+
+FAMILIES: tuple[str, ...] = vocabulary.FAMILIES
+"""``harness.vocabulary.FAMILIES``."""
+STRATEGIES: tuple[str, ...] = vocabulary.STRATEGIES
+"""``harness.vocabulary.STRATEGIES``, in the canonical order every table and plot uses."""
+CONSTRAINED: tuple[str, ...] = vocabulary.CONSTRAINED_STRATEGIES
+"""``harness.vocabulary.CONSTRAINED_STRATEGIES``."""
 
 
 class Engine(StrEnum):
@@ -31,28 +43,11 @@ class ServedEngine(StrEnum):
     local = "local"
 
 
-class Family(StrEnum):
-    """One model family (``FAMILIES``)."""
-
-    function_gemma = "function_gemma"
-    qwen = "qwen"
-
-
-class Strategy(StrEnum):
-    """One constraint strategy (``STRATEGIES``)."""
-
-    none = "none"
-    ebnf = "ebnf"
-    structural_tag = "structural_tag"
-    json_schema = "json_schema"
-
-
-class ConstrainedStrategy(StrEnum):
-    """One strategy that builds a grammar (``CONSTRAINED``)."""
-
-    ebnf = "ebnf"
-    structural_tag = "structural_tag"
-    json_schema = "json_schema"
+if TYPE_CHECKING:
+    ConstrainedStrategy = Strategy
+else:  # typer lists an enum's members as the choices: the constrained ones, derived from the vocabulary
+    ConstrainedStrategy = StrEnum("ConstrainedStrategy", [(s.name, s.value) for s in vocabulary.CONSTRAINED_STRATEGIES])
+"""One strategy that builds a grammar (``CONSTRAINED``): a choice list of its own for typer."""
 
 
 class Target(StrEnum):
@@ -76,14 +71,8 @@ class LimitsPreset(StrEnum):
     permissive = "permissive"
 
 
-FAMILIES: tuple[str, ...] = ("function_gemma", "qwen")
-"""``harness.agents.families.FAMILIES``."""
-STRATEGIES: tuple[str, ...] = ("none", "ebnf", "structural_tag", "json_schema")
-"""``harness.agents.constraint.STRATEGIES``, in the canonical order every table and plot uses."""
-CONSTRAINED: tuple[str, ...] = STRATEGIES[1:]
-"""``harness.agents.constraint.CONSTRAINED_STRATEGIES``."""
 GRAMMAR_ENGINES: tuple[str, ...] = ("xgrammar", "llguidance")
-"""``harness.bench.cells.GRAMMAR_ENGINES``: grammar engines ``bench grammar`` compares."""
+"""``harness.bench.grammar.GRAMMAR_ENGINES``: grammar engines ``bench grammar`` compares."""
 
 
 class Names(tuple[str, ...]):

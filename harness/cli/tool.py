@@ -9,6 +9,7 @@ import typer
 
 from harness.cli.errors import ExitCode, make_app
 from harness.cli.options import LimitsPreset, example
+from harness.vocabulary import ErrorKind
 
 app = make_app(help="Run sandboxed .pym tools.")
 
@@ -53,9 +54,9 @@ def run(
     try:
         arguments = load_json(args, "--args")
     except InputError as e:
-        report(str(e), True, "tool:bad_arguments")
+        report(str(e), True, ErrorKind.tool_bad_arguments)
     if not isinstance(arguments, dict):
-        report(f"--args must be a JSON object, got {type(arguments).__name__}", True, "tool:bad_arguments")
+        report(f"--args must be a JSON object, got {type(arguments).__name__}", True, ErrorKind.tool_bad_arguments)
     try:
         tool = PymTool(load_script(script), limits=limits.value)
     except SandboxError as e:

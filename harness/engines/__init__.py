@@ -7,8 +7,9 @@ engine is its module plus one line there. Names are loaded on first use, so impo
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.local import LocalEngine
@@ -24,16 +25,16 @@ if TYPE_CHECKING:
         open_engine,
     )
 
-_LAZY = {
-    "LocalEngine": "harness.engines.local",
-    "OpenAICompatibleClient": "harness.engines.openai_client",
-    "OracleEngine": "harness.engines.oracle",
-    "ServedOracle": "harness.engines.oracle",
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "LocalEngine": "local",
+    "OpenAICompatibleClient": "openai_client",
+    "OracleEngine": "oracle",
+    "ServedOracle": "oracle",
     **{
-        name: "harness.engines.registry"
+        name: "registry"
         for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineOptions", "RunEngine", "get_engine", "open_engine")
     },
-}
+})
 
 __all__ = [
     "ENGINE_NAMES",
@@ -49,9 +50,3 @@ __all__ = [
     "open_engine",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.engines' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.vocabulary import ErrorKind
 
 
 @dataclass
@@ -66,7 +67,7 @@ class ReplicaClient:
                 response = await replica.client.chat_completion(request)
             except ModelCallError as exc:
                 replica.failed += 1
-                if exc.kind != "model:connection":
+                if exc.kind != ErrorKind.model_connection:
                     raise
                 replica.down_until = time.monotonic() + self.cooldown_s
                 tried.add(index)

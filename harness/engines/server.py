@@ -106,6 +106,17 @@ def _stats(response: CompletionResponse) -> dict[str, Any]:
     return out
 
 
+def _completion(head: dict[str, Any], parsed: Parsed, response: CompletionResponse) -> dict[str, Any]:
+    """A non-streamed answer as vLLM's ``chat.completion`` body."""
+    content, calls, finish = shape_message(parsed, response)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
+    return {
+        **head, "object": "chat.completion", "model": response.model or parsed.request.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": _usage(response), "harness": _stats(response),
+    }
+
+
 def _error(message: str, status: int, kind: str) -> Response:
     from starlette.responses import JSONResponse
 
@@ -223,13 +234,7 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
         finally:
             cancel.set()  # a client that went away (the task cancelled) stops the generation
             life.cancels.discard(cancel)
-        content, calls, finish = shape_message(parsed, response)
-        message: dict[str, Any] = {"role": "assistant", "content": content, "tool_calls": calls}
-        return JSONResponse({
-            **head, "object": "chat.completion", "model": response.model or parsed.request.model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": _usage(response), "harness": _stats(response),
-        })
+        return JSONResponse(_completion(head, parsed, response))
 
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),

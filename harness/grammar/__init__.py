@@ -1,5 +1,7 @@
 """Grammar core: real tokenizers, compiling constraints with xgrammar, token bitmasks, the constrained
-decoding loop, reading a constraint out of a request.
+decoding loop (``decode``; its modes and result in ``decode_result``, its token sources in ``sources``,
+jump-forward in ``jump``), a gold text walked through a grammar (``walk``), reading a constraint out of
+a request.
 
 Importing this package is cheap: names resolve on first use (``harness.grammar.get_tokenizer``
 imports the tokenizer module then; xgrammar loads only when something compiles or matches).
@@ -7,8 +9,9 @@ imports the tokenizer module then; xgrammar loads only when something compiles o
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.grammar.compile import (
@@ -17,20 +20,12 @@ if TYPE_CHECKING:
         compile_artifact,
         get_compiler,
     )
-    from harness.grammar.decode import (
-        REJECTED_GOLD,
-        DecodeResult,
-        GoldSource,
-        MaskPolicy,
-        TokenSource,
-        WalkResult,
-        walk_text,
-    )
-    from harness.grammar.decode import (
-        decode as constrained_decode,
-    )
+    from harness.grammar.decode import REJECTED_GOLD
+    from harness.grammar.decode import decode as constrained_decode
+    from harness.grammar.decode_result import DecodeResult, MaskPolicy
     from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
+    from harness.grammar.sources import GoldSource, TokenSource
     from harness.grammar.tokenizers import (
         TOKENIZER_FAMILIES,
         FamilyTokenizer,
@@ -38,35 +33,34 @@ if TYPE_CHECKING:
         gemma_gguf_path,
         get_tokenizer,
     )
+    from harness.grammar.walk import WalkResult, walk_text
 
-_EXPORTS: dict[str, str] = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "CompiledConstraint": "compile",
     "clear_compile_cache": "compile",
     "compile_artifact": "compile",
     "get_compiler": "compile",
     "REJECTED_GOLD": "decode",
-    "DecodeResult": "decode",
-    "GoldSource": "decode",
-    "MaskPolicy": "decode",
-    "TokenSource": "decode",
-    "WalkResult": "decode",
+    "DecodeResult": "decode_result",
+    "GoldSource": "sources",
+    "MaskPolicy": "decode_result",
+    "TokenSource": "sources",
+    "WalkResult": "walk",
     "allocate_bitmask": "mask",
     "allowed_ids": "mask",
     "masked_scores": "mask",
-    "constrained_decode": "decode",
-    "walk_text": "decode",
+    # ``decode`` is also the submodule's name (the import system would shadow a package-level function
+    # with the module), so the loop is exported as ``constrained_decode``; its home is
+    # ``harness.grammar.decode.decode``.
+    "constrained_decode": "decode:decode",
+    "walk_text": "walk",
     "constraint_from_request": "request",
     "TOKENIZER_FAMILIES": "tokenizers",
     "FamilyTokenizer": "tokenizers",
     "TokenizerUnavailable": "tokenizers",
     "gemma_gguf_path": "tokenizers",
     "get_tokenizer": "tokenizers",
-}
-
-_ALIASES = {"constrained_decode": "decode"}
-"""``decode`` is also the submodule's name (the import system would shadow a package-level function
-with the module), so the loop is exported here as ``constrained_decode``; its home is
-``harness.grammar.decode.decode``."""
+})
 
 __all__ = [
     "REJECTED_GOLD",
@@ -92,15 +86,3 @@ __all__ = [
     "walk_text",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.grammar' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"harness.grammar.{module}"), _ALIASES.get(name, name))
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))

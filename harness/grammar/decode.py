@@ -46,121 +46,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.agents.constraint import REJECTED_GOLD
+from harness.grammar.decode_result import (
+    DEAD_END,
+    JUMP_MODES,
+    DecodeResult,
+    DecodeRun,
+    FinishReason,
+    JumpMode,
+    MaskPolicy,
+)
 from harness.grammar.jump import forced_prefix
 from harness.grammar.mask import allocate_bitmask, allows_only, masked_scores, pick_token, token_allowed
-from harness.grammar.sources import GoldSource, GoldTextSource
+from harness.grammar.sources import DraftingSource, GoldSource, GoldTextSource, TokenSource
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from harness.grammar.tokenizers import FamilyTokenizer
-
-MaskPolicy = Literal["always", "lazy"]
-JumpMode = Literal["off", "append", "verify"]
-JUMP_MODES: tuple[JumpMode, ...] = ("off", "append", "verify")
-FinishReason = Literal["stop", "length", "rejected"]
-DEAD_END = "grammar:dead_end"
-"""The matcher allowed no token at all (a grammar bug; never expected)."""
-
-
-class TokenSource(Protocol):
-    """Where tokens come from. ``propose`` returns the next gold id (int), next-token logits (a 1-D
-    float array, one score per id), or None when the source has nothing more (gold text ended, or a
-    model engine's own stop condition). ``feed`` receives the token the loop chose for that step."""
-
-    def propose(self) -> int | NDArray[np.floating[Any]] | None: ...
-
-    def feed(self, token_id: int) -> None: ...
-
-
-class DraftingSource(TokenSource, Protocol):
-    """A model source that can check drafted tokens (jump-forward ``verify``): ``propose_draft``
-    evaluates them in one batch and returns the logits before each and after the last (or None when
-    the source has nothing more); drafted tokens count as chosen only once fed back, in order."""
-
-    def propose_draft(self, draft: Sequence[int]) -> Sequence[NDArray[np.floating[Any]]] | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class DecodeResult:
-    """What one decode produced and what the grammar cost."""
-
-    token_ids: tuple[int, ...]
-    """The tokens emitted, the final stop token excluded."""
-    text: str
-    """``token_ids`` decoded (special tokens kept)."""
-    mask_us: tuple[float, ...]
-    """Microseconds per mask fill (every step under ``always``; only fallbacks under ``lazy``)."""
-    accept_us: tuple[float, ...]
-    """Microseconds of ``accept_token`` per step (both attempts when lazy fell back)."""
-    terminated: bool
-    """The grammar ended properly (matcher terminated by a stop token); without a grammar: the
-    source stopped or a stop id came."""
-    finish_reason: FinishReason
-    rejected_at: int | None = None
-    """Index in the token stream where the grammar refused the source's token (``len(ids)``: the
-    gold text ended where the grammar could not)."""
-    error: str | None = None
-    """``grammar:rejected_gold`` or ``grammar:dead_end``; None when fine."""
-    rejected_token: int | None = None
-    stop_id: int | None = None
-    generated: int = 0
-    """Tokens produced, the stop token included."""
-    ttft_ms: float | None = None
-    total_ms: float = 0.0
-    source_ms: float = 0.0
-    """Time spent inside the source (model forward passes)."""
-    grammar_us: float = 0.0
-    """Total time in the matcher and in picking allowed tokens."""
-    fallbacks: int = 0
-    """Lazy policy: steps where the proposal was rejected and the mask had to be applied."""
-    forced: int = 0
-    """Tokens appended by jump-forward (a forced stop id included): no source step chose them."""
-    jumps: int = 0
-    """Jump-forward appends (each one batch of forced tokens)."""
-    held_back: int = 0
-    """Tokens of forced text left to the model at a boundary (see ``harness.grammar.jump``)."""
-    forced_at: tuple[int, ...] = ()
-    """Indices into ``token_ids`` of the forced tokens."""
-    drafted: int = 0
-    """``verify``: drafted tokens evaluated (those the model did not choose were wasted)."""
-    jump_us: tuple[float, ...] = ()
-    """Microseconds of each jump-forward lookup that found text (forced string, tokenizing, the
-    boundary check's mask fills, accepts); those fills are not in ``mask_us``."""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def steps(self) -> int:
-        """Source steps: tokens the source chose (``generated`` less the forced ones)."""
-        return self.generated - self.forced
-
-
-@dataclass(slots=True)
-class _Run:
-    """What a decode has spent and emitted so far."""
-
-    ids: list[int] = field(default_factory=list)
-    mask_us: list[float] = field(default_factory=list)
-    accept_us: list[float] = field(default_factory=list)
-    grammar_ns: int = 0
-    source_ns: int = 0
-    fallbacks: int = 0
-    forced: int = 0
-    jumps: int = 0
-    held_back: int = 0
-    forced_at: list[int] = field(default_factory=list)
-    drafted: int = 0
-    jump_us: list[float] = field(default_factory=list)
-
 
 class _Decoder:
     """One decode, step by step: the matcher, the clock, and where the decode ended (see ``decode``)."""
@@ -179,7 +86,7 @@ class _Decoder:
         self.stops, self.stop_set = stops, frozenset(stops)
         self.clock = time.perf_counter_ns
         self.start = self.clock()
-        self.run = _Run()
+        self.run = DecodeRun()
         self.matcher: Any = None
         self.bitmask: NDArray[np.int32] = allocate_bitmask(tokenizer.vocab_size if compiled is not None else 0)
         if compiled is not None:
@@ -506,68 +413,17 @@ def decode(
     return d.result()
 
 
-@dataclass(frozen=True, slots=True)
-class WalkResult:
-    """A gold text walked through a compiled grammar token by token (``harness grammar check``)."""
-
-    accepted: bool
-    reason: str | None
-    """Why not, in words: where, which token, what came before."""
-    token_ids: tuple[int, ...]
-    result: DecodeResult
-
-    @property
-    def tokens(self) -> int:
-        return len(self.token_ids)
-
-    @property
-    def mask_us(self) -> tuple[float, ...]:
-        return self.result.mask_us
-
-    @property
-    def accept_us(self) -> tuple[float, ...]:
-        return self.result.accept_us
-
-
-def walk_text(compiled: Any, family: str | FamilyTokenizer, text: str) -> WalkResult:
-    """Encode ``text`` as the model would emit it (control tokens as single ids), replay it through
-    ``compiled`` with the mask filled at every step, and require the grammar to end right after it
-    (a stop token must be allowed there)."""
-    from harness.grammar.tokenizers import get_tokenizer
-
-    tok = get_tokenizer(family) if isinstance(family, str) else family
-    ids = tok.encode(text)
-    res = decode(compiled, GoldSource(ids), tok, max_tokens=len(ids) + 1, mask_policy="always")
-    reason: str | None = None
-    if res.error is not None and res.rejected_at is not None:
-        before = tok.decode(ids[max(0, res.rejected_at - 12) : res.rejected_at])
-        if res.rejected_at >= len(ids):
-            reason = f"incomplete: the grammar cannot end after the last token (text ends ...{before!r})"
-        else:
-            bad = ids[res.rejected_at]
-            reason = (
-                f"token {res.rejected_at}/{len(ids)} {tok.token_text(bad)!r} (id {bad}) not allowed "
-                f"after ...{before!r}"
-            )
-    elif not res.terminated:
-        reason = f"not terminated ({res.finish_reason})"
-    return WalkResult(
-        accepted=res.error is None and res.terminated, reason=reason, token_ids=tuple(ids), result=res
-    )
-
-
 __all__ = [
     "DEAD_END",
     "JUMP_MODES",
     "REJECTED_GOLD",
     "DecodeResult",
     "DraftingSource",
+    "FinishReason",
     "GoldSource",
     "GoldTextSource",
     "JumpMode",
     "MaskPolicy",
     "TokenSource",
-    "WalkResult",
     "decode",
-    "walk_text",
 ]

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
-from harness.agents.families._ebnf import ebnf_literal
+from harness.agents.families._syntax import ebnf_literal
 
 CONSTRAINT_FIELDS: tuple[str, ...] = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 """The constraint fields of vLLM's ``StructuredOutputsParams`` (exactly one may be set)."""

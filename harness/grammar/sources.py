@@ -1,13 +1,35 @@
-"""Gold token sources for the decoding loop (``harness.grammar.decode``): fixed ids, or a text replayed
-through jump-forward; no model needed."""
+"""Where the decoding loop (``harness.grammar.decode``) takes its tokens from: the protocols a source
+implements, and the gold sources (fixed ids, or a text replayed through jump-forward; no model needed).
+A model's source lives with its engine (``harness.engines.local``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from harness.grammar.tokenizers import FamilyTokenizer
+
+
+class TokenSource(Protocol):
+    """Where tokens come from. ``propose`` returns the next gold id (int), next-token logits (a 1-D
+    float array, one score per id), or None when the source has nothing more (gold text ended, or a
+    model engine's own stop condition). ``feed`` receives the token the loop chose for that step."""
+
+    def propose(self) -> int | NDArray[np.floating[Any]] | None: ...
+
+    def feed(self, token_id: int) -> None: ...
+
+
+class DraftingSource(TokenSource, Protocol):
+    """A model source that can check drafted tokens (jump-forward ``verify``): ``propose_draft``
+    evaluates them in one batch and returns the logits before each and after the last (or None when
+    the source has nothing more); drafted tokens count as chosen only once fed back, in order."""
+
+    def propose_draft(self, draft: Sequence[int]) -> Sequence[NDArray[np.floating[Any]]] | None: ...
 
 
 class GoldSource:
@@ -68,4 +90,4 @@ class GoldTextSource:
         return singles + self._tok.encode(rest[lead:].decode("utf-8"))
 
 
-__all__ = ["GoldSource", "GoldTextSource"]
+__all__ = ["DraftingSource", "GoldSource", "GoldTextSource", "TokenSource"]

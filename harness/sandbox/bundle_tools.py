@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from harness.agents.bundle import BundleConfig, BundleError, field_path, validation_problems
 from harness.sandbox.errors import SandboxError
-from harness.sandbox.limits import Limits
+from harness.sandbox.runtime.script_limits import Limits
 from harness.sandbox.tool import PymTool, discover_tools
 
 

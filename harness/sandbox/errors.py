@@ -7,11 +7,13 @@ carries) and ``error_kind`` the ``checker:reason`` string a ``ToolResult`` carri
 
 from __future__ import annotations
 
+from harness.vocabulary import ErrorKind
+
 
 class SandboxError(Exception):
     """Base class: a ``.pym`` script failed to load or to run."""
 
-    error_kind = "tool:script_error"
+    error_kind = ErrorKind.tool_script_error
 
     def __init__(self, message: str, *, script: str | None = None, line: int | None = None) -> None:
         super().__init__(message)
@@ -31,13 +33,13 @@ class SandboxError(Exception):
 class ParseError(SandboxError):
     """The ``.pym`` file is not valid Python, or uses syntax the sandbox does not support."""
 
-    error_kind = "tool:load_error"
+    error_kind = ErrorKind.tool_load_error
 
 
 class CheckError(SandboxError):
     """A malformed ``Input()``/``@external`` declaration, or the type checker rejected the script."""
 
-    error_kind = "tool:load_error"
+    error_kind = ErrorKind.tool_load_error
 
 
 class InputError(SandboxError):
@@ -58,7 +60,7 @@ class InputError(SandboxError):
         super().__init__(message, script=script)
         self.input_name = input_name
         self.from_model = from_model
-        self.error_kind = "tool:bad_arguments" if from_model else "tool:script_error"
+        self.error_kind = ErrorKind.tool_bad_arguments if from_model else ErrorKind.tool_script_error
 
 
 class ExternalError(SandboxError):
@@ -95,7 +97,7 @@ class LimitError(SandboxError):
     ``tree_entries``, ``tree_bytes``.
     """
 
-    error_kind = "tool:limit"
+    error_kind = ErrorKind.tool_limit
 
     def __init__(
         self, message: str, *, limit: str, script: str | None = None, line: int | None = None
@@ -107,14 +109,14 @@ class LimitError(SandboxError):
 class OutputError(SandboxError):
     """The script's value failed the output model, is not JSON, or carries malformed mutations."""
 
-    error_kind = "tool:bad_output"
+    error_kind = ErrorKind.tool_bad_output
 
 
 class UnavailableError(SandboxError):
     """The call never started: no sandbox worker was free within its ``max_wait`` (every one busy, or
     stuck in externals past their wall clock). Not a limit of the call's own: it did not run."""
 
-    error_kind = "tool:unavailable"
+    error_kind = ErrorKind.tool_unavailable
 
 
 ERROR_KINDS: tuple[type[SandboxError], ...] = (

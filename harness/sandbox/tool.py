@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall, ToolResult, ToolSchema
 from harness.sandbox.errors import LimitError, OutputError, SandboxError
-from harness.sandbox.fs import TreeLimitError
-from harness.sandbox.limits import Limits
-from harness.sandbox.script import Script, load_script
+from harness.sandbox.gorilla.tree import TreeLimitError
+from harness.sandbox.pym.script import Script, load_script
+from harness.sandbox.runtime.script_limits import Limits
 from harness.sandbox.validation import first_problem
 from harness.sandbox.values import lone_surrogate
 from harness.sandbox.workspace import Workspace
+from harness.vocabulary import ErrorKind
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -96,15 +97,15 @@ class PymTool:
         arguments = call.arguments
         if not isinstance(arguments, dict):
             return self._result(
-                call, f"{self.name}: arguments must be an object", started, "tool:bad_arguments"
+                call, f"{self.name}: arguments must be an object", started, ErrorKind.tool_bad_arguments
             )
         problem = first_problem(self._validator, arguments)
         if problem is not None:
-            return self._result(call, f"{self.name}: {problem[0]}", started, "tool:bad_arguments")
+            return self._result(call, f"{self.name}: {problem[0]}", started, ErrorKind.tool_bad_arguments)
         where = lone_surrogate(arguments)
         if where is not None:
             message = f"{self.name}: argument {where!r} is not valid text (it holds a lone surrogate)"
-            return self._result(call, message, started, "tool:bad_arguments")
+            return self._result(call, message, started, ErrorKind.tool_bad_arguments)
         workspace = context.workspace if isinstance(context.workspace, Workspace) else None
         try:
             if workspace is None:
@@ -115,7 +116,7 @@ class PymTool:
         except SandboxError as e:
             return self._result(call, f"{e.kind}: {e}", started, e.error_kind)
         except Exception as e:  # a provider or handler bug: still an error result, never an exception
-            return self._result(call, f"{type(e).__name__}: {e}", started, "tool:internal_error")
+            return self._result(call, f"{type(e).__name__}: {e}", started, ErrorKind.tool_internal_error)
         return self._result(call, output, started)
 
     async def _run(self, arguments: dict[str, Any], workspace: Workspace | None, context: ToolContext) -> Any:
@@ -127,7 +128,12 @@ class PymTool:
                 host = {k: v for k, v in workspace.data.host_inputs(self.name).items() if k in self._hidden}
             files = workspace.data.load_files(self.name, arguments)
             environ = workspace.environ
-        value = await self.script.run(
+        from harness.sandbox.runtime.execute import (
+            run_script,  # pydantic-monty: imported when a tool first runs
+        )
+
+        value = await run_script(
+            self.script,
             arguments,
             host_inputs=host,
             files=files,

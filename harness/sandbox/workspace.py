@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from harness.sandbox.fs import FileSystemState
+from harness.sandbox.gorilla.state import FileSystemState
 
 EchoMode = Literal["overwrite", "append"]
 

@@ -3,11 +3,13 @@
     python suites/_make/make_suites.py          # (re)write suites/shellper, suites/fs-episodes, suites/smoke
     python suites/_make/make_suites.py --check  # exit 1 if the committed files differ from the specs
 
-Deterministic: the same specs give byte-identical files. Every call is run through a strict Gorilla
-file-system simulator (fs_sim.py) from the conversation's start: a call that fails there is an
-authoring error unless the spec marks it with ``!`` (those points are tagged ``tool_error``).
+Deterministic: the same specs give byte-identical files. Every call is run through the bundle's own
+Gorilla file-system tools (``harness.sandbox.gorilla.GorillaSession``: the ``.pym`` tools on a
+``FileSystemState``, as a run executes them) from the conversation's start: a call that fails there is
+an authoring error unless the spec marks it with ``!`` (those points are tagged ``tool_error``).
 Calls equal by the tools' defaults (``tail(lines=10)`` and ``tail()``, ``find(path='.', name=x)``
-and ``find(name=x)``...) are added as ``expected_alternatives``. Not part of the harness package.
+and ``find(name=x)``...: ``harness.sandbox.gorilla.TOOL_DEFAULTS``) are added as
+``expected_alternatives``. Not part of the harness package.
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ SUITES = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from episode_specs import EPISODES  # noqa: E402
-from fs_sim import FsSim  # noqa: E402
 from shellper_specs import CONVERSATIONS, SMOKE_POINTS  # noqa: E402
 from trees import tree  # noqa: E402
 
-from harness.eval.fs_tools import FS_TOOL_NAMES, builtin_fs_schemas  # noqa: E402
+from harness.agents.tools import Tool  # noqa: E402
 from harness.eval.importers import parse_python_call  # noqa: E402
 from harness.eval.suite import (  # noqa: E402
     CallSpec,
@@ -38,17 +39,13 @@ from harness.eval.suite import (  # noqa: E402
     SuiteSpec,
     write_suite,
 )
+from harness.sandbox import FileSystemState, discover_tools  # noqa: E402
+from harness.sandbox.gorilla import FS_TOOL_NAMES, TOOL_DEFAULTS, GorillaSession, builtin_fs_schemas  # noqa: E402
 
 BUNDLE = "../../bundles/shellper"
+TOOLS_DIR = SUITES.parent / "bundles" / "shellper" / "tools"
 ORIGIN = "Written for this project (suites/_make); no text taken from any dataset."
 LICENCE = "Apache-2.0, as the project"
-
-# optional parameters whose default makes "given with the default" equal to "left out"
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "ls": {"a": False}, "du": {"human_readable": False}, "tail": {"lines": 10},
-    "wc": {"mode": "l"}, "find": {"path": "."},
-}
-
 
 class SpecError(Exception):
     pass
@@ -60,17 +57,25 @@ def parse(text: str) -> tuple[CallSpec, bool]:
     return parse_python_call(text.removeprefix("!")), fails
 
 
-def run_checked(sim: FsSim, call: CallSpec, fails: bool, where: str) -> None:
-    out = sim.run(call.name, dict(call.arguments))
-    if fails and "error" not in out:
-        raise SpecError(f"{where}: {call.name} was marked to fail but succeeded: {out}")
-    if not fails and "error" in out:
-        raise SpecError(f"{where}: {call.name}({call.arguments}) fails on the tree: {out['error']}")
+def session(tools: list[Tool], fs: dict[str, Any]) -> GorillaSession:
+    """The bundle's tools on a fresh state of the BFCL-shaped tree ``fs`` (left untouched)."""
+    return GorillaSession(tools, FileSystemState.from_bfcl(fs))
+
+
+def run_checked(fs: GorillaSession, call: CallSpec, fails: bool, where: str) -> None:
+    result = fs.call(call.name, call.arguments)
+    if result.is_error:  # the tool refused the call itself (bad arguments...): never meant
+        raise SpecError(f"{where}: {call.name}({call.arguments}) is refused by the tool: {fs.failed(result)}")
+    error = fs.failed(result)
+    if fails and error is None:
+        raise SpecError(f"{where}: {call.name} was marked to fail but succeeded: {result.output}")
+    if not fails and error is not None:
+        raise SpecError(f"{where}: {call.name}({call.arguments}) fails on the tree: {error}")
 
 
 def alternatives(call: CallSpec) -> list[CallSpec]:
     """Other spellings of ``call`` that the tool's defaults make equal to it."""
-    defaults = DEFAULTS.get(call.name, {})
+    defaults = TOOL_DEFAULTS.get(call.name, {})
     free = [p for p in defaults if p not in call.arguments or call.arguments[p] == defaults[p]]
     out: list[CallSpec] = []
     for present in product([False, True], repeat=len(free)):
@@ -82,7 +87,7 @@ def alternatives(call: CallSpec) -> list[CallSpec]:
     return out
 
 
-def shellper_cases() -> tuple[list[NextCallCase], int]:
+def shellper_cases(tools: list[Tool]) -> tuple[list[NextCallCase], int]:
     cases: list[NextCallCase] = []
     seen_ids: set[str] = set()
     for conv_id, tree_key, turns in CONVERSATIONS:
@@ -90,7 +95,7 @@ def shellper_cases() -> tuple[list[NextCallCase], int]:
             raise SpecError(f"duplicate conversation id {conv_id}")
         seen_ids.add(conv_id)
         fs = tree(tree_key)
-        sim = FsSim(fs)
+        sim = session(tools, fs)
         history: list[ChatMessage] = []
         k = 0
         for text, calls in turns:
@@ -106,14 +111,15 @@ def shellper_cases() -> tuple[list[NextCallCase], int]:
                 ))
                 history.append(ChatMessage(role="assistant", tool_calls=[call]))
                 k += 1
+        sim.close()
     return cases, len(CONVERSATIONS)
 
 
-def episode_cases() -> list[EpisodeCase]:
+def episode_cases(tools: list[Tool]) -> list[EpisodeCase]:
     cases: list[EpisodeCase] = []
     for ep_id, tree_key, turns in EPISODES:
         fs = tree(tree_key)
-        sim = FsSim(fs)
+        sim = session(tools, fs)
         ground: list[list[CallSpec]] = []
         for t, (_, calls) in enumerate(turns):
             ground.append([])
@@ -121,6 +127,7 @@ def episode_cases() -> list[EpisodeCase]:
                 call, fails = parse(raw)
                 run_checked(sim, call, fails, f"{ep_id} turn {t}")
                 ground[-1].append(call)
+        sim.close()
         cases.append(EpisodeCase(
             id=ep_id, initial_fs=fs,  # type: ignore[arg-type]
             turns=[[ChatMessage(role="user", content=text)] for text, _ in turns], ground_truth=ground,
@@ -150,8 +157,9 @@ def check_coverage(points: list[NextCallCase], conversations: int, episodes: lis
 
 def build(root: Path) -> dict[str, str]:
     """Write the three suites under ``root``; returns a one-line description per suite."""
-    points, conversations = shellper_cases()
-    episodes = episode_cases()
+    tools: list[Tool] = list(discover_tools(TOOLS_DIR))
+    points, conversations = shellper_cases(tools)
+    episodes = episode_cases(tools)
     check_coverage(points, conversations, episodes)
     by_id = {c.id: c for c in points}
     smoke = [by_id[i] for i in SMOKE_POINTS]

@@ -44,7 +44,7 @@ def point(replicas: int, concurrency: int, per_s: float, harness_ms: float) -> C
     ],
 )
 def test_goal_figures(points: list[ClientPoint], speedup: float, harness_ms: float) -> None:
-    goals = summarize(points)["goals"]
+    goals = summarize(points).dump()["goals"]
     assert goals["two_replicas_speedup"]["measured"] == speedup
     assert goals["two_replicas_speedup"]["met"] == (speedup >= 1.8)
     assert goals["harness_ms_per_sample_at_top_concurrency"]["measured"] == harness_ms

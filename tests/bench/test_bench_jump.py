@@ -37,7 +37,7 @@ def pair(cause: str | None, **kw) -> Pair:
 
 def test_summary_counts_causes_splits_and_speed() -> None:
     pairs = [pair(None), pair("split"), pair("split"), pair("rounding", tok_s=(40.0, 60.0))]
-    s = summarize_pairs(pairs)
+    s = summarize_pairs(pairs).dump()
     assert s["requests"] == 4 and s["same_tokens"] == 1 and s["same_text"] == 1
     assert s["differ"] == {"split": 2, "rounding": 1}
     assert s["top_splits"] == {"'<' -> '<escape>'": 2}
@@ -49,7 +49,7 @@ def test_summary_counts_causes_splits_and_speed() -> None:
 def test_a_run_on_the_smoke_suite(tmp_path: Path) -> None:
     from harness.bench.jump import MODES, run_jump_bench
 
-    result = run_jump_bench(Path("suites/smoke"), tmp_path, strategies=["json_schema"], limit=1, log=lambda _m: None)
+    result = run_jump_bench(Path("suites/smoke"), tmp_path, strategies=["json_schema"], limit=1, log=lambda _m: None).dump()
     assert set(result["per_mode"]) == set(MODES[1:])
     for mode, per in result["per_mode"].items():
         fig = per["json_schema"]

@@ -10,7 +10,7 @@ import pytest
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall
-from harness.bench.lark import NotExpressible, ebnf_to_lark
+from harness.bench.grammar.lark import NotExpressible, ebnf_to_lark
 
 pytest.importorskip("llguidance")
 
@@ -74,9 +74,9 @@ def test_what_cannot_be_converted_exactly_is_refused(ebnf: str) -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("strategy", CONSTRAINED_STRATEGIES)
 def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy: str) -> None:
+    from harness.bench.grammar.llguidance import measure_llguidance
+    from harness.bench.grammar.measure import GoldText
     from harness.bench.inputs import load_tool_schemas
-    from harness.bench.llguidance import measure_llguidance
-    from harness.bench.measure import GoldText
     from harness.grammar import compile_artifact, walk_text
 
     tools = load_tool_schemas(SHELLPER_TOOLS)
@@ -89,7 +89,7 @@ def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy
         for call in calls:
             text = adapter.render_output([call], constraint)
             assert walk_text(compiled, family, text).accepted is expected, (call, text)
-            fig = measure_llguidance(family, artifact, [GoldText(call.id, text)], repeats=1, budget_s=5.0)
+            fig = measure_llguidance(family, artifact, [GoldText(call.id, text)], repeats=1, budget_s=5.0).dump()
             assert fig["expressible"], fig["note"]
             assert (fig["gold_accepted"] == 1) is expected, (call, text, fig["rejections"])
 
@@ -102,9 +102,9 @@ def test_llguidance_accepts_and_rejects_what_xgrammar_does(family: str, strategy
 def test_a_special_token_inside_a_string_is_text_for_xgrammar_and_refused_by_llguidance(
     family: str, marker: str
 ) -> None:
+    from harness.bench.grammar.llguidance import SPECIAL_IN_TEXT, measure_llguidance
+    from harness.bench.grammar.measure import GoldText
     from harness.bench.inputs import load_tool_schemas
-    from harness.bench.llguidance import SPECIAL_IN_TEXT, measure_llguidance
-    from harness.bench.measure import GoldText
     from harness.grammar import compile_artifact, get_tokenizer, walk_text
 
     tools = load_tool_schemas(SHELLPER_TOOLS)
@@ -116,6 +116,6 @@ def test_a_special_token_inside_a_string_is_text_for_xgrammar_and_refused_by_llg
     tok = get_tokenizer(family)
     assert tok.token_id(marker) in tok.encode(text)  # the gold spells the marker as its one token
     assert walk_text(compile_artifact(artifact, family).compiled, family, text).accepted
-    fig = measure_llguidance(family, artifact, [GoldText("s", text)], repeats=1, budget_s=5.0)
+    fig = measure_llguidance(family, artifact, [GoldText("s", text)], repeats=1, budget_s=5.0).dump()
     assert fig["gold_accepted"] == 0 and fig["gold_rejected_special_in_text"] == 1
     assert fig["rejections"][0]["reason"].startswith(SPECIAL_IN_TEXT)

@@ -11,14 +11,9 @@ from familycases import TRICKY_STRINGS
 from harness.agents import ConstraintError, ToolCall, ToolSchema
 from harness.agents.families import function_gemma, qwen
 from harness.agents.families._calls import strict_schema
-from harness.agents.families._ebnf import (
-    FG_SYNTAX,
-    JSON_SYNTAX,
-    EbnfBuilder,
-    canonical_keys,
-    ebnf_literal,
-    rule_name,
-)
+from harness.agents.families._ebnf import EbnfBuilder
+from harness.agents.families._syntax import FG_SYNTAX, JSON_SYNTAX, ebnf_literal, rule_name
+from harness.agents.families._values import canonical_keys
 
 xgr = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string  # noqa: E402

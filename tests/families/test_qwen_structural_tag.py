@@ -15,7 +15,7 @@ from familycases import shellper_tools
 
 from harness.agents.families import get_adapter
 from harness.agents.families._calls import strict_schema
-from harness.agents.families._ebnf import xgrammar_json_subset
+from harness.agents.families._syntax import xgrammar_json_subset
 
 SEEDS = range(3)
 TEXTS_PER_TOOL = 8

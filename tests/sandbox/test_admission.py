@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from harness.sandbox import LimitError, Limits, UnavailableError, get_pool, load_script
+from harness.sandbox import LimitError, Limits, UnavailableError, get_pool, load_script, run_script
 
 BLOCKING = '''
 """Waits on the host."""
@@ -87,11 +87,11 @@ async def test_healthy_call_succeeds_while_slow_externals_fill_every_worker(scri
     release = threading.Event()
     overdue = Limits.default().merge(Limits(wall_clock="200ms"))
     slow = [
-        asyncio.ensure_future(scripts["blocking"].run({}, externals={"wait": _blocked_until(release)}, limits=overdue))
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=overdue))
         for _ in range(get_pool().capacity + 5)
     ]
     await asyncio.sleep(0)
-    assert await asyncio.wait_for(scripts["healthy"].run({}, limits=Limits(wall_clock="200ms")), GUARD) == 45
+    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="200ms")), GUARD) == 45
     assert not release.is_set()  # it ran while every external was still blocked
     release.set()
     outcomes = await _settled(slow)
@@ -99,18 +99,18 @@ async def test_healthy_call_succeeds_while_slow_externals_fill_every_worker(scri
     assert len(overdue_ones) >= get_pool().capacity, outcomes  # the ones that ran before the release
     assert all(o == "late" for o in outcomes if o not in overdue_ones), outcomes  # the rest ran after it
     await _pool_is_whole()
-    assert await scripts["healthy"].run({}) == 45  # and again once they have answered
+    assert await run_script(scripts["healthy"], {}) == 45  # and again once they have answered
 
 
 async def test_healthy_call_waits_for_endless_loops_without_being_charged(scripts) -> None:
     loops = [
-        asyncio.ensure_future(scripts["stubborn"].run({}, externals={"wait": lambda: "x"},
+        asyncio.ensure_future(run_script(scripts["stubborn"], {}, externals={"wait": lambda: "x"},
                                                      limits=Limits(max_duration="500ms", wall_clock="5s")))
         for _ in range(2 * get_pool().capacity)
     ]
     await asyncio.sleep(0)
     # its own wall clock is shorter than the queue ahead of it (two rounds of loops): waiting is not running
-    assert await asyncio.wait_for(scripts["healthy"].run({}, limits=Limits(wall_clock="500ms")), GUARD) == 45
+    assert await asyncio.wait_for(run_script(scripts["healthy"], {}, limits=Limits(wall_clock="500ms")), GUARD) == 45
     outcomes = await _settled(loops)
     assert all(isinstance(o, LimitError) and o.limit == "duration" for o in outcomes), outcomes
 
@@ -124,37 +124,37 @@ async def test_an_overdue_call_that_ignores_its_cancellation_is_killed(scripts) 
         return "late"
 
     stubborn = [
-        asyncio.ensure_future(scripts["stubborn"].run({}, externals={"wait": wait},
+        asyncio.ensure_future(run_script(scripts["stubborn"], {}, externals={"wait": wait},
                                                      limits=Limits(max_duration="60s", wall_clock="200ms")))
         for _ in range(get_pool().capacity)
     ]
     outcomes = await _settled(stubborn)
     assert all(isinstance(o, LimitError) and o.limit == "wall_clock" for o in outcomes), outcomes
     await _pool_is_whole()  # long before their 60 s duration limit
-    assert await scripts["healthy"].run({}) == 45
+    assert await run_script(scripts["healthy"], {}) == 45
 
 
 async def test_a_call_that_cannot_start_in_time_is_unavailable_not_a_limit(scripts) -> None:
     release = threading.Event()
     patient = Limits.default().merge(Limits(wall_clock="60s"))
     busy = [
-        asyncio.ensure_future(scripts["blocking"].run({}, externals={"wait": _blocked_until(release)}, limits=patient))
+        asyncio.ensure_future(run_script(scripts["blocking"], {}, externals={"wait": _blocked_until(release)}, limits=patient))
         for _ in range(get_pool().capacity)
     ]
     await asyncio.sleep(0.2)
     with pytest.raises(UnavailableError) as err:
-        await scripts["healthy"].run({}, limits=Limits(max_wait="300ms"))
+        await run_script(scripts["healthy"], {}, limits=Limits(max_wait="300ms"))
     assert err.value.error_kind == "tool:unavailable" and "did not start" in str(err.value)
     release.set()
     assert await _settled(busy) == ["late"] * get_pool().capacity
     await _pool_is_whole()
-    assert await scripts["healthy"].run({}, limits=Limits(max_wait="300ms")) == 45
+    assert await run_script(scripts["healthy"], {}, limits=Limits(max_wait="300ms")) == 45
 
 
 async def test_a_job_fed_outside_the_runners_leaves_the_counts_alone(scripts) -> None:
     """The bench feeds a job on the caller's thread to time the hop: no runner took it, so nothing is counted."""
-    from harness.sandbox.pool import Job
-    from harness.sandbox.vfs import TreeOS
+    from harness.sandbox.runtime.pool import Job
+    from harness.sandbox.runtime.vfs import TreeOS
 
     pool = get_pool()
     before = pool.stats()
@@ -163,4 +163,4 @@ async def test_a_job_fed_outside_the_runners_leaves_the_counts_alone(scripts) ->
     value = pool.feed(job, "healthy.pym", code, limits={}, inputs={}, external_lookup={},
                       os_handler=TreeOS({}), print_callback=lambda stream, text: None)
     assert value == 45 and pool.stats() == before and not job.future.done()
-    assert await scripts["healthy"].run({}) == 45
+    assert await run_script(scripts["healthy"], {}) == 45

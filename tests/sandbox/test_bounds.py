@@ -20,6 +20,7 @@ from harness.sandbox import (
     SandboxError,
     Workspace,
     load_script,
+    run_script,
 )
 
 SMALL = Limits.default().merge(Limits(max_print="64kb", max_mutations=20))
@@ -81,7 +82,7 @@ async def test_host_side_limits_end_the_call_and_leave_the_state_as_it_was(
     kept = sum(len(e.text) for e in events if type(e).__name__ == "ScriptPrintEvent")
     assert kept <= 64 * 1024  # the host keeps no more print output than the limit
     try:
-        await tool.script.run({}, limits=limits)
+        await run_script(tool.script, {}, limits=limits)
     except LimitError as err:  # breached in the sandbox run itself
         assert err.limit in breached
     else:  # breached when the mutations were applied
@@ -91,7 +92,7 @@ async def test_host_side_limits_end_the_call_and_leave_the_state_as_it_was(
 
 async def test_a_value_as_deep_as_the_limit_comes_back_whole(write_script) -> None:
     script = load_script(write_script('"""Nests."""\nx = 1\nfor i in range(100):\n    x = [x]\nx\n'))
-    value = await script.run({}, limits=Limits.default())
+    value = await run_script(script, {}, limits=Limits.default())
     for _ in range(100):
         value = value[0]
     assert value == 1
@@ -112,7 +113,7 @@ async def test_an_externals_own_exception_is_not_a_sandbox_limit(write_script, e
         raise exc
 
     with pytest.raises(ExternalError) as err:
-        await script.run({}, externals={"ask": ask})
+        await run_script(script, {}, externals={"ask": ask})
     assert err.value.function_name == "ask" and err.value.error_kind == "tool:script_error"
 
 
@@ -121,15 +122,15 @@ async def test_an_external_returning_more_than_the_sandbox_holds_is_refused_at_o
         write_script('"""Asks."""\nfrom harness.sandbox import external\n\n\n@external\ndef big() -> list:\n    ...\n\n\nlen(big())\n')
     )
     with pytest.raises(LimitError) as err:  # converting 20M items would hold the host past the wall clock
-        await script.run({}, externals={"big": lambda: [0] * 20_000_000}, limits=Limits.default())
+        await run_script(script, {}, externals={"big": lambda: [0] * 20_000_000}, limits=Limits.default())
     assert err.value.limit == "memory" and "big()" in str(err.value)
-    assert await script.run({}, externals={"big": lambda: [0] * 1000}) == 1000
+    assert await run_script(script, {}, externals={"big": lambda: [0] * 1000}) == 1000
 
 
 async def test_a_worker_killed_for_its_memory_is_a_limit(write_script) -> None:
     script = load_script(write_script('"""Allocates."""\nx = "a" * (2 ** 62)\n'))
     with pytest.raises(LimitError) as err:  # no sandbox memory limit: the worker itself is killed
-        await script.run({}, limits=Limits.default().merge(Limits(max_memory=None)))
+        await run_script(script, {}, limits=Limits.default().merge(Limits(max_memory=None)))
     assert err.value.limit == "memory"
 
 
@@ -144,7 +145,7 @@ async def test_a_lone_surrogate_argument_is_bad_arguments(fs_tools, state, args:
     result = await call_tool(fs_tools["cat"], args, Workspace.filesystem(state))
     assert result.error_kind == "tool:bad_arguments" and named in result.output
     with pytest.raises(InputError) as err:
-        await fs_tools["cat"].script.run(args, host_inputs={"here": {}, "cwd": "/fs/alex"})
+        await run_script(fs_tools["cat"].script, args, host_inputs={"here": {}, "cwd": "/fs/alex"})
     assert err.value.error_kind == "tool:bad_arguments" and err.value.input_name == "file_name"
 
 

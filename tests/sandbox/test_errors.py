@@ -18,6 +18,7 @@ from harness.sandbox import (
     ParseError,
     PymTool,
     load_script,
+    run_script,
 )
 
 ADD = '''
@@ -84,15 +85,15 @@ def test_check_error_from_the_type_checker_names_the_pym_line(write_script) -> N
 async def test_input_error_missing_and_wrong_type(write_script) -> None:
     script = load_script(write_script(ADD))
     with pytest.raises(InputError) as err:
-        await script.run({})
+        await run_script(script, {})
     assert err.value.input_name == "a" and "missing input 'a'" in str(err.value)
     assert "line 4" in str(err.value)
     with pytest.raises(InputError) as err:
-        await script.run({"a": "three"})
+        await run_script(script, {"a": "three"})
     assert err.value.input_name == "a" and "must be of type integer" in str(err.value)
     with pytest.raises(InputError, match="unknown input 'c'"):
-        await script.run({"a": 1, "c": 2})
-    assert await script.run({"a": 2}) == 3
+        await run_script(script, {"a": 1, "c": 2})
+    assert await run_script(script, {"a": 2}) == 3
 
 
 EXTERNAL = '''
@@ -116,10 +117,10 @@ value.upper()
 async def test_external_error_missing_extra_and_raising(write_script) -> None:
     script = load_script(write_script(EXTERNAL))
     with pytest.raises(ExternalError) as err:
-        await script.run({"key": "k"})
+        await run_script(script, {"key": "k"})
     assert err.value.function_name == "lookup" and "no implementation" in str(err.value)
     with pytest.raises(ExternalError, match="declares no such @external"):
-        await script.run({"key": "k"}, externals={"lookup": str, "other": str})
+        await run_script(script, {"key": "k"}, externals={"lookup": str, "other": str})
 
     class ServiceDown(Exception):  # unknown to the sandbox: it arrives there as Exception
         pass
@@ -132,9 +133,9 @@ async def test_external_error_missing_extra_and_raising(write_script) -> None:
 
     for impl in (boom, down):
         with pytest.raises(ExternalError) as err:
-            await script.run({"key": "k"}, externals={"lookup": impl})
+            await run_script(script, {"key": "k"}, externals={"lookup": impl})
         assert err.value.function_name == "lookup" and err.value.line == 13
-    assert await script.run({"key": "k"}, externals={"lookup": lambda key: key * 2}) == "KK"
+    assert await run_script(script, {"key": "k"}, externals={"lookup": lambda key: key * 2}) == "KK"
 
 
 async def test_host_coroutines_implement_externals(write_script) -> None:
@@ -143,7 +144,7 @@ async def test_host_coroutines_implement_externals(write_script) -> None:
     async def lookup(key: str) -> str:  # runs on the caller's event loop
         return key + "!"
 
-    assert await script.run({"key": "a"}, externals={"lookup": lookup}) == "A!"
+    assert await run_script(script, {"key": "a"}, externals={"lookup": lookup}) == "A!"
 
 
 def test_async_def_externals_are_rejected(write_script) -> None:
@@ -168,7 +169,7 @@ async def test_execution_error_names_the_pym_line(write_script) -> None:
         ''')
     )
     with pytest.raises(ExecutionError) as err:
-        await script.run({"a": 1, "b": 0})
+        await run_script(script, {"a": 1, "b": 0})
     assert err.value.line == 7 and err.value.exc_type == "ZeroDivisionError"
     assert str(err.value).startswith("script.pym line 7: ZeroDivisionError")
 
@@ -183,7 +184,7 @@ async def test_limit_error(write_script) -> None:
         ''')
     )
     with pytest.raises(LimitError) as err:
-        await script.run({}, limits=Limits(max_duration="200ms", wall_clock="5s"))
+        await run_script(script, {}, limits=Limits(max_duration="200ms", wall_clock="5s"))
     assert err.value.limit == "duration"
 
 
@@ -203,9 +204,9 @@ async def test_output_error(write_script) -> None:
         ''')
     )
     with pytest.raises(OutputError, match="does not match Total: total"):
-        await script.run({}, output_model=Total)
+        await run_script(script, {}, output_model=Total)
     with pytest.raises(OutputError, match="not JSON"):
-        await script.run({"as_set": True})
+        await run_script(script, {"as_set": True})
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness.sandbox import ExecutionError, LimitError, Limits, load_script
+from harness.sandbox import ExecutionError, LimitError, Limits, load_script, run_script
 
 TIGHT = Limits(max_memory="8mb", max_duration="300ms", max_recursion=100, max_sleep="200ms", wall_clock="1s")
 
@@ -33,7 +33,7 @@ def healthy(write_script):
     script = load_script(write_script('"""Fine."""\nsum(range(10))\n', name="healthy.pym"))
 
     async def check() -> None:
-        assert await script.run({}, limits=TIGHT) == 45
+        assert await run_script(script, {}, limits=TIGHT) == 45
 
     return check
 
@@ -52,7 +52,7 @@ def healthy(write_script):
 async def test_runaway_scripts_hit_their_limit(write_script, healthy, source: str, limit: str) -> None:
     script = load_script(write_script(source))
     with pytest.raises(LimitError) as err:
-        await script.run({}, limits=TIGHT)
+        await run_script(script, {}, limits=TIGHT)
     assert err.value.limit == limit
     await healthy()
 
@@ -70,7 +70,7 @@ async def test_slow_async_external_is_cut_by_the_wall_clock(write_script, health
         return "late"
 
     with pytest.raises(LimitError) as err:
-        await script.run({}, externals={"wait": wait}, limits=TIGHT)
+        await run_script(script, {}, externals={"wait": wait}, limits=TIGHT)
     assert err.value.limit == "wall_clock"
     await asyncio.wait_for(cancelled.wait(), 5)  # the host coroutine was cancelled, not left running
     await healthy()
@@ -84,7 +84,7 @@ async def test_slow_sync_external_is_cut_by_the_wall_clock(write_script, healthy
         return "late"
 
     with pytest.raises(LimitError) as err:
-        await script.run({}, externals={"wait": wait}, limits=Limits(wall_clock="300ms"))
+        await run_script(script, {}, externals={"wait": wait}, limits=Limits(wall_clock="300ms"))
     assert err.value.limit == "wall_clock"
     await healthy()  # another worker and thread serve the next call meanwhile
 
@@ -124,7 +124,7 @@ async def test_slow_sync_external_is_cut_by_the_wall_clock(write_script, healthy
 async def test_host_is_out_of_reach(write_script, healthy, source: str, exc_type: str) -> None:
     script = load_script(write_script(source), type_check=False)  # some do not even type-check
     with pytest.raises(ExecutionError) as err:
-        await script.run({}, files={"/fs/x.txt": "virtual"}, limits=TIGHT)
+        await run_script(script, {}, files={"/fs/x.txt": "virtual"}, limits=TIGHT)
     assert err.value.exc_type == exc_type
     await healthy()
 
@@ -140,5 +140,5 @@ async def test_host_environment_is_invisible(write_script, monkeypatch) -> None:
         ''')
     )
     assert os.environ["HARNESS_TEST_SECRET"] == "s3cr3t"
-    assert await script.run({}) == [None, None, {}]
-    assert await script.run({}, environ={"ONLY": "this"}) == [None, None, {"ONLY": "this"}]
+    assert await run_script(script, {}) == [None, None, {}]
+    assert await run_script(script, {}, environ={"ONLY": "this"}) == [None, None, {"ONLY": "this"}]

@@ -18,6 +18,7 @@ from harness.sandbox import (
     discover_tools,
     load_script,
     parse_script,
+    run_script,
 )
 
 SHELLPER_TOOLS = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
@@ -72,7 +73,8 @@ def test_schema_from_inputs(write_script) -> None:
 
 async def test_inputs_reach_the_script(write_script) -> None:
     script = load_script(write_script(TYPED, name="typed.pym"))
-    value = await script.run(
+    value = await run_script(
+        script,
         {"name": "n", "maybe": None, "other": 2, "tags": ["a"]}, host_inputs={"cwd": "/fs"}
     )
     assert value == ["n", 3, 0.5, False, ["a"], {}, "l", None, 2, "x", "/fs"]

@@ -2,9 +2,10 @@
 its output renderer and its parser side by side, because a grammar and the parser of the same
 format must agree and are tested together.
 
-The registry below is the one list of families. Adding a family is one module that defines
-``ADAPTER`` (a ``ModelAdapter``) plus one ``FamilyInfo`` line here (and, to compile its grammars, a
-tokenizer recipe in ``harness.grammar.tokenizers``). ``get_adapter(family)`` imports the module on
+The registry below is the one list of families' modules. Adding a family is its name in
+``harness.vocabulary.Family``, one module that defines ``ADAPTER`` (a ``ModelAdapter``) plus one
+``FamilyInfo`` line here (and, to compile its grammars, a tokenizer recipe in
+``harness.grammar.tokenizer_files``). ``get_adapter(family)`` imports the module on
 first use. Nothing here imports xgrammar: grammars are EBNF text and structural tags JSON text
 (xgrammar 0.2.8's format schema).
 """
@@ -14,15 +15,17 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from harness import vocabulary
 from harness.agents.adapter import ModelAdapter
-from harness.agents.families._ebnf import MAX_JSON_WS, canonical_keys
+from harness.agents.families._values import MAX_JSON_WS, canonical_keys
+from harness.vocabulary import Family
 
 
 @dataclass(frozen=True, slots=True)
 class FamilyInfo:
     """One registered model family."""
 
-    name: str
+    name: Family
     """What suites, bundles, records and ``--family`` call it."""
     module: str
     """The module that defines the family's ``ADAPTER``."""
@@ -33,19 +36,20 @@ class FamilyInfo:
 REGISTRY: dict[str, FamilyInfo] = {
     info.name: info
     for info in (
-        FamilyInfo("function_gemma", "harness.agents.families.function_gemma", model_hint="gemma"),
-        FamilyInfo("qwen", "harness.agents.families.qwen", model_hint="qwen"),
+        FamilyInfo(Family.function_gemma, "harness.agents.families.function_gemma", model_hint="gemma"),
+        FamilyInfo(Family.qwen, "harness.agents.families.qwen", model_hint="qwen"),
     )
 }
-FAMILIES: tuple[str, ...] = tuple(REGISTRY)
-"""Every registered family, in registry order."""
+"""Every family of ``harness.vocabulary.Family``, in its order (keyed by the ``Family`` members)."""
+FAMILIES: tuple[str, ...] = vocabulary.FAMILIES
+"""Every registered family, in registry order (``harness.vocabulary.FAMILIES``)."""
 
 
 def check_family(family: str) -> str:
-    """``family`` when it is registered; ValueError naming the known ones otherwise."""
+    """``family`` (as its ``Family``) when it is registered; ValueError naming the known ones otherwise."""
     if family not in REGISTRY:
         raise ValueError(f"unknown model family {family!r}: expected one of {', '.join(FAMILIES)}")
-    return family
+    return Family(family)
 
 
 def get_adapter(family: str) -> ModelAdapter:
@@ -66,6 +70,7 @@ __all__ = [
     "FAMILIES",
     "MAX_JSON_WS",
     "REGISTRY",
+    "Family",
     "FamilyInfo",
     "canonical_keys",
     "check_family",

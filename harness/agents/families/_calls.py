@@ -19,8 +19,9 @@ from typing import Any
 
 from harness.agents.adapter import ParsedResponse
 from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
-from harness.agents.families._ebnf import canonical_keys, json_text
+from harness.agents.families._values import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
+from harness.vocabulary import ErrorKind, Strategy
 
 MAX_ERROR_TEXT = 400
 """Longest excerpt of the offending output kept in a ParseFailure."""
@@ -146,23 +147,23 @@ def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool) -> str:
 def call_from_json(obj: Any, known: Mapping[str, ToolSchema], text: str) -> ToolCall | ParseFailure:
     """``{"name": ..., "arguments": {...}}`` as a call; ``arguments`` may also be a JSON string."""
     if not isinstance(obj, dict):
-        return failure("parse:bad_arguments", f"a call must be a JSON object, not {type(obj).__name__}", text)
+        return failure(ErrorKind.parse_bad_arguments, f"a call must be a JSON object, not {type(obj).__name__}", text)
     name = obj.get("name")
     if not isinstance(name, str) or not name:
-        return failure("parse:bad_arguments", "the call has no tool name", text)
+        return failure(ErrorKind.parse_bad_arguments, "the call has no tool name", text)
     if known and name not in known:
-        return failure("parse:unknown_tool", f"no tool is named {name!r}", text)
+        return failure(ErrorKind.parse_unknown_tool, f"no tool is named {name!r}", text)
     if "arguments" not in obj:
-        return failure("parse:bad_arguments", f"the call to {name!r} has no arguments field", text)
+        return failure(ErrorKind.parse_bad_arguments, f"the call to {name!r} has no arguments field", text)
     args = obj["arguments"]
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except (ValueError, RecursionError) as exc:
-            return failure("parse:bad_arguments", f"arguments of {name!r} are not JSON: {exc}", text)
+            return failure(ErrorKind.parse_bad_arguments, f"arguments of {name!r} are not JSON: {exc}", text)
     if not isinstance(args, dict):
         return failure(
-            "parse:bad_arguments", f"arguments of {name!r} must be an object, not {type(args).__name__}", text
+            ErrorKind.parse_bad_arguments, f"arguments of {name!r} must be an object, not {type(args).__name__}", text
         )
     return ToolCall.create(name, args)
 
@@ -193,10 +194,10 @@ def read_json_calls(
     except (ValueError, RecursionError) as exc:
         if native_marker in text:
             return None
-        return [], [failure("parse:bad_json", f"not valid JSON: {exc}", text)]
+        return [], [failure(ErrorKind.parse_bad_json, f"not valid JSON: {exc}", text)]
     items = doc if isinstance(doc, list) else [doc]
     if not items:
-        return [], [failure("parse:no_call", "an empty list of calls", text)]
+        return [], [failure(ErrorKind.parse_no_call, "an empty list of calls", text)]
     calls: list[ToolCall] = []
     errors: list[ParseFailure] = []
     for item in items:
@@ -216,9 +217,9 @@ def check_api_calls(
     errors: list[ParseFailure] = []
     for call in api_calls:
         if known and call.name not in known:
-            errors.append(failure("parse:unknown_tool", f"no tool is named {call.name!r}", call.name))
+            errors.append(failure(ErrorKind.parse_unknown_tool, f"no tool is named {call.name!r}", call.name))
         elif not isinstance(call.arguments, dict):
-            errors.append(failure("parse:bad_arguments", f"arguments of {call.name!r} are not an object"))
+            errors.append(failure(ErrorKind.parse_bad_arguments, f"arguments of {call.name!r} are not an object"))
         else:
             calls.append(call)
     return calls, errors
@@ -231,7 +232,7 @@ def finish(
     call_list = tuple(calls)
     error_list = list(errors)
     if not call_list and not error_list:
-        error_list.append(failure("parse:no_call", "the answer holds no tool call", whole))
+        error_list.append(failure(ErrorKind.parse_no_call, "the answer holds no tool call", whole))
     text = content if content is not None and content.strip() else None
     return ParsedResponse(content=text, tool_calls=call_list, errors=tuple(error_list))
 
@@ -295,13 +296,13 @@ def build_artifact_with(
     families); None for ``none``. With no tool and a plain answer allowed, the language is that answer
     alone (an entry may offer no function at all)."""
     parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
-    if not tools and text and constraint.strategy != "none":
+    if not tools and text and constraint.strategy.constrained:
         return _text_only(constraint.strategy)
-    if constraint.strategy == "ebnf":
+    if constraint.strategy == Strategy.ebnf:
         return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text))
-    if constraint.strategy == "structural_tag":
+    if constraint.strategy == Strategy.structural_tag:
         return ConstraintArtifact("structural_tag", structural_tag(tools, parallel=parallel, text_answer=text))
-    if constraint.strategy == "json_schema":
+    if constraint.strategy == Strategy.json_schema:
         index_tools(tools)
         return ConstraintArtifact(
             "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
@@ -309,12 +310,12 @@ def build_artifact_with(
     return None
 
 
-def _text_only(strategy: str) -> ConstraintArtifact:
+def _text_only(strategy: Strategy) -> ConstraintArtifact:
     """A plain answer and nothing else, in the strategy's artifact."""
-    if strategy == "json_schema":
+    if strategy == Strategy.json_schema:
         return ConstraintArtifact("json", json.dumps({"type": "string"}))
     grammar = f"root ::= {TEXT_ANSWER_EBNF}"
-    if strategy == "ebnf":
+    if strategy == Strategy.ebnf:
         return ConstraintArtifact("grammar", grammar)
     return ConstraintArtifact("structural_tag", json.dumps(
         {"type": "structural_tag", "format": {"type": "grammar", "grammar": grammar}}))

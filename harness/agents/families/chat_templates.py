@@ -14,7 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-TEMPLATE_FILES: dict[str, str] = {"function_gemma": "functiongemma.jinja", "qwen": "qwen3.jinja"}
+from harness.vocabulary import Family
+
+TEMPLATE_FILES: dict[str, str] = {Family.function_gemma: "functiongemma.jinja", Family.qwen: "qwen3.jinja"}
 """Template file of each family, inside the installed package's ``templates`` folder."""
 
 

@@ -8,7 +8,7 @@ Decisions (the other areas rely on them):
 
 - ``<bos>``: the prompt text starts with ``<bos>``, as the chat template's ``bos_token`` does; the
   family tokenizer adds no BOS, so encoding the prompt text yields id 2 exactly once.
-- Argument order: canonical (``_ebnf.canonical_keys``: case-insensitive sort), which is the order
+- Argument order: canonical (``_values.canonical_keys``: case-insensitive sort), which is the order
   the chat template (``dictsort``) writes calls in. Grammar, structural tag and renderer share it.
 - Strings hold any text except ``<escape>`` (a string containing it cannot be written; rendering
   such a call raises ``ConstraintError``). Control-token texts such as ``<end_function_call>`` may
@@ -49,20 +49,14 @@ from harness.agents.families._calls import (
     make_payload,
     parse_output,
 )
-from harness.agents.families._ebnf import (
-    ESCAPE,
-    FG_SYNTAX,
-    FG_SYNTAX_PORTABLE,
-    EbnfBuilder,
-    canonical_keys,
-    check_fg_name,
-    ebnf_literal,
-    fg_text,
-    rule_name,
-)
+from harness.agents.families._ebnf import EbnfBuilder
+from harness.agents.families._syntax import FG_SYNTAX, FG_SYNTAX_PORTABLE, ebnf_literal, rule_name
+from harness.agents.families._values import ESCAPE, check_fg_name, fg_text
+from harness.agents.families.function_gemma_declarations import declaration
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
+from harness.vocabulary import ErrorKind, Family, Strategy
 
-FAMILY = "function_gemma"
+FAMILY = Family.function_gemma
 BOS = "<bos>"
 CALL_START, CALL_END = "<start_function_call>", "<end_function_call>"
 RESP_START, RESP_END = "<start_function_response>", "<end_function_response>"
@@ -85,76 +79,6 @@ def format_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
             msgs[0] = Message(role=msgs[0].role, content=f"{text}\n{ACTIVATION}" if text else ACTIVATION)
         return tuple(msgs)
     return (Message(role="developer", content=ACTIVATION), *msgs)
-
-
-def _esc(text: Any) -> str:
-    return f"{ESCAPE}{text}{ESCAPE}"
-
-
-def _type_name(schema: dict[str, Any]) -> str:
-    t = schema.get("type", "")
-    if isinstance(t, list):
-        t = next((x for x in t if x != "null"), "")
-    return str(t).upper()
-
-
-def _required(names: Any) -> str:
-    return "required:[" + ",".join(_esc(r) for r in names) + "]"
-
-
-def _items(items: dict[str, Any]) -> str:
-    parts = []
-    for key in canonical_keys(items):
-        val = items[key]
-        if val is None:
-            continue
-        if key == "properties" and isinstance(val, dict):
-            parts.append("properties:{" + _properties(val) + "}")
-        elif key == "required":
-            parts.append(_required(val))
-        elif key == "type":
-            parts.append("type:" + _esc(_type_name(items)))
-        else:
-            parts.append(f"{key}:{fg_text(val, escape_keys=True, strict=False)}")
-    return ",".join(parts)
-
-
-def _properties(props: dict[str, Any]) -> str:
-    parts = []
-    for key in canonical_keys(props):
-        prop = props[key] if isinstance(props[key], dict) else {}
-        inner = []
-        if prop.get("description"):
-            inner.append("description:" + _esc(prop["description"]))
-        type_name = _type_name(prop)
-        if type_name == "STRING" and prop.get("enum"):
-            inner.append("enum:" + fg_text(list(prop["enum"]), escape_keys=True, strict=False))
-        elif type_name == "ARRAY" and isinstance(prop.get("items"), dict) and prop["items"]:
-            inner.append("items:{" + _items(prop["items"]) + "}")
-        if prop.get("nullable") or (isinstance(prop.get("type"), list) and "null" in prop["type"]):
-            inner.append("nullable:true")
-        if type_name == "OBJECT":
-            if isinstance(prop.get("properties"), dict):
-                inner.append("properties:{" + _properties(prop["properties"]) + "}")
-            if prop.get("required"):
-                inner.append(_required(prop["required"]))
-        inner.append("type:" + _esc(type_name))
-        parts.append(f"{key}:{{" + ",".join(inner) + "}")
-    return ",".join(parts)
-
-
-def declaration(tool: ToolSchema) -> str:
-    """``declaration:NAME{description:...,parameters:{...} }`` as the chat template writes it."""
-    out = f"declaration:{tool.name}{{description:{_esc(tool.description)}"
-    params = tool.parameters
-    if params:
-        out += ",parameters:{"
-        if params.get("properties"):
-            out += "properties:{" + _properties(params["properties"]) + " },"
-        if params.get("required"):
-            out += _required(params["required"]) + ","
-        out += "type:" + _esc(str(params.get("type", "object")).upper()) + "}"
-    return out + " }"
 
 
 def _call_text(call: ToolCall, *, strict: bool = True) -> str:
@@ -317,7 +241,7 @@ def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -
 
 def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> str:
     """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
-    if constraint.strategy == "json_schema":
+    if constraint.strategy == Strategy.json_schema:
         return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
     return "".join(_call_text(c) for c in calls)
 
@@ -436,10 +360,10 @@ def _one_call(text: str, start: int, known: dict[str, ToolSchema]) -> tuple[Tool
         nxt = text.find(CALL_START, start + 1)
         end = text.find(CALL_END, start)
         stop = min(nxt if nxt >= 0 else len(text), end + len(CALL_END) if end >= 0 else len(text))
-        kind = "parse:unterminated_call" if bad.at_end else "parse:bad_arguments"
+        kind = ErrorKind.parse_unterminated_call if bad.at_end else ErrorKind.parse_bad_arguments
         return failure(kind, str(bad), text[start:stop]), stop
     if known and name not in known:
-        return failure("parse:unknown_tool", f"no tool is named {name!r}", text[start:pos]), pos
+        return failure(ErrorKind.parse_unknown_tool, f"no tool is named {name!r}", text[start:pos]), pos
     return ToolCall.create(name, args), pos
 
 

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.families.chat_templates import chat_template_path, render_chat_template
+from harness.vocabulary import Family
 
 TEMPLATE_FILE = "functiongemma.jinja"
 
 
 def template_path() -> Path:
     """Where the template is installed (pass it to ``vllm serve --chat-template``)."""
-    return chat_template_path("function_gemma")
+    return chat_template_path(Family.function_gemma)
 
 
 def template_text() -> str:
@@ -88,7 +89,7 @@ def render_with_template(
 ) -> str:
     """The template's output for these OpenAI-format messages and tools (transformers' renderer)."""
     return render_chat_template(
-        "function_gemma", messages_openai, tools_openai, add_generation_prompt=add_generation_prompt,
+        Family.function_gemma, messages_openai, tools_openai, add_generation_prompt=add_generation_prompt,
         bos_token=bos_token,
     )
 

@@ -10,7 +10,7 @@ Decisions (the other areas rely on them):
   Qwen3's template renders with ``enable_thinking=False``; every payload sends
   ``chat_template_kwargs={"enable_thinking": False}`` so a vLLM server renders the same prompt. The
   grammars therefore start at the first ``<tool_call>`` (no reasoning prefix).
-- Argument order: canonical (``_ebnf.canonical_keys``), shared with FunctionGemma. The tools this
+- Argument order: canonical (``_values.canonical_keys``), shared with FunctionGemma. The tools this
   adapter declares (``format_tools`` and the ``<tools>`` block) list properties in that order, and
   the grammar, the structural tag's and json_schema's schemas and the renderer all use it.
 - JSON whitespace is bounded: at most ``MAX_JSON_WS`` characters wherever JSON allows whitespace
@@ -45,19 +45,19 @@ from harness.agents.families._calls import (
     parse_output,
     strict_schema,
 )
-from harness.agents.families._ebnf import (
+from harness.agents.families._ebnf import EbnfBuilder
+from harness.agents.families._syntax import (
     JSON_SYNTAX,
-    MAX_JSON_WS,
     XGRAMMAR_JSON_SYNTAX,
-    EbnfBuilder,
     ebnf_literal,
-    json_text,
     rule_name,
     xgrammar_json_subset,
 )
+from harness.agents.families._values import MAX_JSON_WS, json_text
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
+from harness.vocabulary import ErrorKind, Family, Strategy
 
-FAMILY = "qwen"
+FAMILY = Family.qwen
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 CALL_START, CALL_END = "<tool_call>", "</tool_call>"
 EMPTY_THINK = "<think>\n\n</think>\n\n"
@@ -241,7 +241,7 @@ def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -
 
 def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> str:
     """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
-    if constraint.strategy == "json_schema":
+    if constraint.strategy == Strategy.json_schema:
         return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
     return "\n".join(call_head(c.name) + json_text(c.arguments) + CALL_TAIL for c in calls)
 
@@ -265,21 +265,21 @@ def _one_call(text: str, start: int, known: dict[str, ToolSchema]) -> tuple[Tool
     except (ValueError, RecursionError) as exc:
         if close < 0:
             return failure(
-                "parse:unterminated_call", f"no {CALL_END} and no complete JSON: {exc}", region
+                ErrorKind.parse_unterminated_call, f"no {CALL_END} and no complete JSON: {exc}", region
             ), region_end
-        return failure("parse:bad_json", f"the call is not valid JSON: {exc}", region), region_end
+        return failure(ErrorKind.parse_bad_json, f"the call is not valid JSON: {exc}", region), region_end
     after = end
     while after < len(text) and text[after].isspace():
         after += 1
     if not text.startswith(CALL_END, after):
         if after >= len(text):
             return failure(
-                "parse:unterminated_call", f"the call is not closed by {CALL_END}", region
+                ErrorKind.parse_unterminated_call, f"the call is not closed by {CALL_END}", region
             ), region_end
         if close < 0:
-            return failure("parse:unterminated_call", f"no {CALL_END} after the call", region), region_end
+            return failure(ErrorKind.parse_unterminated_call, f"no {CALL_END} after the call", region), region_end
         return failure(
-            "parse:bad_json", f"unexpected text after the call's JSON: {text[after : after + 30]!r}", region
+            ErrorKind.parse_bad_json, f"unexpected text after the call's JSON: {text[after : after + 30]!r}", region
         ), region_end
     return call_from_json(obj, known, text[start : after + len(CALL_END)]), after + len(CALL_END)
 

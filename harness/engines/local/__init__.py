@@ -3,8 +3,9 @@ format, under xgrammar constraints. Names load on first use (no llama_cpp import
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.local.engine import (
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     )
     from harness.engines.local.runtime import BLOCK, LlamaRuntime, PrefillStats
 
-_EXPORTS = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "DEFAULT_MAX_TOKENS": "engine",
     "LOCAL_MODEL_ID": "engine",
     "NO_QWEN_WEIGHTS": "engine",
@@ -27,7 +28,7 @@ _EXPORTS = {
     "BLOCK": "runtime",
     "LlamaRuntime": "runtime",
     "PrefillStats": "runtime",
-}
+})
 
 __all__ = [
     "BLOCK",
@@ -41,9 +42,3 @@ __all__ = [
     "check_family",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.engines.local' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"harness.engines.local.{module}"), name)

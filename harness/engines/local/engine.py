@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
 from harness.agents.constraint import ConstraintError
 from harness.agents.types import TokenUsage
+from harness.vocabulary import ErrorKind, Family
 
 if TYPE_CHECKING:
     from harness.engines.local.runtime import LlamaRuntime, PrefillStats
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
 
 LOCAL_MODEL_ID = "gemma-3-270m-base-q4km (functiongemma format)"
 """The served model id: what runs (Gemma 3 270M base, Q4_K_M) and the format it is prompted in."""
-LOCAL_MODEL_ALIASES = frozenset({LOCAL_MODEL_ID, "local", "gemma-3-270m", "function_gemma"})
-FAMILY = "function_gemma"
+LOCAL_MODEL_ALIASES = frozenset({LOCAL_MODEL_ID, "local", "gemma-3-270m", Family.function_gemma.value})
+FAMILY = Family.function_gemma
 DEFAULT_JUMP = "off"
 """The plain loop: one model step per token, as vLLM decodes. Measured on the SHELLper suite's own prompts
 (``harness bench jump suites/shellper --limit 12``, 2 cores): ``verify`` keeps every output but runs at
@@ -78,7 +79,7 @@ class NoWeightsError(ModelCallError):
     """The embedded engine cannot run this family or model (``model:no_weights``)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__("model:no_weights", message)
+        super().__init__(ErrorKind.model_no_weights, message)
 
 
 def check_family(family: str) -> None:
@@ -220,7 +221,7 @@ class LocalEngine:
         artifact = _read_constraint(request.extra_body)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.default_max_tokens
         if max_tokens < 1:
-            raise ModelCallError("model:bad_request", f"max_tokens must be >= 1, got {max_tokens}")
+            raise ModelCallError(ErrorKind.model_bad_request, f"max_tokens must be >= 1, got {max_tokens}")
         with self._lock:
             runtime = self._load()
             tok = self.tokenizer
@@ -233,7 +234,7 @@ class LocalEngine:
                 try:
                     cc = compile_artifact(artifact, self.family)
                 except ConstraintError as exc:
-                    raise ModelCallError("model:bad_request", str(exc)) from exc
+                    raise ModelCallError(ErrorKind.model_bad_request, str(exc)) from exc
                 compiled, compile_ms, compile_cached = cc.compiled, cc.compile_ms, cc.cached
             ids = self.prompt_ids(request)
             from harness.engines.local.runtime import ContextOverflow
@@ -241,7 +242,7 @@ class LocalEngine:
             try:
                 prefill = runtime.prefill(ids, reserve=max_tokens)
             except ContextOverflow as exc:
-                raise ModelCallError("model:context_length", str(exc)) from exc
+                raise ModelCallError(ErrorKind.model_context_length, str(exc)) from exc
             self.requests += 1
             return self._generate(
                 request, runtime, tok, compiled, prefill, max_tokens, started, on_text, cancel,
@@ -284,7 +285,7 @@ class LocalEngine:
         )
         self.last_decode = result
         if source.cancelled:
-            raise ModelCallError("model:cancelled", "the request was cancelled")
+            raise ModelCallError(ErrorKind.model_cancelled, "the request was cancelled")
         content = text.finish()
         ended = time.perf_counter_ns()
         grammar_error: str | None = None
@@ -329,4 +330,4 @@ def _read_constraint(extra_body: Mapping[str, Any]) -> Any:
     try:
         return constraint_from_request(extra_body, extra_body.get("response_format"))
     except ConstraintError as exc:
-        raise ModelCallError("model:bad_request", str(exc)) from exc
+        raise ModelCallError(ErrorKind.model_bad_request, str(exc)) from exc

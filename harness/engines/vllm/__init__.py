@@ -6,14 +6,15 @@ Names load on first use: importing this package imports neither vLLM nor torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_version
     from harness.engines.vllm.models import ModelFolder, default_model, model_folder
 
-_EXPORTS = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "VllmError": "launch",
     "VllmServer": "launch",
     "check_environment": "launch",
@@ -21,7 +22,7 @@ _EXPORTS = {
     "ModelFolder": "models",
     "default_model": "models",
     "model_folder": "models",
-}
+})
 
 __all__ = [
     "ModelFolder",
@@ -33,9 +34,3 @@ __all__ = [
     "vllm_version",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.engines.vllm' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"harness.engines.vllm.{module}"), name)

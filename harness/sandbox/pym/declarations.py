@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.sandbox.declare import DECLARATION_MODULES
 from harness.sandbox.errors import CheckError, ParseError
-from harness.sandbox.schema import AnnotationError, annotation_schema
+from harness.sandbox.pym.declare import DECLARATION_MODULES
+from harness.sandbox.pym.schema import AnnotationError, annotation_schema
 from harness.sandbox.validation import first_error
 
 _MISSING: Any = object()

@@ -35,7 +35,7 @@ from typing import Any
 
 import pydantic_monty as pm
 
-from harness.sandbox.vfs import TreeOS
+from harness.sandbox.runtime.vfs import TreeOS
 
 
 class Abandoned(Exception):

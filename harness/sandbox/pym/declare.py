@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DECLARATION_MODULES = frozenset({"harness.sandbox", "harness.sandbox.declare", "grail"})
-"""Modules a ``.pym`` file may import ``Input``/``external`` from (``grail`` for scripts written for it)."""
+DECLARATION_MODULES = frozenset({"harness.sandbox", "harness.sandbox.pym.declare", "harness.sandbox.declare", "grail"})
+"""Modules a ``.pym`` file may import ``Input``/``external`` from (``harness.sandbox.declare``: this
+module's name before it moved; ``grail`` for scripts written for it)."""
 
 
 def Input(name: str, *, default: Any = None, description: str | None = None, hidden: bool = False) -> Any:

@@ -1,56 +1,35 @@
 """The Gorilla file system's state on the host: a tree, a current directory, mutations, BFCL's format.
 
-The tree is nested dicts: a directory is ``{name: node}`` (insertion order = listing order, as in
-BFCL's ``Directory.contents``), a file is its content string. The scripts in
-``bundles/shellper/tools`` get it as inputs (``here``, ``root``; paths under ``/fs/<root name>/...``) and return
-mutations; ``apply`` performs them, all or none. Equality compares the trees only (names and contents,
-order-free), like BFCL's ``GorillaFileSystem.__eq__``; the current directory is not part of it.
-
-A tree is bounded (``TreeLimits``: depth, entries, characters), when a state is built and before each
-mutation is applied, so that no script can grow the host's memory without bound (a copy into a
-sibling doubles a tree: 74 such copies took a host to +256 MB before these bounds) and every walk of
-the tree stays shallow. Walks here are iterative.
+The tree (``harness.sandbox.gorilla.tree``) is nested dicts. The scripts in ``bundles/shellper/tools``
+get it as inputs (``here``, ``root``; paths under ``/fs/<root name>/...``) and return mutations;
+``apply`` performs them, all or none, each within the tree's bounds. Equality compares the trees only
+(names and contents, order-free), like BFCL's ``GorillaFileSystem.__eq__``; the current directory is
+not part of it.
 """
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.sandbox.values import valid_text
-
-Tree = dict[str, Any]
-MOUNT = "/fs"
-"""Where the tree appears in the sandbox: the root directory ``alex`` is ``/fs/alex``."""
-
-
-class MutationError(ValueError):
-    """A mutation a script returned cannot be applied (its message says which and why)."""
-
-
-class TreeLimitError(MutationError):
-    """A tree would break one of its ``TreeLimits``: ``limit`` is ``tree_depth``, ``tree_entries`` or
-    ``tree_bytes`` (a tool call that causes it is ``tool:limit``)."""
-
-    def __init__(self, message: str, *, limit: str) -> None:
-        super().__init__(message)
-        self.limit = limit
-
-
-@dataclass(frozen=True, slots=True)
-class TreeLimits:
-    """Bounds on a file-system tree, checked when a state is built and before each mutation applies."""
-
-    max_depth: int = 64
-    """Names below the root on the longest path (``docs/a.txt`` is 2 deep)."""
-    max_entries: int = 10_000
-    """Files and folders in the whole tree."""
-    max_bytes: int = 4 * 1024**2
-    """Characters of all the files' contents together. Each tool call hands the tree to the sandbox,
-    whose memory limit must hold it (8 MB under the strict preset)."""
+from harness.sandbox.gorilla.tree import (
+    MOUNT,
+    MutationError,
+    Tree,
+    TreeLimitError,
+    TreeLimits,
+    check_bound,
+    copy_tree,
+    count_entries,
+    measure_tree,
+    read_directory,
+    scan_tree,
+    tree_diff,
+    tree_from_bfcl,
+    tree_height,
+    tree_to_bfcl,
+)
 
 
 class FileSystemState:
@@ -75,7 +54,7 @@ class FileSystemState:
         self.cwd: tuple[str, ...] = tuple(cwd)
         self.limits = limits or TreeLimits()
         self._totals: tuple[int, int] | None = None
-        _scan(self.tree, root_name, self.limits)
+        scan_tree(self.tree, root_name, self.limits)
         if not isinstance(self._node(self.cwd), dict):
             raise ValueError(f"current directory {'/'.join(self.cwd)!r} is not a directory of the tree")
 
@@ -92,11 +71,11 @@ class FileSystemState:
         name, node = next(iter(root.items()))
         if not isinstance(node, Mapping) or node.get("type") != "directory":
             raise ValueError(f"the root {name!r} must be a directory")
-        return cls(name, _tree_from_bfcl(node.get("contents") or {}, name))
+        return cls(name, tree_from_bfcl(node.get("contents") or {}, name))
 
     def to_bfcl(self) -> dict[str, Any]:
         """The state as BFCL's ``{"root": {NAME: {"type": "directory", "contents": ...}}}``."""
-        return {"root": {self.root_name: {"type": "directory", "contents": _tree_to_bfcl(self.tree)}}}
+        return {"root": {self.root_name: {"type": "directory", "contents": tree_to_bfcl(self.tree)}}}
 
     @classmethod
     def from_directory(
@@ -112,48 +91,9 @@ class FileSystemState:
         folder is skipped, as are sockets, pipes and devices; ``on_skip(path, why)`` hears of each).
         Raises ValueError naming the path for a directory that cannot be read or breaks ``limits``.
         """
-        base = Path(path)
         limits = limits or TreeLimits()
-        try:
-            if not stat.S_ISDIR(base.lstat().st_mode):
-                raise ValueError(f"not a directory (links are not followed): {base}")
-        except OSError as e:
-            raise ValueError(f"cannot read {base}: {e.strerror or e}") from e
-        root: Tree = {}
-        entries = chars = 0
-        stack: list[tuple[Path, Tree, int]] = [(base, root, 0)]
-        while stack:
-            folder, out, depth = stack.pop()
-            try:
-                children = sorted(folder.iterdir())
-            except OSError as e:
-                raise ValueError(f"cannot read {folder}: {e.strerror or e}") from e
-            for entry in children:
-                try:
-                    mode = entry.lstat().st_mode
-                except OSError as e:
-                    raise ValueError(f"cannot read {entry}: {e.strerror or e}") from e
-                if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                    if on_skip is not None:
-                        on_skip(entry, "a symbolic link" if stat.S_ISLNK(mode) else "not a file or folder")
-                    continue
-                entries += 1
-                _bound(entries, limits.max_entries, "tree_entries", f"{base}: more than {limits.max_entries} entries")
-                _bound(depth + 1, limits.max_depth, "tree_depth", f"{entry}: deeper than {limits.max_depth} levels")
-                if stat.S_ISDIR(mode):
-                    child: Tree = {}
-                    out[entry.name] = child
-                    stack.append((entry, child, depth + 1))
-                    continue
-                try:
-                    with entry.open("rb") as handle:  # read no more than the bound allows
-                        data = handle.read(limits.max_bytes - chars + 1)
-                except OSError as e:
-                    raise ValueError(f"cannot read {entry}: {e.strerror or e}") from e
-                out[entry.name] = text = data.decode("utf-8", errors="replace")
-                chars += len(text)
-                _bound(chars, limits.max_bytes, "tree_bytes", f"{base}: more than {limits.max_bytes} characters of files")
-        return cls(base.resolve().name or "root", root, limits=limits)
+        name, root = read_directory(Path(path), limits, on_skip)
+        return cls(name, root, limits=limits)
 
     # ------------------------------------------------------------ paths
     @property
@@ -245,15 +185,15 @@ class FileSystemState:
     def _grow(self, entries: int, chars: int, where: str) -> None:
         """Count ``entries`` and ``chars`` more into the tree, or raise TreeLimitError (nothing changed)."""
         if self._totals is None:
-            self._totals = _measure(self.tree)
+            self._totals = measure_tree(self.tree)
         total_entries, total_chars = self._totals[0] + entries, self._totals[1] + chars
         limits = self.limits
-        _bound(total_entries, limits.max_entries, "tree_entries", f"{where}: the tree would hold more than {limits.max_entries} entries")
-        _bound(total_chars, limits.max_bytes, "tree_bytes", f"{where}: the tree would hold more than {limits.max_bytes} characters")
+        check_bound(total_entries, limits.max_entries, "tree_entries", f"{where}: the tree would hold more than {limits.max_entries} entries")
+        check_bound(total_chars, limits.max_bytes, "tree_bytes", f"{where}: the tree would hold more than {limits.max_bytes} characters")
         self._totals = (total_entries, total_chars)
 
     def _deep(self, names: tuple[str, ...], height: int, where: str) -> None:
-        _bound(len(names) + height, self.limits.max_depth, "tree_depth", f"{where}: the tree would be more than {self.limits.max_depth} levels deep")
+        check_bound(len(names) + height, self.limits.max_depth, "tree_depth", f"{where}: the tree would be more than {self.limits.max_depth} levels deep")
 
     def _arg(self, m: Mapping[str, Any], key: str) -> Any:
         if key not in m:
@@ -295,7 +235,7 @@ class FileSystemState:
         undo.append(_restorer(parent))
         node = parent.pop(names[-1])
         if self._totals is not None:
-            gone = _measure(node) if isinstance(node, dict) else (0, len(node))
+            gone = measure_tree(node) if isinstance(node, dict) else (0, len(node))
             self._totals = (self._totals[0] - gone[0] - 1, self._totals[1] - gone[1])
         if self.cwd[: len(names)] == names:  # the current directory went with it
             self.cwd = names[:-1]
@@ -314,9 +254,9 @@ class FileSystemState:
             raise MutationError(f"{op}: {'/'.join(dst)!r} already exists")
         node = src_parent[src[-1]]
         if len(dst) > len(src) or keep_source:
-            self._deep(dst, _height(node), op)
+            self._deep(dst, tree_height(node), op)
         if keep_source:
-            size = _measure(node) if isinstance(node, dict) else (0, len(node))
+            size = measure_tree(node) if isinstance(node, dict) else (0, len(node))
             self._grow(size[0] + 1, size[1], op)
             dst_parent[dst[-1]] = copy_tree(node) if isinstance(node, dict) else node
             undo.append(lambda: dst_parent.pop(dst[-1]))
@@ -347,14 +287,14 @@ class FileSystemState:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"FileSystemState(root={self.root_name!r}, cwd={self.pwd!r}, entries={_count(self.tree)})"
+        return f"FileSystemState(root={self.root_name!r}, cwd={self.pwd!r}, entries={count_entries(self.tree)})"
 
     def diff(self, other: FileSystemState) -> list[str]:
         """Readable differences between two trees (``+ path``, ``- path``, ``~ path``), for reports."""
         out: list[str] = []
         if self.root_name != other.root_name:
             out.append(f"~ root {self.root_name!r} != {other.root_name!r}")
-        _diff(self.tree, other.tree, "", out)
+        tree_diff(self.tree, other.tree, "", out)
         return out
 
 
@@ -370,11 +310,6 @@ _OPS: dict[str, _Op] = {
 }
 
 
-def _bound(value: int, limit: int, name: str, message: str) -> None:
-    if value > limit:
-        raise TreeLimitError(message, limit=name)
-
-
 def _restorer(folder: Tree) -> Callable[[], None]:
     """Puts ``folder``'s entries back as they are now, in this order (listing order is insertion order)."""
     items = list(folder.items())
@@ -386,114 +321,4 @@ def _restorer(folder: Tree) -> Callable[[], None]:
     return restore
 
 
-def _scan(tree: Tree, where: str, limits: TreeLimits) -> None:
-    """Every name must be addressable as one path part: not empty, not ``.`` or ``..``, no ``/`` (the
-    tools' virtual paths could not reach such an entry, and a path walk would leave the tree); names and
-    contents must be valid text; the tree must keep within ``limits``."""
-    entries = chars = 0
-    stack: list[tuple[Tree, str, int]] = [(tree, where, 1)]
-    while stack:
-        folder, path, depth = stack.pop()
-        for name, node in folder.items():
-            if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or not valid_text(name):
-                raise ValueError(f"{path}: invalid file or directory name {name!r} (not '', '.', '..', no '/')")
-            entries += 1
-            _bound(entries, limits.max_entries, "tree_entries", f"{where}: more than {limits.max_entries} entries")
-            _bound(depth, limits.max_depth, "tree_depth", f"{path}/{name}: deeper than {limits.max_depth} levels")
-            if isinstance(node, dict):
-                stack.append((node, f"{path}/{name}", depth + 1))
-            elif not isinstance(node, str):
-                raise ValueError(f"{path}/{name}: a file's content must be a string, got {type(node).__name__}")
-            elif not valid_text(node):
-                raise ValueError(f"{path}/{name}: the content is not valid text (a lone surrogate)")
-            else:
-                chars += len(node)
-    _bound(chars, limits.max_bytes, "tree_bytes", f"{where}: more than {limits.max_bytes} characters of files")
-
-
-def _measure(tree: Tree) -> tuple[int, int]:
-    """(entries, characters of contents) below ``tree``."""
-    entries = chars = 0
-    stack = [tree]
-    while stack:
-        for node in stack.pop().values():
-            entries += 1
-            if isinstance(node, dict):
-                stack.append(node)
-            else:
-                chars += len(node)
-    return entries, chars
-
-
-def _height(node: Any) -> int:
-    """How many levels a node adds below its own name: 0 for a file or an empty folder."""
-    height = 0
-    stack = [(node, 0)]
-    while stack:
-        folder, depth = stack.pop()
-        if isinstance(folder, dict):
-            for child in folder.values():
-                height = max(height, depth + 1)
-                stack.append((child, depth + 1))
-    return height
-
-
-def copy_tree(tree: Tree) -> Tree:
-    """A deep copy of a tree (iterative; strings are shared, they are immutable)."""
-    root: Tree = {}
-    stack = [(tree, root)]
-    while stack:
-        source, target = stack.pop()
-        for name, node in source.items():
-            if isinstance(node, dict):
-                child: Tree = {}
-                target[name] = child
-                stack.append((node, child))
-            else:
-                target[name] = node
-    return root
-
-
-
-def _tree_from_bfcl(contents: Mapping[str, Any], where: str) -> Tree:
-    out: Tree = {}
-    for name, node in contents.items():
-        kind = node.get("type") if isinstance(node, Mapping) else None
-        if kind == "directory":
-            out[name] = _tree_from_bfcl(node.get("contents") or {}, f"{where}/{name}")
-        elif kind == "file":
-            content = node.get("content", "")
-            if not isinstance(content, str):
-                raise ValueError(f"{where}/{name}: file content must be a string")
-            out[name] = content
-        else:
-            raise ValueError(f"{where}/{name}: expected type 'directory' or 'file', got {kind!r}")
-    return out
-
-
-def _tree_to_bfcl(tree: Tree) -> dict[str, Any]:
-    return {
-        name: {"type": "directory", "contents": _tree_to_bfcl(node)}
-        if isinstance(node, dict)
-        else {"type": "file", "content": node}
-        for name, node in tree.items()
-    }
-
-
-def _count(tree: Tree) -> int:
-    return sum(1 + (_count(n) if isinstance(n, dict) else 0) for n in tree.values())
-
-
-def _diff(a: Tree, b: Tree, prefix: str, out: list[str]) -> None:
-    for name in a.keys() | b.keys():
-        path = f"{prefix}/{name}"
-        x, y = a.get(name), b.get(name)
-        if y is None:
-            out.append(f"- {path}")
-        elif x is None:
-            out.append(f"+ {path}")
-        elif isinstance(x, dict) and isinstance(y, dict):
-            _diff(x, y, path, out)
-        elif x != y:
-            out.append(f"~ {path}")
-    out.sort()
+__all__ = ["MOUNT", "FileSystemState", "MutationError", "TreeLimitError", "TreeLimits", "copy_tree"]

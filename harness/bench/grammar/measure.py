@@ -34,8 +34,18 @@ from typing import Any
 import numpy as np
 
 from harness.agents.constraint import ConstraintArtifact
+from harness.bench.grammar.figures import (
+    ApplyFigures,
+    CompileFigures,
+    EngineFigures,
+    JumpFigures,
+    Rejection,
+    SlowMask,
+    WalkFigures,
+)
+from harness.bench.records import BenchRecord, SparseRecord, spread_fields
 from harness.stats import median as exact_median
-from harness.stats import rounded_percentile, spread
+from harness.stats import rounded_percentile
 
 SLOWEST_KEPT = 5
 REJECTIONS_KEPT = 10
@@ -56,7 +66,7 @@ def median(values: Sequence[float]) -> float | None:
     return rounded_percentile(values, 50.0, 4)
 
 
-def compile_times(artifact: ConstraintArtifact, family: str, repeats: int) -> dict[str, Any]:
+def compile_times(artifact: ConstraintArtifact, family: str, repeats: int) -> CompileFigures:
     """Cold (cache cleared before each) and cached compile times through ``compile_artifact``."""
     from harness.grammar import clear_compile_cache, compile_artifact
 
@@ -70,24 +80,28 @@ def compile_times(artifact: ConstraintArtifact, family: str, repeats: int) -> di
         c = compile_artifact(artifact, family)
         cached.append(c.compile_ms)
         hits += c.cached
-    return {
-        "compile_ms_cold": median(cold),
-        "compile_ms_cold_min": round(min(cold), 4),
-        "compile_ms_cold_max": round(max(cold), 4),
-        "compile_ms_cached": median(cached),
-        "compile_cache_hits": hits,
-        "compile_repeats": repeats,
-    }
+    return CompileFigures(
+        compile_ms_cold=median(cold),
+        compile_ms_cold_min=round(min(cold), 4),
+        compile_ms_cold_max=round(max(cold), 4),
+        compile_ms_cached=median(cached),
+        compile_cache_hits=hits,
+        compile_repeats=repeats,
+    )
 
 
-def _mask_context(tok: Any, ids: Sequence[int], step: int) -> dict[str, Any]:
-    nxt = tok.token_text(ids[step]) if step < len(ids) else "<end>"
-    return {"step": step, "before": tok.decode(list(ids[max(0, step - 8) : step]))[-40:], "next": nxt}
+def _slow_mask(compiled: Any, tok: Any, us: float, output_id: str, step: int, ids: Sequence[int]) -> SlowMask:
+    """A slow fill, timed again, with the tokens around it."""
+    return SlowMask(
+        us=round(us, 1), retimed_us=retime_mask(compiled, tok.vocab_size, ids, step), output_id=output_id, step=step,
+        before=tok.decode(list(ids[max(0, step - 8) : step]))[-40:],
+        next=tok.token_text(ids[step]) if step < len(ids) else "<end>",
+    )
 
 
 def walk_outputs(
     compiled: Any, family: str, outputs: Sequence[GoldText], budget_s: float
-) -> dict[str, Any]:
+) -> WalkFigures:
     """Walk every output through ``compiled`` (``walk_text``) until the budget is spent, then check
     the rest with ``accept_token`` only. Returns the figures and the slowest mask steps."""
     from harness.grammar import GoldSource, constrained_decode, get_tokenizer, walk_text
@@ -98,7 +112,7 @@ def walk_outputs(
     accepts: list[float] = []
     walk_ms: list[float] = []
     slow: list[tuple[float, str, int, tuple[int, ...]]] = []
-    rejections: list[dict[str, Any]] = []
+    rejections: list[Rejection] = []
     accepted = timed = tokens = 0
     deadline = time.perf_counter() + budget_s
     for out in outputs:
@@ -121,31 +135,27 @@ def walk_outputs(
             reason = None if ok else f"{res.error or res.finish_reason} at token {res.rejected_at}/{len(ids)}"
         accepted += ok
         if not ok and len(rejections) < REJECTIONS_KEPT:
-            rejections.append({"output_id": out.output_id, "reason": reason, "text": out.text[:300]})
+            rejections.append(Rejection(output_id=out.output_id, reason=reason, text=out.text[:300]))
     slow.sort(key=lambda s: -s[0])
-    slowest = [
-        {"us": round(us, 1), "retimed_us": retime_mask(compiled, tok.vocab_size, ids, step), "output_id": oid,
-         **_mask_context(tok, ids, step)}
-        for us, oid, step, ids in slow[:SLOWEST_KEPT]
-    ]
-    return {
-        "outputs": len(outputs),
-        "outputs_timed": timed,
-        "tokens_timed": tokens,
-        **spread(masks, "mask_us"),
-        "first_mask_us_p50": median(firsts),
-        **spread(accepts, "accept_us"),
-        "walk_ms_p50": median(walk_ms),
-        "walk_ms_total": round(sum(walk_ms), 3),
-        "gold_accepted": accepted,
-        "gold_total": len(outputs),
-        "mask_us_max_retimed": max((x["retimed_us"] for x in slowest), default=None),
-        "rejections": rejections,
-        "slowest_masks": slowest,
-    }
+    slowest = [_slow_mask(compiled, tok, us, oid, step, ids) for us, oid, step, ids in slow[:SLOWEST_KEPT]]
+    return WalkFigures(
+        outputs=len(outputs),
+        outputs_timed=timed,
+        tokens_timed=tokens,
+        **spread_fields(masks, "mask_us"),
+        first_mask_us_p50=median(firsts),
+        **spread_fields(accepts, "accept_us"),
+        walk_ms_p50=median(walk_ms),
+        walk_ms_total=round(sum(walk_ms), 3),
+        gold_accepted=accepted,
+        gold_total=len(outputs),
+        mask_us_max_retimed=max((x.retimed_us for x in slowest), default=None),
+        rejections=rejections,
+        slowest_masks=slowest,
+    )
 
 
-def jump_walks(compiled: Any, family: str, outputs: Sequence[GoldText]) -> dict[str, Any]:
+def jump_walks(compiled: Any, family: str, outputs: Sequence[GoldText]) -> JumpFigures:
     """Jump-forward on the gold outputs, no model (``GoldTextSource``): how much of each output the
     grammar forces, and whether the forced tokens are the tokenizer's own.
 
@@ -176,15 +186,15 @@ def jump_walks(compiled: Any, family: str, outputs: Sequence[GoldText]) -> dict[
         retokenized += list(res.token_ids) != canonical
         held += res.held_back
         lookups.extend(res.jump_us)
-    return {
-        "forced_fraction": round(forced / emitted, 4) if emitted else None,
-        "steps_over_plain": round((emitted - forced) / plain, 4) if plain else None,
-        "jump_outputs": len(outputs) - len(failed),
-        "retokenized": retokenized,
-        "held_back": held,
-        "jump_failed": failed[:REJECTIONS_KEPT],
-        **spread(lookups, "jump_us"),
-    }
+    return JumpFigures(
+        forced_fraction=round(forced / emitted, 4) if emitted else None,
+        steps_over_plain=round((emitted - forced) / plain, 4) if plain else None,
+        jump_outputs=len(outputs) - len(failed),
+        retokenized=retokenized,
+        held_back=held,
+        jump_failed=failed[:REJECTIONS_KEPT],
+        **spread_fields(lookups, "jump_us"),
+    )
 
 
 def retime_mask(compiled: Any, vocab_size: int, ids: Sequence[int], step: int, repeats: int = 3) -> float:
@@ -227,7 +237,7 @@ def sample_masks(compiled: Any, family: str, text: str, limit: int = APPLY_POSIT
     return masks
 
 
-def apply_times(family: str, masks: Sequence[Any]) -> dict[str, Any]:
+def apply_times(family: str, masks: Sequence[Any]) -> ApplyFigures:
     """Time applying each mask to full-vocabulary float32 logits: xgrammar's CPU kernel on a torch
     tensor, and the decode loop's numpy path (``masked_scores``)."""
     import torch
@@ -260,15 +270,15 @@ def apply_times(family: str, masks: Sequence[Any]) -> dict[str, Any]:
         numpy_us.append(exact_median(runs_n))
         bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little", count=vocab)
         allowed.append(float(bits.sum()))
-    return {
-        "vocab_size": vocab,
-        "apply_positions": len(masks),
-        "apply_us_p50": median(torch_us),
-        "apply_us_max": round(max(torch_us), 3) if torch_us else None,
-        "apply_np_us_p50": median(numpy_us),
-        "apply_np_us_max": round(max(numpy_us), 3) if numpy_us else None,
-        "allowed_tokens_p50": median(allowed),
-    }
+    return ApplyFigures(
+        vocab_size=vocab,
+        apply_positions=len(masks),
+        apply_us_p50=median(torch_us),
+        apply_us_max=round(max(torch_us), 3) if torch_us else None,
+        apply_np_us_p50=median(numpy_us),
+        apply_np_us_max=round(max(numpy_us), 3) if numpy_us else None,
+        allowed_tokens_p50=median(allowed),
+    )
 
 
 CACHED_REPEATS = 9
@@ -286,6 +296,29 @@ class OutputCheck:
     tokens: int
 
 
+class CheckFigures(BenchRecord):
+    """The figures of ``harness grammar check``'s JSON line."""
+
+    compile_ms_cold: float
+    """The first compile in this process."""
+    compile_ms_cached: float
+    """Median of ``CACHED_REPEATS`` compiles of the same artifact (cache hits)."""
+    compile_cold_was_cached: bool
+    """The first compile hit a cache after all."""
+    mask_us_p50: float | None
+    """Every mask fill of every walk: median."""
+    mask_us_p99: float | None
+    """99th percentile of the mask fills."""
+    mask_us_max: float | None
+    """Slowest mask fill."""
+    accept_us_p50: float | None
+    """Median ``accept_token``."""
+    masks: int
+    """Mask fills timed."""
+    tokens: int
+    """Tokens walked."""
+
+
 @dataclass(frozen=True, slots=True)
 class GrammarCheck:
     """Every output of a ``harness grammar check`` walked through one compiled artifact."""
@@ -300,19 +333,19 @@ class GrammarCheck:
     """Every mask fill of every walk (filled at every token)."""
     accept_us: tuple[float, ...]
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> CheckFigures:
         """Compile times, mask and accept percentiles (``harness.stats``), counts."""
-        return {
-            "compile_ms_cold": round(self.compile_ms_cold, 3),
-            "compile_ms_cached": round(self.compile_ms_cached, 4),
-            "compile_cold_was_cached": self.compile_cold_was_cached,
-            "mask_us_p50": rounded_percentile(self.mask_us, 50),
-            "mask_us_p99": rounded_percentile(self.mask_us, 99),
-            "mask_us_max": rounded_percentile(self.mask_us, 100),
-            "accept_us_p50": rounded_percentile(self.accept_us, 50),
-            "masks": len(self.mask_us),
-            "tokens": sum(o.tokens for o in self.outputs),
-        }
+        return CheckFigures(
+            compile_ms_cold=round(self.compile_ms_cold, 3),
+            compile_ms_cached=round(self.compile_ms_cached, 4),
+            compile_cold_was_cached=self.compile_cold_was_cached,
+            mask_us_p50=rounded_percentile(self.mask_us, 50),
+            mask_us_p99=rounded_percentile(self.mask_us, 99),
+            mask_us_max=rounded_percentile(self.mask_us, 100),
+            accept_us_p50=rounded_percentile(self.accept_us, 50),
+            masks=len(self.mask_us),
+            tokens=sum(o.tokens for o in self.outputs),
+        )
 
 
 def check_outputs(artifact: ConstraintArtifact, family: str, outputs: Sequence[GoldText]) -> GrammarCheck:
@@ -342,16 +375,15 @@ def measure_xgrammar(
     repeats: int,
     budget_s: float,
     with_apply: bool = True,
-) -> dict[str, Any]:
+) -> EngineFigures:
     """All xgrammar figures of one grammar over its gold outputs."""
     from harness.grammar import compile_artifact
 
-    figures: dict[str, Any] = {"engine": "xgrammar", "expressible": True, "note": None}
-    figures.update(compile_times(artifact, family, repeats))
+    groups: list[SparseRecord] = [compile_times(artifact, family, repeats)]
     compiled = compile_artifact(artifact, family).compiled
-    figures.update(walk_outputs(compiled, family, outputs, budget_s))
-    figures.update(jump_walks(compiled, family, outputs))
+    groups += [walk_outputs(compiled, family, outputs, budget_s), jump_walks(compiled, family, outputs)]
     if with_apply and outputs:
         longest = max(outputs, key=lambda o: len(o.text))
-        figures.update(apply_times(family, sample_masks(compiled, family, longest.text)))
-    return figures
+        groups.append(apply_times(family, sample_masks(compiled, family, longest.text)))
+    measured = {k: v for group in groups for k, v in group.given().items()}
+    return EngineFigures(engine="xgrammar", expressible=True, note=None, **measured)

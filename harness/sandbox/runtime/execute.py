@@ -39,15 +39,15 @@ from harness.sandbox.errors import (
     SandboxError,
     UnavailableError,
 )
-from harness.sandbox.limits import Limits
-from harness.sandbox.pool import Abandoned, Job, get_pool
+from harness.sandbox.runtime.pool import Abandoned, Job, get_pool
+from harness.sandbox.runtime.script_limits import Limits
+from harness.sandbox.runtime.vfs import TreeOS
 from harness.sandbox.values import nesting_depth_over, size_over
-from harness.sandbox.vfs import TreeOS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from harness.sandbox.script import Script
+    from harness.sandbox.pym.script import Script
 
 MONTY_RECURSION = 1000
 """pydantic-monty's recursion limit when a run sets none: a value nested this deep comes back cut."""
@@ -147,10 +147,17 @@ async def run_script(
     output_model: type[BaseModel] | None = None,
     environ: Mapping[str, str] | None = None,
     emit: Callable[[Event], Awaitable[None] | None] | None = None,
-    tool_name: str,
+    tool_name: str | None = None,
     arguments_checked: bool = False,
 ) -> Any:
-    """See ``Script.run``."""
+    """Run ``script`` once in a fresh sandbox session and return the script's value.
+
+    ``files`` maps absolute virtual paths to a file's content (str/bytes) or a directory (a dict of
+    name -> content or dict). Raises one of the SandboxError kinds; emits ScriptStart/Print/
+    Complete/Error events through ``emit`` when given, as ``tool_name`` (default: the script's name).
+    ``arguments_checked``: see ``Script.resolve_inputs``.
+    """
+    tool_name = tool_name or script.name
     fname = script.filename
     limits = limits or Limits.default()
     if emit is not None:

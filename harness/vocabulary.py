@@ -1,0 +1,191 @@
+"""The project's words, defined once: model families, constraint strategies, metrics and error kinds.
+
+Each is a ``StrEnum`` whose values are the strings the files hold (suite.yaml, samples.jsonl,
+scores.parquet, summary.json, errors.json, bench.json) and the CLI takes, so a member *is* its string:
+it compares, hashes, formats and serialises as that string, and files keep the same bytes. This module
+imports nothing of the harness and nothing heavy: every layer, ``harness --help`` included, may use it.
+
+Adding a family or a strategy starts here (the registries in ``harness.agents`` are checked against
+these lists by the tests); an error kind a checker produces is added to ``ErrorKind`` (a test reads
+the source for ``checker:reason`` literals and fails on one that is not here).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum, unique
+
+
+@unique
+class Family(StrEnum):
+    """A model family: its prompt format, call syntax and grammars (``harness.agents.families``)."""
+
+    function_gemma = "function_gemma"
+    qwen = "qwen"
+
+
+@unique
+class Strategy(StrEnum):
+    """How a model's output is constrained, in the canonical order every table and plot uses."""
+
+    none = "none"
+    """No grammar: the server's native tool calling."""
+    ebnf = "ebnf"
+    """The family's EBNF grammar (vLLM's ``structured_outputs.grammar``)."""
+    structural_tag = "structural_tag"
+    """An xgrammar structural tag (vLLM's ``structured_outputs.structural_tag``)."""
+    json_schema = "json_schema"
+    """A JSON schema of the calls (vLLM's ``structured_outputs.json``)."""
+
+    @property
+    def constrained(self) -> bool:
+        """The strategy builds a grammar (every one but ``none``)."""
+        return self is not Strategy.none
+
+
+FAMILIES: tuple[Family, ...] = tuple(Family)
+"""Every family, in registry order."""
+STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)
+"""Every strategy, in the canonical order."""
+CONSTRAINED_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in Strategy if s.constrained)
+"""The strategies that build a grammar."""
+
+
+@unique
+class Metric(StrEnum):
+    """A figure of a run: the per-sample rates of scores.parquet (summary.json gives each one's rate
+    under the same name) and the timing figures summary.json adds per family and strategy."""
+
+    validity = "validity"
+    """The answer parsed into calls of declared tools whose arguments fit their schemas."""
+    exact_match = "exact_match"
+    """The calls equal the expected ones (names and arguments)."""
+    state_match = "state_match"
+    """Running the calls leaves the file system the expected calls leave."""
+    grammar_rejection = "grammar_rejection"
+    """The constraint refused a gold answer (the oracle's finding: a grammar bug)."""
+    truncated = "truncated"
+    """The token bound cut an answer."""
+    ttft_ms_p50 = "ttft_ms_p50"
+    latency_ms_p50 = "latency_ms_p50"
+    ms_per_token_p50 = "ms_per_token_p50"
+    tokens_per_s_p50 = "tokens_per_s_p50"
+    tokens_p50 = "tokens_p50"
+    grammar_us_per_token_p50 = "grammar_us_per_token_p50"
+    compile_ms = "compile_ms"
+    mask_us_p50 = "mask_us_p50"
+    mask_us_p99 = "mask_us_p99"
+    tool_us_p50 = "tool_us_p50"
+    tool_us_p99 = "tool_us_p99"
+    target_mask_diff = "target_mask_diff"
+    """The rate of compared steps where ``--target vllm``'s grammar allows other tokens than the harness's."""
+
+
+SAMPLE_METRICS: tuple[Metric, ...] = (
+    Metric.validity, Metric.exact_match, Metric.state_match, Metric.grammar_rejection, Metric.truncated,
+)
+"""The per-sample metrics of scores.parquet, in their order."""
+ACCURACY_METRICS: tuple[Metric, ...] = (Metric.validity, Metric.exact_match, Metric.state_match)
+"""The rates where higher is better."""
+TIMING_METRICS: tuple[Metric, ...] = (
+    Metric.ttft_ms_p50, Metric.latency_ms_p50, Metric.ms_per_token_p50, Metric.tokens_per_s_p50, Metric.tokens_p50,
+    Metric.grammar_us_per_token_p50, Metric.compile_ms, Metric.mask_us_p50, Metric.mask_us_p99, Metric.tool_us_p50,
+    Metric.tool_us_p99,
+)
+"""The timing figures of summary.json, in their order."""
+
+
+@unique
+class ErrorKind(StrEnum):
+    """Why a sample, a call or an answer failed, as ``checker:reason``: the checker that found it, then
+    the reason. Records, errors.json, reports and ``harness compare`` carry these strings.
+
+    One family of kinds carries a number and is not listed: ``model:http_<status>`` (a server's HTTP
+    error status, ``http_error_kind``)."""
+
+    # parsing a model's answer (the family's parser)
+    parse_no_call = "parse:no_call"
+    parse_bad_json = "parse:bad_json"
+    parse_bad_arguments = "parse:bad_arguments"
+    parse_unknown_tool = "parse:unknown_tool"
+    parse_unterminated_call = "parse:unterminated_call"
+    parse_error = "parse:error"
+    """A parse failure that carried no kind of its own."""
+    # scoring a sample
+    validity_schema = "validity:schema"
+    validity_unknown_tool = "validity:unknown_tool"
+    exact_wrong_name = "exact:wrong_name"
+    exact_wrong_arguments = "exact:wrong_arguments"
+    exact_call_count = "exact:call_count"
+    state_tree_differs = "state:tree_differs"
+    state_cwd_differs = "state:cwd_differs"
+    state_empty_turn = "state:empty_turn"
+    state_force_terminated = "state:force_terminated"
+    state_response_missing = "state:response_missing"
+    score_unknown_case = "score:unknown_case"
+    length_max_tokens = "length:max_tokens"
+    """The token bound cut the answer."""
+    # the constraint
+    grammar_rejected_gold = "grammar:rejected_gold"
+    """The constraint forbids a gold answer (the oracle engine's finding: a grammar bug)."""
+    grammar_dead_end = "grammar:dead_end"
+    """The grammar allowed no token (neither text nor the end)."""
+    llguidance_special_in_text = "llguidance:special_in_text"
+    """``harness bench grammar``: llguidance refused a special token where the grammar expects text."""
+    # the model or its server
+    model_bad_request = "model:bad_request"
+    model_bad_response = "model:bad_response"
+    model_cancelled = "model:cancelled"
+    model_connection = "model:connection"
+    model_context_length = "model:context_length"
+    model_no_weights = "model:no_weights"
+    model_not_found = "model:not_found"
+    model_oracle_exhausted = "model:oracle_exhausted"
+    model_response_too_large = "model:response_too_large"
+    model_timeout = "model:timeout"
+    # tools
+    tool_bad_arguments = "tool:bad_arguments"
+    tool_bad_output = "tool:bad_output"
+    tool_error = "tool:error"
+    tool_exception = "tool:exception"
+    tool_internal_error = "tool:internal_error"
+    tool_limit = "tool:limit"
+    tool_load_error = "tool:load_error"
+    tool_script_error = "tool:script_error"
+    tool_unavailable = "tool:unavailable"
+    tool_unknown = "tool:unknown"
+    # the run
+    sample_timeout = "sample:timeout"
+    sample_error = "sample:error"
+    """A sample that ended in error without a kind."""
+    sample_error_without_kind = "sample:error_without_kind"
+    harness_exception = "harness:exception"
+
+    @property
+    def checker(self) -> str:
+        """What found it: the part before the colon (``parse``, ``model``, ``tool``...)."""
+        return self.value.partition(":")[0]
+
+
+HTTP_ERROR_PREFIX = "model:http_"
+"""The kinds of a server's HTTP error statuses: ``model:http_429``, ``model:http_500``..."""
+
+
+def http_error_kind(status: int) -> str:
+    """The error kind of an HTTP error status (``model:http_503``)."""
+    return f"{HTTP_ERROR_PREFIX}{int(status)}"
+
+
+__all__ = [
+    "ACCURACY_METRICS",
+    "CONSTRAINED_STRATEGIES",
+    "FAMILIES",
+    "HTTP_ERROR_PREFIX",
+    "SAMPLE_METRICS",
+    "STRATEGIES",
+    "TIMING_METRICS",
+    "ErrorKind",
+    "Family",
+    "Metric",
+    "Strategy",
+    "http_error_kind",
+]
