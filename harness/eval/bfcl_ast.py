@@ -28,11 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.vocabulary import bfcl_error_kind
+
 CHECKER_MODULE = "bfcl_eval.eval_checker.ast_eval.ast_checker"
 MODEL_CONFIG_MODULE = "bfcl_eval.constants.model_config"
 MODEL_NAME = "harness"
 """The model name the checker is given (its config says: names were sent with ``_`` for ``.``)."""
-PREFIX = "bfcl:"
 DECODER_FAILED = "ast_decoder:decoder_failed"
 IRRELEVANCE_FAILED = "irrelevance_error:decoder_success"
 CHECKER_RAISED = "checker_raised"
@@ -69,7 +70,7 @@ class BfclVerdict:
     @property
     def error_kind(self) -> str | None:
         """``bfcl:<BFCL's type>``, the harness's error kind."""
-        return None if self.error_type is None else PREFIX + self.error_type
+        return None if self.error_type is None else bfcl_error_kind(self.error_type)
 
 
 def is_irrelevance(category: str) -> bool:
@@ -131,7 +132,6 @@ __all__ = [
     "DECODER_FAILED",
     "IRRELEVANCE_FAILED",
     "MODEL_NAME",
-    "PREFIX",
     "BfclVerdict",
     "ModelConfig",
     "ast_checker",

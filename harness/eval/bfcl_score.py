@@ -40,6 +40,7 @@ from harness.eval.verdicts import (
     unparsed,
     was_cut,
 )
+from harness.vocabulary import ErrorKind
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -67,8 +68,8 @@ class SingleTurnScoring:
         def problem(call: Call) -> str | None:
             validator = validators.get(call.name)
             if validator is None:
-                return "validity:unknown_tool"
-            return None if validator.is_valid(call.arguments) else "validity:schema"
+                return ErrorKind.validity_unknown_tool
+            return None if validator.is_valid(call.arguments) else ErrorKind.validity_schema
 
         irrelevance = is_irrelevance(case.category)
         return steps_validity(steps[:1], problem, need_call=not irrelevance, text_ends_turn=irrelevance)
@@ -91,7 +92,7 @@ class SingleTurnScoring:
         return verdicts
 
 
-UNKNOWN = "parse:unknown_tool"
+UNKNOWN = ErrorKind.parse_unknown_tool
 OTHER_FUNCTION = CallSpec(name="<a function the entry does not have>", arguments={})
 """Stands for a well-formed call of an unknown function: BFCL decodes such a call and its checker
 fails it by name alone (``wrong_func_name``, or no match among parallel calls), whatever its
@@ -104,9 +105,9 @@ def bfcl_match(case: SingleTurnCase, step: StepRecord | None) -> Verdict:
     unknown functions; an answer with a malformed call does not decode at all (nor does a plain
     answer). A cut answer: see the module doc."""
     if step is None:
-        return fail("parse:no_call")
+        return fail(ErrorKind.parse_no_call)
     kinds = [e.kind for e in step.parse_errors]
-    malformed = any(k not in ("parse:no_call", UNKNOWN) for k in kinds)
+    malformed = any(k not in (ErrorKind.parse_no_call, UNKNOWN) for k in kinds)
     decoded: list[Call] = [] if malformed else [*step.tool_calls, *(OTHER_FUNCTION for k in kinds if k == UNKNOWN)]
     if was_cut(step) and (not is_irrelevance(case.category) or malformed):
         return fail(CUT)  # BFCL has no bound: a cut call would have reached it whole

@@ -33,6 +33,7 @@ from harness.eval.records import (
     UsageRecord,
 )
 from harness.eval.suite import EpisodeCase, NextCallCase, SingleTurnCase
+from harness.vocabulary import ErrorKind
 
 
 class RecordingClient:
@@ -170,7 +171,7 @@ class SchemaOnlyTool:
 
 
 NOT_EXECUTED = "(not executed: this suite judges the call, not its result)"
-EMPTY_LANGUAGE = "constraint:empty_language"
+EMPTY_LANGUAGE = ErrorKind.constraint_empty_language
 
 
 async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient) -> SampleOutcome:
