@@ -79,8 +79,11 @@ def is_single_turn(source: str | Path) -> bool:
     path = Path(source)
     if not path.is_file():
         return False
-    for _, raw in _read_lines(path):
-        return isinstance(raw, dict) and entry_category(str(raw.get("id", ""))) in SINGLE_TURN
+    try:
+        for _, raw in _read_lines(path):
+            return isinstance(raw, dict) and entry_category(str(raw.get("id", ""))) in SINGLE_TURN
+    except ImportFailure:  # unreadable: the importer reports it
+        return False
     return False
 
 
