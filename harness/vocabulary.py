@@ -137,6 +137,13 @@ class ErrorKind(StrEnum):
     """The constraint forbids a gold answer (the oracle engine's finding: a grammar bug)."""
     constraint_empty_language = "constraint:empty_language"
     """The constraint allows no answer at all (no tool to call, and no plain answer allowed)."""
+    constraint_refused = "constraint:refused"
+    """The strategy cannot build the constraint (a schema keyword it does not enforce, named)."""
+    grammar_let_through = "grammar:let_through"
+    """A constrained answer that breaks its tool's schema: the constraint let it through (a keyword the
+    strategy's builder gets wrong: the README's keyword table, ``harness fuzz``), so the failure is the
+    constraint's, not only the model's; scored instead of ``validity:schema`` under a constrained
+    strategy (to be wired into scoring with issue 21's eval/ split)."""
     grammar_dead_end = "grammar:dead_end"
     """The grammar allowed no token (neither text nor the end)."""
     llguidance_special_in_text = "llguidance:special_in_text"

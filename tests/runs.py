@@ -8,8 +8,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.eval.records import Machine, RunRecord, SampleRecord, ScoreRow, SuiteRef, SummaryRow, Versions
-from harness.eval.results import SampleWriter, write_run, write_scores, write_summary
+from harness.eval.store import (
+    Machine,
+    RunRecord,
+    SampleRecord,
+    SampleWriter,
+    ScoreRow,
+    SuiteRef,
+    SummaryRow,
+    Versions,
+    write_run,
+    write_scores,
+    write_summary,
+)
 
 TEST_MACHINE = Machine(cpu="Test CPU", cores=2, system="Linux 6.1", machine_id="0123456789ab")
 """The one machine made-up runs were measured on (so compare gates their timings)."""

@@ -34,24 +34,28 @@ LAYERS: dict[str, int] = {
     "bundles": 4,
     "eval": 5,
     "bench": 6,
+    "fuzz": 6,
     "cli": 7,
 }
 """A package may import its own modules and those of lower layers only (``harness`` itself, the
 version, is below all)."""
 
-PENDING: dict[str, int] = {
-    "folder harness/eval": 23,
-    "module harness/eval/importers.py": 456,
-    "module harness/eval/results.py": 455,
-    "module harness/eval/runner.py": 500,
-    "module harness/eval/suite.py": 471,
-    "function harness/eval/runner.py:run_suite": 124,
-    "function harness/cli/run.py:run": 107,
+PENDING: dict[str, int] = {}
+"""What is still over a limit, with its measured size (modules in a folder, lines): empty since issue
+21 split harness/eval/ and the ``run`` command. An entry may not grow, and one that is back within its
+limit must be removed. Nothing else is allowed over a limit."""
+
+EVAL_IMPORTS: dict[str, set[str]] = {
+    "data": set(),
+    "store": set(),
+    "score": {"data", "store"},
+    "run": {"data", "store", "score"},
+    "report": {"data", "store", "score"},
+    "compare": {"store"},
 }
-"""TEMPORARY (issue 21, part 2): what is still over a limit, with its measured size (modules in a
-folder, lines). Part 2 splits harness/eval/ and the ``run`` command and removes each entry as it
-lands; an entry may not grow, and one that is back within its limit must be removed. Nothing else is
-allowed over a limit."""
+"""What each subpackage of ``harness/eval`` may import of the others. A run's data flows data -> run ->
+store -> score -> report and compare: suites and the results store need nothing of the rest, scoring
+reads suites and samples, a run scores what it ran, and nothing imports run, report or compare."""
 
 
 def module_name(path: Path) -> str:
@@ -215,6 +219,24 @@ def test_imports_go_down_the_layers(name: str) -> None:
     upward = sorted(d for d in GRAPH[name] if layer(d) > layer(name) or (layer(d) == layer(name) and
                     d.split(".")[1] != name.split(".")[1]))
     assert upward == [], f"{name} imports a layer above (or beside) it"
+
+
+def eval_part(name: str) -> str | None:
+    """``run`` for ``harness.eval.run.runner``; None outside eval's subpackages."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "eval" else None
+
+
+def test_every_eval_subpackage_is_listed() -> None:
+    assert {eval_part(n) for n in MODULES} - {None} == set(EVAL_IMPORTS)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if eval_part(n)))
+def test_eval_subpackages_import_in_the_order_data_flows(name: str) -> None:
+    own = eval_part(name)
+    assert own is not None
+    others = {part for d in GRAPH[name] if (part := eval_part(d)) not in (None, own)}
+    assert others <= EVAL_IMPORTS[own], f"{name} imports harness.eval.{', harness.eval.'.join(sorted(others - EVAL_IMPORTS[own]))}"
 
 
 def test_the_kernel_imports_neither_sandbox_nor_engines() -> None:

@@ -77,10 +77,10 @@ def test_the_strategy_lists_are_the_vocabulary() -> None:
 
 
 def test_the_metric_lists_of_the_run_files_are_the_vocabulary() -> None:
-    """eval keeps its own names for these lists until it adopts the vocabulary; they must agree."""
-    from harness.eval.records import METRICS
-    from harness.eval.summary import TARGET_METRIC
-    from harness.eval.summary import TIMING_METRICS as SUMMARY_TIMINGS
+    """eval's names for these lists (library users import them) are the vocabulary's."""
+    from harness.eval.score import TARGET_METRIC
+    from harness.eval.score import TIMING_METRICS as SUMMARY_TIMINGS
+    from harness.eval.store import METRICS
 
     assert METRICS == SAMPLE_METRICS
     assert SUMMARY_TIMINGS == TIMING_METRICS

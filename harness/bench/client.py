@@ -150,8 +150,8 @@ def measure_point(
     epochs: int, out: Path,
 ) -> ClientPoint:
     """One run of the suite slice through ``--engine openai`` over ``urls``."""
-    from harness.eval.results import read_run
-    from harness.eval.runner import RunSpec, run_suite
+    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.store import read_run
     from harness.stats import rounded_percentile
 
     spec = RunSpec(suite_dir=suite_dir, engine="openai", base_urls=list(urls), model=f"oracle-{family}", families=[family],

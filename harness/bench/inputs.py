@@ -92,7 +92,7 @@ def load_gold(path: str | Path | None = None) -> tuple[list[GoldCalls], str]:
         raise FileNotFoundError(f"{src}: no gold calls there{hint}: a .jsonl of calls or a suite folder")
     lines: list[tuple[str, Any]] = []
     if src.is_dir():
-        from harness.eval.suite import load_suite
+        from harness.eval.data import load_suite
 
         suite = load_suite(src)
         for case in suite.cases:

@@ -227,7 +227,7 @@ def summarize_pairs(pairs: Sequence[Pair]) -> PairSummary:
 
 def _scores(run_dir: Path) -> dict[str, dict[str, ScoreFigure]]:
     """Strategy -> metric -> the run's rate, for the accuracy metrics."""
-    from harness.eval.results import read_summary
+    from harness.eval.store import read_summary
 
     out: dict[str, dict[str, ScoreFigure]] = {}
     for row in read_summary(run_dir):
@@ -238,7 +238,7 @@ def _scores(run_dir: Path) -> dict[str, dict[str, ScoreFigure]]:
 
 def _differing_samples(plain_dir: Path, jump_dir: Path) -> dict[str, int]:
     """Per strategy: samples whose model outputs (every step) differ between the two runs."""
-    from harness.eval.results import read_samples
+    from harness.eval.store import read_samples
 
     def outputs(run_dir: Path) -> dict[str, tuple[str, tuple[str | None, ...]]]:
         found = read_samples(run_dir)
@@ -264,7 +264,7 @@ def _opener(setup: Any, family: str) -> Callable[[str, Any], tuple[Any, list[str
 
 
 class _TenthsProgress:
-    """A line every tenth of a run (harness.eval.runner.Progress)."""
+    """A line every tenth of a run (harness.eval.run.Progress)."""
 
     def __init__(self, name: str, log: Callable[[str], None], total: int, done: int) -> None:
         self.name, self.log, self.total, self.done = name, log, total, done
@@ -296,7 +296,7 @@ def run_jump_bench(
     """Run the suite twice (see the module doc) into ``out_dir``; returns what ``jump.json`` holds."""
     from harness.engines.local.engine import LocalEngine
     from harness.engines.setup import SharedClient
-    from harness.eval.runner import RunSpec, run_suite
+    from harness.eval.run import RunSpec, run_suite
 
     engine = LocalEngine()
     engine.load()

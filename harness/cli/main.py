@@ -11,8 +11,8 @@ import signal
 import typer
 
 from harness import __version__
-from harness.cli import bench, grammar, reporting, serve, suites, tool
-from harness.cli import run as run_cmd
+from harness.cli.commands import bench, grammar, reporting, serve, suites, tool
+from harness.cli.commands import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
 
@@ -41,6 +41,10 @@ app.command("run", epilog=example(
 ))(run_cmd.run)
 app.command("score", epilog=example("harness score results/x"))(run_cmd.score)
 app.command("serve", epilog=example("harness serve --engine local --port 8000"))(serve.serve)
+app.command("fuzz", epilog=example(
+    "harness fuzz --tools bundles/shellper/tools --examples 1000",
+    "harness fuzz --tools tools.json --family qwen --strategy ebnf --expected fuzz-baseline.json --junit fuzz.xml",
+))(grammar.fuzz)
 
 
 def _version(value: bool) -> None:

@@ -8,6 +8,7 @@ sample is running and for how long. Notes of the run (``note``) print above the 
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -179,4 +180,39 @@ def make_progress(total: int, done: int, tty: bool) -> PlainProgress | RichProgr
     return RichProgress(total, done) if tty else PlainProgress(total, done)
 
 
-__all__ = ["PlainProgress", "RichProgress", "RunState", "duration", "make_progress"]
+
+
+class FuzzProgress:
+    """Cells done of all, with the current note: a rich bar on a terminal, plain lines otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.started = total, 0, time.monotonic()
+        self.bar: Any = None
+        self.task: Any = None
+        self.last_line = 0.0
+
+    def __enter__(self) -> FuzzProgress:
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("fuzz"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.total)
+        return self
+
+    def update(self, note: str, done: int) -> None:
+        self.done += done
+        if self.bar is not None:
+            self.bar.update(self.task, advance=done, description=note)
+        elif done and (time.monotonic() - self.last_line > 5 or self.done == self.total):
+            self.last_line = time.monotonic()
+            typer.echo(f"fuzz: {self.done}/{self.total} cells, {time.monotonic() - self.started:.0f}s ({note})", err=True)
+
+    def __exit__(self, *_: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+__all__ = ["FuzzProgress", "PlainProgress", "RichProgress", "RunState", "duration", "make_progress"]

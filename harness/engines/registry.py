@@ -59,6 +59,22 @@ class EngineOptions:
     """The bundle's ``model`` section: defaults for the server, its key, the model id and its family."""
 
 
+@dataclass(frozen=True, slots=True)
+class SampleContext:
+    """What an engine may know of the sample it answers, given to ``RunEngine.client_for``. A model
+    engine needs the family and constraint at most; a replay (the oracle) answers from ``gold``."""
+
+    sample_id: str
+    """``<case_id>/<family>/<strategy>/<epoch>``, as samples.jsonl names it."""
+    family: str
+    """The model family the requests are formatted for."""
+    constraint: DecodingConstraint
+    """The sample's decoding constraint (its strategy, parallel calls, text answers)."""
+    gold: tuple[tuple[ToolCall, ...], ...] = ()
+    """The sample's gold answers, request by request (an empty answer is a closing plain message):
+    what the oracle replays; an engine that is not a replay ignores them."""
+
+
 class RunEngine(Protocol):
     """An engine set up for one run: one client per sample (the oracle, which replays that sample's
     gold) or one shared client (a server, the embedded engine)."""
@@ -85,9 +101,8 @@ class RunEngine(Protocol):
         """What run.json records beyond the note once the engine ran (servers, replicas); may be empty."""
         ...
 
-    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        """The client of one sample; ``gold`` holds its gold answers, request by request (an engine
-        that is not a replay ignores them)."""
+    def client_for(self, sample: SampleContext) -> LLMClient:
+        """The client of one sample (see ``SampleContext``)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -112,7 +127,7 @@ class EngineInfo:
     """``module:function`` returning None when the engine can run here, else why not."""
     concurrency: int = 1
     """Samples in flight by default. (The bound per model response is the run's, the same on every
-    engine: ``harness.eval.token_bound``.)"""
+    engine: ``harness.eval.run.token_bound``.)"""
     serve_options: tuple[str, ...] = field(default=())
     """The ``harness serve`` options it takes (``mask_policy``, ``n_ctx``...)."""
 
@@ -196,6 +211,7 @@ __all__ = [
     "EngineOptions",
     "Opener",
     "RunEngine",
+    "SampleContext",
     "build_served",
     "get_engine",
     "open_engine",

@@ -1,7 +1,7 @@
 """How each registered engine is set up for a run (the openers ``harness.engines.registry`` names).
 
 Two shapes cover today's engines: ``PerSampleClients`` builds a fresh client per sample (the oracle,
-whose answers are that sample's gold) and ``SharedClient`` gives every sample the same one (an
+whose answers are the gold of the sample's ``SampleContext``) and ``SharedClient`` gives every sample the same one (an
 OpenAI-compatible server, the embedded engine). ``GoldRelay`` puts each sample's gold answer into
 its requests when the served model is an oracle (``harness serve --engine oracle``).
 """
@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.types import ToolCall
-from harness.engines.registry import EngineError, EngineOptions
+from harness.engines.registry import EngineError, EngineOptions, SampleContext
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 """Where the openai engine looks when neither ``--base-url``, ``$OPENAI_BASE_URL`` nor the bundle's
@@ -27,8 +25,8 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 API_KEY_ENV = "OPENAI_API_KEY"
 """The environment variable of the key, as the OpenAI SDK reads it."""
 
-SampleClient = Callable[[str, DecodingConstraint, list[list[ToolCall]]], LLMClient]
-"""``(family, constraint, gold) -> client`` of one sample."""
+SampleClient = Callable[[SampleContext], LLMClient]
+"""The client of one sample, from what the engine may know of it."""
 
 
 @dataclass
@@ -54,8 +52,8 @@ class PerSampleClients:
     def describe(self) -> dict[str, Any]:
         return {}
 
-    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        return self.factory(family, constraint, gold)
+    def client_for(self, sample: SampleContext) -> LLMClient:
+        return self.factory(sample)
 
     async def aclose(self) -> None:
         return None
@@ -66,8 +64,8 @@ class GoldRelay:
     answer in the ``oracle`` field that ``harness serve --engine oracle`` reads. Used when the served
     model is an oracle (``oracle-<family>``): the whole HTTP path runs with answers known to be right."""
 
-    def __init__(self, inner: Any, answers: list[list[Any]], strategy: str) -> None:
-        self.inner, self.answers, self.strategy = inner, answers, strategy
+    def __init__(self, inner: Any, answers: Sequence[Sequence[Any]], strategy: str) -> None:
+        self.inner, self.answers, self.strategy = inner, [list(a) for a in answers], strategy
 
     async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
         calls = self.answers.pop(0) if self.answers else []
@@ -107,9 +105,9 @@ class SharedClient:
         replicas = getattr(self.client, "describe", None)
         return {"replicas": replicas()} if callable(replicas) else {}
 
-    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
+    def client_for(self, sample: SampleContext) -> LLMClient:
         if self.relay_gold:
-            return GoldRelay(self.client, gold, constraint.strategy)
+            return GoldRelay(self.client, sample.gold, sample.constraint.strategy)
         return self.client  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
@@ -188,9 +186,9 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
     grammar_cache: dict[Any, Any] = {}
     targets: dict[str, Any] = {}
 
-    def client(family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        return OracleEngine(family, answers=gold, constraint=constraint, grammar_cache=grammar_cache,
-                            target=targets.get(family))
+    def client(sample: SampleContext) -> LLMClient:
+        return OracleEngine(sample.family, answers=sample.gold, constraint=sample.constraint,
+                            grammar_cache=grammar_cache, target=targets.get(sample.family))
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.

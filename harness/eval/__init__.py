@@ -1,47 +1,63 @@
-"""Evaluation: suites, importers, the runner, scoring, the typed records of a run directory, the
-summary, report and compare. (Benchmarks live in ``harness.bench``.)
+"""Evaluation, in the order a run's data flows: ``data`` (suites, their validation, importers),
+``run`` (the options resolved once, the runner, one sample), ``store`` (the typed records of a results
+directory), ``score`` (scoring, the summary, re-scoring), ``report`` (tables built once, report.md,
+report.html, figures) and ``compare`` (the regression gate). (Benchmarks live in ``harness.bench``.)
+
+The names below are the library's public ones; each subpackage's ``__init__`` lists its own.
 """
 
-from harness.eval.bfcl_ast import BfclVerdict, bfcl_verdict
-from harness.eval.bfcl_single import import_all_single_turn, import_bfcl_single_turn
-from harness.eval.bfcl_tools import tool_schemas
-from harness.eval.checks import (
+from harness.eval.compare import Comparison, compare_runs
+from harness.eval.data import (
+    BFCL_ADDED_TOOLS_PROMPT,
+    EMPTY_WORKSPACE,
+    FS_TOOL_NAMES,
+    PARAM_ORDER,
+    CallSpec,
+    Case,
+    ChatMessage,
+    DirNode,
+    EpisodeCase,
+    FileNode,
+    FsTree,
+    ImportFailure,
+    ImportReport,
+    NextCallCase,
+    Suite,
+    SuiteError,
+    SuiteSpec,
     ToolSet,
+    bfcl_sources,
+    builtin_fs_schemas,
     bundle_tools,
     check_arguments,
     check_calls,
     describe_suite,
-    validate_suite,
-)
-from harness.eval.compare import Comparison, compare_runs
-from harness.eval.fs_tools import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
-from harness.eval.importers import (
-    BFCL_ADDED_TOOLS_PROMPT,
-    ImportFailure,
-    ImportReport,
-    bfcl_sources,
     import_bfcl,
     import_shellper,
+    load_suite,
     parse_python_call,
+    resolve_bundle,
+    validate_suite,
+    write_suite,
 )
-from harness.eval.records import (
+from harness.eval.report import write_report
+from harness.eval.run import RunError, RunOutcome, RunSpec, run_suite
+from harness.eval.score import Scorer, score_run, summarize, wilson
+from harness.eval.store import (
     METRICS,
     CallRecord,
     ErrorCount,
     ParseErrorRecord,
+    RunDir,
+    RunDirError,
     RunRecord,
     SampleRecord,
+    SampleWriter,
     ScoreRow,
     StepRecord,
     StepStats,
     SummaryRow,
     ToolResultRecord,
-)
-from harness.eval.report import write_report
-from harness.eval.results import (
-    RunDir,
-    RunDirError,
-    SampleWriter,
     load_run_dir,
     load_samples,
     make_sample_id,
@@ -50,28 +66,6 @@ from harness.eval.results import (
     read_summary,
     repair_samples,
 )
-from harness.eval.runner import RunError, RunOutcome, RunSpec, run_suite
-from harness.eval.score_run import score_run
-from harness.eval.scoring import Scorer
-from harness.eval.suite import (
-    EMPTY_WORKSPACE,
-    CallSpec,
-    Case,
-    ChatMessage,
-    DirNode,
-    EpisodeCase,
-    FileNode,
-    FsTree,
-    NextCallCase,
-    SingleTurnCase,
-    Suite,
-    SuiteError,
-    SuiteSpec,
-    load_suite,
-    resolve_bundle,
-    write_suite,
-)
-from harness.eval.summary import summarize, wilson
 
 __all__ = [
     "BFCL_ADDED_TOOLS_PROMPT",
@@ -79,7 +73,6 @@ __all__ = [
     "FS_TOOL_NAMES",
     "METRICS",
     "PARAM_ORDER",
-    "BfclVerdict",
     "CallRecord",
     "CallSpec",
     "Case",
@@ -104,7 +97,6 @@ __all__ = [
     "SampleWriter",
     "ScoreRow",
     "Scorer",
-    "SingleTurnCase",
     "StepRecord",
     "StepStats",
     "Suite",
@@ -114,16 +106,13 @@ __all__ = [
     "ToolResultRecord",
     "ToolSet",
     "bfcl_sources",
-    "bfcl_verdict",
     "builtin_fs_schemas",
     "bundle_tools",
     "check_arguments",
     "check_calls",
     "compare_runs",
     "describe_suite",
-    "import_all_single_turn",
     "import_bfcl",
-    "import_bfcl_single_turn",
     "import_shellper",
     "load_run_dir",
     "load_samples",
@@ -138,7 +127,6 @@ __all__ = [
     "run_suite",
     "score_run",
     "summarize",
-    "tool_schemas",
     "validate_suite",
     "wilson",
     "write_report",

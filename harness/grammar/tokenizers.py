@@ -127,10 +127,27 @@ class FamilyTokenizer:
                     if cid is not None:
                         ids.append(cid)
                     else:
-                        ids.extend(self._backend.encode(part, add_special_tokens=False).ids)
+                        ids.extend(self._spelt(self._backend.encode(part, add_special_tokens=False).ids))
             finally:
                 self._backend.encode_special_tokens = False
         return ids
+
+    def _spelt(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` with every blanked special id spelt in ordinary pieces. Added tokens that are not
+        marked special (Gemma's ``[multimodal]`` and ``<start_of_image>``, Qwen's ``<|fim_pad|>``...)
+        match as one id even with ``encode_special_tokens``; no grammar can produce those ids, so a
+        model writes their text in pieces (found by ``harness fuzz``: such strings were rejected)."""
+        if not any(i in self.special_ids for i in ids):
+            return list(ids)
+        out: list[int] = []
+        for i in ids:
+            if i not in self.special_ids:
+                out.append(i)
+                continue
+            text = self._backend.id_to_token(i) or ""
+            out.extend(self._spelt(self._backend.encode(text[:1], add_special_tokens=False).ids))
+            out.extend(self._spelt(self._backend.encode(text[1:], add_special_tokens=False).ids) if text[1:] else [])
+        return out
 
     def encode_prompt(self, text: str) -> list[int]:
         """Prompt text -> ids as the chat template's tokenizer reads it: every special token written

@@ -1,4 +1,6 @@
-"""Argument validation with jsonschema, with messages that name the input.
+"""Argument validation with jsonschema, with messages that name the input: the one check of a tool
+call's arguments, used by the sandbox before a call runs, by scoring (``validity``) and by suite
+validation (``harness validate``), so the three never disagree (``argument_check``, ``argument_errors``).
 
 jsonschema is the authority: every refusal and every message is its own. In front of it, a quick
 accept for the schemas the ``.pym`` annotations produce (types, enums, ``X | None``, flat objects of
@@ -10,7 +12,7 @@ a sandboxed call (~15 us of ~0.1 ms, and a call validates the arguments and each
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,29 @@ class SchemaCheck:
 def compile_validator(schema: dict[str, Any]) -> SchemaCheck:
     """A reusable check (compile once per tool, validate every call)."""
     return SchemaCheck(Draft202012Validator(schema), quick_accept(schema))
+
+
+def closed(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with an object closed to properties it does not declare (the sandbox refuses an
+    undeclared argument, so no check may accept one)."""
+    out = dict(schema)
+    if out.get("type", "object") == "object":
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def argument_check(parameters: Mapping[str, Any]) -> SchemaCheck:
+    """The check of a tool's arguments against its ``parameters`` schema (closed, see ``closed``);
+    compile once per tool."""
+    return compile_validator(closed(parameters))
+
+
+def argument_errors(check: SchemaCheck, arguments: Any) -> list[ValidationError]:
+    """Every problem of ``arguments``, unknown arguments first, then missing ones, then wrong values
+    (in argument order); [] when they are valid."""
+    if check.accept is not None and check.accept(arguments):
+        return []
+    return sorted(check.validator.iter_errors(arguments), key=_order)
 
 
 def quick_accept(schema: Any) -> Accept | None:
@@ -133,10 +158,8 @@ def _value_message(error: ValidationError) -> str:
 
 def first_problem(check: SchemaCheck, value: Any) -> tuple[str, str | None] | None:
     """The first problem of ``value`` as ``(message, input_name)``, or None when it is valid."""
-    if check.accept is not None and check.accept(value):
-        return None
-    error = next(iter(sorted(check.validator.iter_errors(value), key=_order)), None)
-    return None if error is None else describe(error)
+    errors = argument_errors(check, value)
+    return describe(errors[0]) if errors else None
 
 
 def _order(error: ValidationError) -> tuple[int, str]:
@@ -156,3 +179,17 @@ def first_error_of(check: SchemaCheck, value: Any) -> str | None:
         return None
     error = next(iter(check.validator.iter_errors(value)), None)
     return None if error is None else _value_message(error)
+
+
+__all__ = [
+    "SchemaCheck",
+    "argument_check",
+    "argument_errors",
+    "closed",
+    "compile_validator",
+    "describe",
+    "first_error",
+    "first_error_of",
+    "first_problem",
+    "quick_accept",
+]

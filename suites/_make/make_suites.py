@@ -30,13 +30,13 @@ from shellper_specs import CONVERSATIONS, SMOKE_POINTS  # noqa: E402
 from trees import tree  # noqa: E402
 
 from harness.agents.tools import Tool  # noqa: E402
-from harness.eval.importers import parse_python_call  # noqa: E402
-from harness.eval.suite import (  # noqa: E402
+from harness.eval.data import (  # noqa: E402
     CallSpec,
     ChatMessage,
     EpisodeCase,
     NextCallCase,
     SuiteSpec,
+    parse_python_call,
     write_suite,
 )
 from harness.sandbox import FileSystemState, discover_tools  # noqa: E402

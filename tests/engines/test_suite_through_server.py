@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.eval.records import METRICS
-from harness.eval.results import load_samples, read_summary
+from harness.eval.store import METRICS, load_samples, read_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 

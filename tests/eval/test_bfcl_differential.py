@@ -27,11 +27,11 @@ from bfcl_single_side import bfcl_entry_verdict, entries, fc_result
 
 from harness.agents.client import CompletionRequest, CompletionResponse
 from harness.agents.types import ToolCall
-from harness.eval.bfcl_single import AST_CATEGORIES, BAD_ENTRY, IRRELEVANCE_CATEGORIES, single_turn_case
-from harness.eval.records import SampleKey, SampleRecord
-from harness.eval.sample import run_single_turn, sample_record
-from harness.eval.scoring import Scorer
-from harness.eval.suite import SingleTurnCase
+from harness.eval.data.bfcl_single import AST_CATEGORIES, BAD_ENTRY, IRRELEVANCE_CATEGORIES, single_turn_case
+from harness.eval.data.cases import SingleTurnCase
+from harness.eval.run.sample import run_single_turn, sample_record
+from harness.eval.score import Scorer
+from harness.eval.store import SampleKey, SampleRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 Answer = list[tuple[str, dict[str, Any]]] | str

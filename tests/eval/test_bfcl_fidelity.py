@@ -24,11 +24,9 @@ from bfcl_eval.constants.default_prompts import (
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 from bfcl_side import CATEGORIES, FsEntry, fs_only_entries
 
-from harness.eval.importers import BFCL_ADDED_TOOLS_PROMPT, import_bfcl
-from harness.eval.records import SampleRecord
-from harness.eval.results import read_summary
-from harness.eval.runner import RunSpec, run_suite
-from harness.eval.suite import CallSpec, EpisodeCase, load_suite
+from harness.eval.data import BFCL_ADDED_TOOLS_PROMPT, CallSpec, EpisodeCase, import_bfcl, load_suite
+from harness.eval.run import RunSpec, run_suite
+from harness.eval.store import SampleRecord, read_summary
 from harness.sandbox import FileSystemState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,8 +183,7 @@ def episode_sample(case: EpisodeCase, calls: Turns, n: int) -> SampleRecord:
 async def test_state_match_is_bfcls_multi_turn_verdict(entries: list[FsEntry], cases: dict[str, EpisodeCase]) -> None:
     from harness.agents.bundle import bundle_file
     from harness.bundles import load_bundle
-    from harness.eval.execution import SandboxStates
-    from harness.eval.scoring import Scorer
+    from harness.eval.score import SandboxStates, Scorer
     from harness.sandbox import load_bundle_tools
 
     file = bundle_file(BUNDLE)

@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter",
                     reason="BFCL's reference package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
 
-from harness.eval.bfcl_single import (
+from harness.eval.data import load_suite
+from harness.eval.data.bfcl_single import (
     AST_CATEGORIES,
     IRRELEVANCE_CATEGORIES,
     NO_VALID_ANSWER,
@@ -25,9 +26,8 @@ from harness.eval.bfcl_single import (
     entry_category,
     import_bfcl_single_turn,
 )
-from harness.eval.results import read_summary
-from harness.eval.runner import RunSpec, run_suite
-from harness.eval.suite import load_suite
+from harness.eval.run import RunSpec, run_suite
+from harness.eval.store import read_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ["function_gemma", "qwen"]

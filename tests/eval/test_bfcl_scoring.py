@@ -13,9 +13,9 @@ pytest.importorskip("bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_co
                     reason="BFCL's reference package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
 
 from harness.agents import DecodingConstraint, ToolSchema
-from harness.eval.records import SampleRecord
-from harness.eval.scoring import Scorer
-from harness.eval.suite import SingleTurnCase
+from harness.eval.data.cases import SingleTurnCase
+from harness.eval.score import Scorer
+from harness.eval.store import SampleRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = [{"name": "math.add", "description": "Add.", "parameters": {"type": "dict", "properties": {
@@ -137,9 +137,9 @@ def test_payloads_differ_for_tool_sets_that_share_names() -> None:
 
 @pytest.mark.slow
 async def test_an_oracle_run_scores_bfcl_match(tmp_path: Path) -> None:
-    from harness.eval.bfcl_single import import_bfcl_single_turn
-    from harness.eval.results import read_summary
-    from harness.eval.runner import RunSpec, run_suite
+    from harness.eval.data.bfcl_single import import_bfcl_single_turn
+    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.store import read_summary
 
     suite = tmp_path / "live_parallel"
     import_bfcl_single_turn("live_parallel", None, suite, bundle=str(ROOT / "bundles" / "bfcl"))

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 
 from harness.agents.types import json_schema_types
 from harness.cli.main import app
-from harness.eval.bfcl_single import (
+from harness.eval.data import Suite, load_suite, validate_suite
+from harness.eval.data.bfcl_data import bfcl_convert, tool_schemas
+from harness.eval.data.bfcl_single import (
     AST_CATEGORIES,
     BAD_ENTRY,
     IRRELEVANCE_CATEGORIES,
@@ -26,9 +28,8 @@ from harness.eval.bfcl_single import (
     default_bundle,
     import_bfcl_single_turn,
 )
-from harness.eval.bfcl_tools import bfcl_convert, distinct_tools, load_entries, tool_schemas
-from harness.eval.checks import argument_validator, validate_suite
-from harness.eval.suite import SingleTurnCase, Suite, load_suite
+from harness.eval.data.cases import SingleTurnCase
+from harness.sandbox.validation import argument_check
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "live_simple": 258,
@@ -94,16 +95,6 @@ def test_a_doc_bfcl_cannot_convert_is_an_error_naming_the_function() -> None:
         tool_schemas([doc])
 
 
-def test_the_fuzz_corpus_view_of_the_same_data() -> None:
-    """``load_entries``/``distinct_tools`` (harness fuzz's corpus): converted tools and BFCL's first answer."""
-    (entry, *_) = load_entries("live_multiple")
-    assert entry.id == "live_multiple_0-0-0" and entry.tools[1]["function"]["name"] == "ChaDri_change_drink"
-    (call,) = entry.gold_calls()
-    assert call["name"] == "ChaDri_change_drink"
-    assert call["arguments"]["new_preferences"]["size"] == "large"  # a dict argument's answer resolved
-    assert len(distinct_tools(("simple_python",))) > 350
-
-
 def test_every_entry_is_imported(suites: dict[str, Suite]) -> None:
     assert {c: len(s.cases) for c, s in suites.items()} == SIZES
     assert all(s.spec.kind == "single_turn" and s.spec.allow_text_answer for s in suites.values())
@@ -128,7 +119,7 @@ def test_bad_entries_are_kept_tagged_and_replay_an_answer_that_fits(suites: dict
     assert 180 <= len(bad) <= 200  # ~8% of the 2,351 AST entries, mostly live_multiple and live_simple
     assert sum(c.category == "live_multiple" for c in bad) > 100
     for case in cases:
-        tools = {t.name: argument_validator(t) for t in case.tool_schemas()}
+        tools = {t.name: argument_check(t.parameters) for t in case.tool_schemas()}
         fits = all(c.name in tools and tools[c.name].is_valid(c.arguments) for c in case.expected)
         assert fits == (NO_VALID_ANSWER not in case.tags), case.id
         assert (NO_VALID_ANSWER not in case.tags or BAD_ENTRY in case.tags) and (BAD_ENTRY in case.tags) == bool(case.note)

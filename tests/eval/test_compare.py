@@ -10,7 +10,7 @@ import pytest
 from runs import run_record, write_run_dir
 from typer.testing import CliRunner
 
-from harness.cli import reporting
+from harness.cli.commands import reporting
 from harness.cli.main import app
 from harness.eval import compare as compare_mod
 
@@ -202,7 +202,7 @@ def test_cli_timing_choices_match_library() -> None:
 
 
 def test_run_json_records_this_machine() -> None:
-    from harness.eval.results import machine
+    from harness.eval.store.provenance import machine
 
     here = machine()
     assert here.cores is not None and here.cores >= 1

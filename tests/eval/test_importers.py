@@ -152,8 +152,8 @@ def test_bfcl_refuses_with_the_true_reason(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_bfcl_long_context_needs_bfcls_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.eval import importers
-    from harness.eval.bfcl_data import BfclDataError
+    from harness.eval.data import BfclDataError
+    from harness.eval.data import bfcl_import as importers
 
     def missing() -> None:
         raise BfclDataError("long-context entries need BFCL's expansion data from its package: pip install ...")

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from harness.eval.records import RunRecord, SampleRecord, SummaryRow
-from harness.eval.results import (
+from harness.eval.score import score_run
+from harness.eval.store import (
     RunDirError,
+    RunRecord,
+    SampleRecord,
     SampleWriter,
+    SummaryRow,
     load_run_dir,
     read_errors,
     read_run,
@@ -25,7 +28,6 @@ from harness.eval.results import (
     write_scores,
     write_summary,
 )
-from harness.eval.score_run import score_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "data" / "runs"

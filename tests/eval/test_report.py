@@ -10,7 +10,8 @@ from runs import run_record, write_run_dir
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.eval.records import (
+from harness.eval.report import write_report
+from harness.eval.store import (
     SampleRecord,
     ScoreRow,
     StepRecord,
@@ -19,7 +20,6 @@ from harness.eval.records import (
     SummaryRow,
     ToolResultRecord,
 )
-from harness.eval.report import write_report
 
 FAMILIES = ("function_gemma", "qwen")
 STRATEGIES = ("none", "ebnf", "structural_tag", "json_schema")
@@ -270,9 +270,9 @@ HOSTILE = "</script><script>alert(1)</script> & <b>"
 def test_the_page_is_self_contained_and_its_data_cannot_end_its_script(tmp_path: Path) -> None:
     import json
 
-    from harness.eval.report_data import families, load_runs, strategies
-    from harness.eval.report_html import page_data
-    from harness.eval.results import load_samples, sample_line
+    from harness.eval.report.data import families, load_runs, strategies
+    from harness.eval.report.html import page_data
+    from harness.eval.store import load_samples, sample_line
 
     run = make_synthetic_run(tmp_path, "hostile")
     samples = list(load_samples(run / "samples.jsonl").samples.values())
@@ -295,7 +295,7 @@ def test_the_page_is_self_contained_and_its_data_cannot_end_its_script(tmp_path:
 
 
 def test_cells_where_vllms_grammar_differs_are_listed(tmp_path: Path) -> None:
-    from harness.eval.results import load_samples, sample_line
+    from harness.eval.store import load_samples, sample_line
 
     run = make_synthetic_run(tmp_path, "target", engine="oracle")
     samples = list(load_samples(run / "samples.jsonl").samples.values())

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from harness.eval.report import write_report
-from harness.eval.runner import RunSpec, run_suite
+from harness.eval.run import RunSpec, run_suite
 
 pytestmark = pytest.mark.slow  # installs a browser on first use, runs the oracle twice, draws every plot
 

@@ -9,16 +9,20 @@ from typing import Any
 
 import pytest
 
-from harness.eval.records import SampleRecord, ScoreRow, StepRecord, StepStats, ToolResultRecord
-from harness.eval.results import (
+from harness.eval.score import error_counts, summarize, wilson
+from harness.eval.store import (
     RunDirError,
+    SampleRecord,
     SampleWriter,
+    ScoreRow,
+    StepRecord,
+    StepStats,
+    ToolResultRecord,
     load_samples,
     make_sample_id,
     repair_samples,
     sample_line,
 )
-from harness.eval.summary import error_counts, summarize, wilson
 
 
 def sample(sample_id: str, *steps: StepRecord) -> SampleRecord:
@@ -124,7 +128,7 @@ def test_error_counts_count_each_sample_once_per_kind() -> None:
 
 def _timed(latency_ms: float, ttft_ms: float | None, tokens: int, mask_us: tuple[float, ...] = (),
            target: tuple[int, int] | None = None) -> StepRecord:
-    from harness.eval.records import UsageRecord
+    from harness.eval.store import UsageRecord
 
     return StepRecord(
         output="", tool_calls=(), parse_errors=(), tool_results=(), latency_ms=latency_ms, ttft_ms=ttft_ms,

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.eval.results import load_samples, read_run, read_summary
-from harness.eval.runner import RunError, RunSpec, run_suite
+from harness.eval.run import RunError, RunSpec, run_suite
+from harness.eval.store import load_samples, read_run, read_summary
 
 SMOKE = Path(__file__).resolve().parents[2] / "suites" / "smoke"
 STARTED = {"strategies": ["ebnf"], "limit": 3}

@@ -17,15 +17,21 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.types import ToolCall
 from harness.bundles import load_agent
 from harness.cli.main import app
-from harness.engines.registry import EngineOptions, RunEngine, open_engine
-from harness.eval.records import CallRecord, SummaryRow
-from harness.eval.results import load_samples, read_errors, read_run, read_scores, read_summary, sample_line
-from harness.eval.runner import RunError, RunSpec, run_suite
-from harness.eval.suite import load_suite
+from harness.engines.registry import EngineOptions, RunEngine, SampleContext, open_engine
+from harness.eval.data import load_suite
+from harness.eval.run import RunError, RunSpec, run_suite
+from harness.eval.store import (
+    CallRecord,
+    SummaryRow,
+    load_samples,
+    read_errors,
+    read_run,
+    read_scores,
+    read_summary,
+    sample_line,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "suites" / "smoke"
@@ -65,7 +71,7 @@ def test_the_oracle_passes_every_gold_answer_of_the_smoke_suite(smoke_run: Path)
 
 
 def test_the_token_bound_is_derived_from_the_suite_and_recorded(smoke_run: Path) -> None:
-    from harness.eval.token_bound import derive, longest_gold
+    from harness.eval.run.token_bound import derive, longest_gold
 
     run = read_run(smoke_run)
     longest = longest_gold(load_suite(SMOKE), load_agent(ROOT / "bundles" / "shellper"))
@@ -102,7 +108,7 @@ BOUNDS = [("--max-tokens", 99, 6), ("suite.yaml max_tokens", 7, None)]
 
 @pytest.mark.parametrize(("source", "in_suite", "given"), BOUNDS)
 async def test_a_run_cut_by_the_token_bound_says_so(tmp_path: Path, source: str, in_suite: int, given: int | None) -> None:
-    from harness.eval.suite import write_suite
+    from harness.eval.data import write_suite
 
     suite = load_suite(SMOKE)
     write_suite(tmp_path / "suite", suite.spec.model_copy(update={"max_tokens": in_suite,
@@ -202,10 +208,10 @@ class FlakyOracle:
     def __getattr__(self, name: str) -> Any:  # name, note, base_url, model_id, prepare, aclose
         return getattr(self.inner, name)
 
-    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        inner = self.inner.client_for(family, constraint, gold)
+    def client_for(self, context: SampleContext) -> LLMClient:
+        inner = self.inner.client_for(context)
         failed = self.failed
-        sample = gold[0][0].id  # the case's gold call id: one per next-call case
+        sample = context.gold[0][0].id  # the case's gold call id: one per next-call case
 
         class Client:
             async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
@@ -385,7 +391,7 @@ STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]
 async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp_path: Path) -> None:
     # The bar: imported data run with the oracle scores 1.0; a grammar that rejects a gold
     # answer is a bug, not a score.
-    from harness.eval.importers import import_bfcl, import_shellper
+    from harness.eval.data import import_bfcl, import_shellper
 
     data = ROOT / "tests" / "data"
     import_bfcl(data / "bfcl_fs_sample.json", data / "bfcl_fs_sample_answers.json", tmp_path / "bfcl")
@@ -413,8 +419,8 @@ ECHO_MODES = {
 
 @pytest.mark.parametrize("mode", sorted(ECHO_MODES))
 async def test_the_suites_echo_mode_reaches_the_run_and_the_scoring(tmp_path: Path, mode: str) -> None:
-    from harness.eval.score_run import score_run
-    from harness.eval.suite import NextCallCase, SuiteSpec, write_suite
+    from harness.eval.data import NextCallCase, SuiteSpec, write_suite
+    from harness.eval.score import score_run
 
     case = NextCallCase.model_validate({
         "id": "p1", "messages": [{"role": "user", "content": "log 'b'"}],
@@ -453,7 +459,7 @@ STEP_LIMITS = [
 async def test_the_step_bound_counts_responses_and_ends_the_episode_like_bfcl(
     tmp_path: Path, bundle: str, max_steps: int | None, forced: tuple[int, ...], state: tuple[float, str | None]
 ) -> None:
-    from harness.eval.suite import EpisodeCase, SuiteSpec, write_suite
+    from harness.eval.data import EpisodeCase, SuiteSpec, write_suite
 
     mk = [{"name": "mkdir", "arguments": {"dir_name": n}} for n in ("a", "b", "c")]
     case = EpisodeCase.model_validate({

@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from harness.eval.fs_tools import builtin_fs_schemas
-from harness.eval.records import CallRecord, SampleRecord
-from harness.eval.scoring import Scorer, call_difference, same_value, unordered_subset
-from harness.eval.suite import CallSpec, EpisodeCase, NextCallCase
+from harness.eval.data import CallSpec, EpisodeCase, NextCallCase, builtin_fs_schemas
+from harness.eval.score.scoring import Scorer, call_difference, same_value, unordered_subset
+from harness.eval.store import CallRecord, SampleRecord
 
 TREE = {
     "root": {
@@ -146,7 +145,7 @@ async def test_each_failure_has_its_error_kind(
      {"file_name": "a", "lines": True}, {"file_name": "a", "n": 1}, {"lines": 3}, {}],
 )
 def test_suite_checks_and_scores_agree_on_arguments(arguments: dict[str, Any]) -> None:
-    from harness.eval.checks import check_arguments
+    from harness.eval.data import check_arguments
 
     tail = builtin_fs_schemas()["tail"]
     flagged = bool(check_arguments(CallSpec(name="tail", arguments=arguments), tail))
@@ -228,7 +227,7 @@ def sandbox_scorer_parts() -> tuple[Any, list[Any]]:
     from pathlib import Path
 
     from harness.bundles import load_agent
-    from harness.eval.execution import SandboxStates
+    from harness.eval.score import SandboxStates
 
     tools = load_agent(Path(__file__).resolve().parents[2] / "bundles" / "shellper").tools
     return SandboxStates(tools), [t.schema for t in tools]

@@ -25,7 +25,7 @@ from harness.eval import (
     validate_suite,
     write_suite,
 )
-from harness.eval.suite import dump_case
+from harness.eval.data import dump_case
 
 REPO = Path(__file__).resolve().parents[2]
 SUITES = REPO / "suites"

@@ -87,6 +87,12 @@ TRICKY_STRINGS = [
     "<escap",
     "<escape",
     "escape>",
+    # found by harness fuzz: reasoning tags inside a string, added tokens that are not control tokens,
+    # an escaped control character (\u0014)
+    "<think>x</think>",
+    "[multimodal]<start_of_image>",
+    "<|fim_pad|><|file_sep|>",
+    "ctrl\x14\x01",
 ]
 
 

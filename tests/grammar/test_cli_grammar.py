@@ -166,7 +166,8 @@ def test_show_prints_artifact_and_payload(strategy):
         so = payload["extra_body"]["structured_outputs"]
         field = {"ebnf": "grammar", "structural_tag": "structural_tag", "json_schema": "json"}[strategy]
         assert field in so
-        assert "cp" in out and "rmdir" in out  # the artifact itself is printed, with the tools in it
+        # the artifact itself is printed, with the tools in it (names whole, or as the EBNF's name trie)
+        assert ("cp" in out and "rmdir" in out) or ("tool-call ::=" in out and "dir_name" in out)
 
 
 def test_importing_the_grammar_package_is_light():
@@ -176,3 +177,28 @@ def test_importing_the_grammar_package_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+EXPECTING = [
+    ({"calls": [{"name": "pwd", "arguments": {}}]}, True),
+    ({"calls": [{"name": "wc", "arguments": {"file_name": "a", "mode": "x"}}], "expect": "rejected"}, True),
+    ({"text": '<tool_call>\n{"name": "pwd", "arguments": {}}\n</tool_call>'}, True),
+    ({"text": '<tool_call>\n{"name": "pwd", "arguments": {"x": 1}}\n</tool_call>', "expect": "rejected"}, True),
+    ({"calls": [{"name": "pwd", "arguments": {}}], "expect": "rejected"}, False),
+    ({"text": "no call here"}, False),
+]
+
+
+@pytest.mark.parametrize(("line", "as_expected"), EXPECTING)
+def test_check_honours_expect_and_text_lines(tmp_path, line, as_expected):
+    """The lines harness fuzz writes: raw texts, and calls the grammar must refuse."""
+    calls = write_jsonl(tmp_path / "calls.jsonl", [line])
+    result = run("check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls))
+    assert result.exit_code == (0 if as_expected else 1), result.output
+    assert summary(result)["unexpected"] == (0 if as_expected else 1)
+
+
+def test_check_refuses_a_bad_expect(tmp_path):
+    calls = write_jsonl(tmp_path / "calls.jsonl", [{"calls": [], "expect": "maybe"}])
+    result = run("check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls))
+    assert result.exit_code == 2 and "calls.jsonl:1" in result.output

@@ -85,7 +85,10 @@ def test_round_trip(fg_tokenizer, qwen_tokenizer, text):
 
 
 def test_output_encoding_spells_other_specials_as_text(fg_tokenizer, qwen_tokenizer):
-    for tok, text in ((fg_tokenizer, "a <eos> b <start_of_turn> c"), (qwen_tokenizer, "a <|im_end|> b")):
+    # added tokens that are not special ([multimodal], <start_of_image>, <|fim_pad|>) match as one id
+    # even with encode_special_tokens: they are spelt in pieces too (harness fuzz found them rejected)
+    for tok, text in ((fg_tokenizer, "a <eos> b <start_of_turn> c"), (qwen_tokenizer, "a <|im_end|> b"),
+                      (fg_tokenizer, "x[multimodal]<start_of_image>y"), (qwen_tokenizer, "<|fim_pad|><|file_sep|>z")):
         ids = tok.encode(text)
         assert not set(ids) & tok.special_ids
         assert tok.decode(ids) == text

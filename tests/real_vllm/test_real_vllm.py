@@ -56,7 +56,7 @@ def check_in_language(family: str, strategy: str, tools: list[ToolSchema], outpu
 def smoke_runs(vllm_servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The smoke suite under all four strategies through the openai path, per family."""
 
-    from harness.eval.runner import RunSpec, run_suite
+    from harness.eval.run import RunSpec, run_suite
 
     out: dict[str, Path] = {}
     for family, server in vllm_servers.items():

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.agents.adapter import ParsedResponse
 from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
+from harness.agents.families._types import fits_type
 from harness.agents.families._values import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Strategy
@@ -68,7 +69,8 @@ def canonical_schema(tool: ToolSchema) -> ToolSchema:
 
 def strict_schema(schema: Any, *, closed: bool = True) -> Any:
     """A copy of ``schema`` whose objects list properties in canonical order and, where they declare
-    properties (or at the top, ``closed``), forbid others: what the EBNF grammars enforce."""
+    properties (or required names, which declare properties of any value; or at the top, ``closed``),
+    forbid others: what the EBNF grammars enforce."""
     if not isinstance(schema, Mapping):
         return schema
     out: dict[str, Any] = {}
@@ -84,13 +86,65 @@ def strict_schema(schema: Any, *, closed: bool = True) -> Any:
     if out.get("nullable") is True and "type" in out and "enum" not in out and "const" not in out:
         types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = types if "null" in types else [*types, "null"]  # OpenAPI's nullable, as JSON Schema
+    if isinstance(out.get("enum"), list) and "type" in out:
+        # values outside the type: xgrammar's converter lets them through (BFCL has strings on booleans)
+        out["enum"] = [v for v in out["enum"] if fits_type(v, out)]
     is_object = out.get("type") == "object" or "properties" in out
-    if is_object and ("properties" in out or closed):
-        out.setdefault("properties", {})
+    if is_object and ("properties" in out or closed or out.get("required")):
+        required = [r for r in out.get("required") or () if isinstance(r, str)]
+        if isinstance(out.get("properties"), dict):  # an optional argument no value fits cannot appear
+            out["properties"] = {k: v for k, v in out["properties"].items()
+                                 if k in required or not (isinstance(v, dict) and v.get("enum") == [])}
+        out["properties"] = {**{r: {} for r in required if r not in (out.get("properties") or {})},
+                             **(out.get("properties") or {})}
         out["additionalProperties"] = False
     if closed:
         out.setdefault("type", "object")
     return out
+
+
+ANY_JSON_DEF = "harness_any_json"
+ANY_JSON_SCHEMA: dict[str, Any] = {"anyOf": [
+    {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+    {"type": "array", "items": {"$ref": f"#/$defs/{ANY_JSON_DEF}"}},
+    {"type": "object", "additionalProperties": {"$ref": f"#/$defs/{ANY_JSON_DEF}"}},
+]}
+"""Any JSON value, spelt as a schema. xgrammar 0.2.8 compiles an open value (``{}``, an object with no
+``properties``, an array with no ``items``) with built-in rules that write ``", "`` between items even
+when compiled with ``separators=(",", ":")``, so a compact call holding such an object with two
+members was rejected (found by ``harness fuzz`` on BFCL's tools); this definition compiles through
+its ordinary object and array rules, which honour the separators."""
+
+
+def with_any_json(schema: Any) -> Any:
+    """``schema`` (a strict schema, or a whole call schema) with every open value pointing at
+    ``ANY_JSON_SCHEMA`` in ``$defs`` (added at the top when used); for xgrammar's JSON-schema compiler."""
+    used = False
+
+    def walk(node: Any) -> Any:
+        nonlocal used
+        if node is True or node == {}:
+            used = True
+            return {"$ref": f"#/$defs/{ANY_JSON_DEF}"}
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, Mapping):
+            return node
+        out = {k: (v if k in ("enum", "const", "default", "examples", "required") else
+                   {p: walk(q) for p, q in v.items()} if k in ("properties", "$defs") and isinstance(v, Mapping)
+                   else walk(v)) for k, v in node.items()}
+        kind = out.get("type")
+        types: list[Any] = kind if isinstance(kind, list) else [kind]
+        if "object" in types and not out.get("properties") and out.get("additionalProperties", True) is True:
+            out["additionalProperties"] = walk(True)
+        if "array" in types and "items" not in out and "prefixItems" not in out:
+            out["items"] = walk(True)
+        return out
+
+    converted = walk(schema)
+    if used and isinstance(converted, dict):
+        converted = {**converted, "$defs": {**converted.get("$defs", {}), ANY_JSON_DEF: ANY_JSON_SCHEMA}}
+    return converted
 
 
 TEXT_ANSWER_EBNF = "[^<]+"
@@ -107,6 +161,28 @@ def call_schema(tools: Iterable[Any], *, parallel: bool, text_answer: bool = Fal
     return {"anyOf": [calls, {"type": "string"}]}
 
 
+def satisfiable_schema(tool: Any) -> Any:
+    """``tool``'s strict schema; ConstraintError naming the place when a required value has no possible
+    value (an enum of which no value has the declared type: BFCL has arrays whose enum holds strings)."""
+    schema = strict_schema(tool.parameters)
+
+    def empty(node: Any, where: str) -> str | None:
+        if not isinstance(node, Mapping):
+            return None
+        if node.get("enum") == []:
+            return where
+        for key in node.get("required") or ():
+            found = empty((node.get("properties") or {}).get(key), f"{where}.{key}")
+            if found:
+                return found
+        return empty(node.get("items"), f"{where}[]") if node.get("minItems", 0) else None
+
+    found = empty(schema, "parameters")
+    if found is not None:
+        raise ConstraintError(f"tool {tool.name!r}: {found}: no value satisfies the schema (enum values outside its type)")
+    return schema
+
+
 def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
     one = {
         "anyOf": [
@@ -114,7 +190,7 @@ def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "const": t.name},
-                    "arguments": strict_schema(t.parameters),
+                    "arguments": satisfiable_schema(t),
                 },
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
@@ -291,13 +367,19 @@ def build_artifact_with(
     *,
     ebnf: GrammarBuilder,
     structural_tag: GrammarBuilder,
+    family: str,
 ) -> ConstraintArtifact | None:
     """The strategy's artifact from a family's two grammar builders (json_schema is the same for all
-    families); None for ``none``. With no tool and a plain answer allowed, the language is that answer
-    alone (an entry may offer no function at all)."""
-    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
-    if not tools and text and constraint.strategy.constrained:
+    families); None for ``none``. A schema keyword the strategy's builder would not enforce is refused
+    first (``keywords.check_keywords``). With no tool and a plain answer allowed, the language is that
+    answer alone (a BFCL entry may offer no function at all)."""
+    from harness.agents.families.keywords import check_keywords
+
+    if not tools and constraint.allow_text_answer and constraint.strategy.constrained:
         return _text_only(constraint.strategy)
+    if constraint.strategy != "none":
+        check_keywords(tools, family, constraint.strategy)
+    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
     if constraint.strategy == Strategy.ebnf:
         return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text))
     if constraint.strategy == Strategy.structural_tag:
@@ -305,7 +387,7 @@ def build_artifact_with(
     if constraint.strategy == Strategy.json_schema:
         index_tools(tools)
         return ConstraintArtifact(
-            "json", json.dumps(call_schema(tools, parallel=parallel, text_answer=text), ensure_ascii=False)
+            "json", json.dumps(with_any_json(call_schema(tools, parallel=parallel, text_answer=text)), ensure_ascii=False)
         )
     return None
 

@@ -169,12 +169,11 @@ def _calls_rule(builder: EbnfBuilder, tools: Sequence[ToolSchema]) -> str:
     arguments in braces. The text every call shares (``<start_function_call>call:``) stays outside:
     xgrammar compiles a grammar position by position, and a prefix repeated in each of 100 tools'
     alternatives costs about a third of the compile (``harness bench grammar``'s growth figures)."""
-    alts = []
+    entries = []
     for i, tool in enumerate(tools):
         members = builder.members(tool.parameters, rule_name(f"t{i}", tool.name), closed=True)
-        head = ebnf_literal(f"{tool.name}{{")
-        alts.append(builder.add(f"t{i}-{tool.name}-call", f"{head} {members} {ebnf_literal('}')}"))
-    return builder.add("tool-call", " | ".join(alts))
+        entries.append((f"{tool.name}{{", builder.add(f"t{i}-{tool.name}-args", f"{members} {ebnf_literal('}')}")))
+    return builder.choice(entries, "tool-call")
 
 
 def tag_content_grammar(tools: Sequence[ToolSchema]) -> str:
@@ -228,7 +227,7 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag)
+    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag, family=FAMILY)
 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:

@@ -43,7 +43,9 @@ from harness.agents.families._calls import (
     make_payload,
     ordered_schema,
     parse_output,
+    satisfiable_schema,
     strict_schema,
+    with_any_json,
 )
 from harness.agents.families._ebnf import EbnfBuilder
 from harness.agents.families._syntax import (
@@ -71,7 +73,9 @@ TOOLS_TAIL = (
     "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
 )
-_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+_THINK = re.compile(r"\s*<think>.*?</think>\s*", re.DOTALL)
+"""A reasoning block at the start of an answer (matched there only: ``<think>`` written inside a
+call's string is text, found by ``harness fuzz``)."""
 _TRAILERS = (IM_END, "<|endoftext|>")
 
 # --- prompt ------------------------------------------------------------------------------------
@@ -162,15 +166,16 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool
     """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
     _check_tools(tools)
     builder = EbnfBuilder(JSON_SYNTAX)
-    alts = []
+    entries = []
     for i, tool in enumerate(tools):
         hint = rule_name(f"t{i}", tool.name)
         members = builder.members(tool.parameters, hint, closed=True)
         args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
-        alts.append(builder.add(f"{hint}-call", f"{ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])} {args}"))
+        entries.append((call_head(tool.name)[len(CALL_PREFIX) :], builder.add(f"{hint}-args", args)))
     # The text every call shares stays outside the alternatives: xgrammar compiles a grammar position
-    # by position, and a prefix repeated in each tool's alternative is paid once per tool.
-    tool_call = builder.add("tool-call", " | ".join(alts))
+    # by position, and a prefix repeated in each tool's alternative is paid once per tool; the names
+    # are a trie (``EbnfBuilder.choice``).
+    tool_call = builder.choice(entries, "tool-call")
     call = builder.add("call", f"{ebnf_literal(CALL_PREFIX)} {tool_call} {ebnf_literal(CALL_TAIL)}")
     calls = f'{call} ("\\n" {call})*' if parallel else call
     if text_answer:
@@ -195,12 +200,9 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
         tags = per_tool_tags(tools)
     else:
         builder = EbnfBuilder(XGRAMMAR_JSON_SYNTAX)
-        alts = []
-        for i, tool in enumerate(tools):
-            hint = rule_name(f"t{i}", tool.name)
-            head = ebnf_literal(call_head(tool.name)[len(CALL_PREFIX) :])
-            alts.append(builder.add(f"{hint}-call", f"{head} {builder.value(strict_schema(tool.parameters), hint)}"))
-        content = builder.render(builder.add("tool-call", " | ".join(alts)))
+        entries = [(call_head(tool.name)[len(CALL_PREFIX) :], builder.value(strict_schema(tool.parameters),
+                    rule_name(f"t{i}", tool.name))) for i, tool in enumerate(tools)]
+        content = builder.render(builder.choice(entries, "tool-call"))
         tags = [{"type": "tag", "begin": CALL_PREFIX, "content": {"type": "grammar", "grammar": content}, "end": CALL_TAIL}]
     fmt = {
         "type": "triggered_tags",
@@ -220,7 +222,8 @@ def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
         {
             "type": "tag",
             "begin": call_head(t.name),
-            "content": {"type": "json_schema", "json_schema": strict_schema(t.parameters), "max_whitespace_cnt": MAX_JSON_WS},
+            "content": {"type": "json_schema", "json_schema": with_any_json(satisfiable_schema(t)),
+                        "max_whitespace_cnt": MAX_JSON_WS},
             "end": CALL_TAIL,
         }
         for t in tools
@@ -228,7 +231,7 @@ def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag)
+    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag, family=FAMILY)
 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
@@ -289,11 +292,12 @@ def parse_response(
 ) -> ParsedResponse:
     """Calls from hermes-style ``<tool_call>`` blocks or from JSON (json_schema). Never raises.
 
-    A closed ``<think>...</think>`` block is reasoning: it is neither content nor searched for calls.
+    A closed ``<think>...</think>`` block at the start is reasoning: it is neither content nor searched
+    for calls.
     """
     text = content or ""
-    if not api_tool_calls:
-        text = _THINK.sub("", text)
+    if not api_tool_calls and (think := _THINK.match(text)) is not None:
+        text = text[think.end():]
     return parse_output(text, api_tool_calls, tools, call_start=CALL_START, trailers=_TRAILERS, one_call=_one_call)
 
 

@@ -7,6 +7,11 @@
   5000 characters of prose (``series: "string_chars"``), and 1 .. 8 parallel calls in one answer
   (``series: "parallel_calls"``, grammars built with ``allow_parallel_calls``); per point the whole
   walk's time (median of ``WALK_REPEATS``), tokens, mask p50/p99.
+- ``growth_corpus`` (``--growth-tools PATH|bfcl``): the tool-count curve on a real corpus, the user's
+  tools or BFCL's single-turn function documents (``bfcl``: ~1,700 distinct tools, converted as BFCL
+  converts them): the first 10, 30, 100, 300 and 1,000 tools that build in every cell measured, valid
+  calls drawn from the real schemas (kept when the schema's validator accepts them), and the compiled
+  grammar's size (xgrammar's ``memory_size_bytes``) as the memory figure.
 
 A point whose walk would take too long (the previous point of the same curve, scaled linearly to this
 one, predicts more than a third of the time budget) is skipped and says so, rather than stalling the
@@ -16,9 +21,10 @@ bench for minutes; within a point, walks stop being timed once a third of the bu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from harness.agents.constraint import DecodingConstraint
+from harness.agents.constraint import ConstraintError, DecodingConstraint
 from harness.agents.types import ToolCall, ToolSchema
 from harness.bench.grammar.figures import EngineFigures, GrammarRow, WalkFigures
 from harness.bench.grammar.results import GrammarBenchConfig, GrowthLengthRow, GrowthToolsRow
@@ -33,7 +39,7 @@ CALLS_PER_SET = 16
 CALLS_PER_SET_QUICK = 6
 WALK_REPEATS = 3
 
-def _slim(row: GrammarRow, tools: int) -> GrowthToolsRow:
+def slim(row: GrammarRow, tools: int) -> GrowthToolsRow:
     """The figures of a main-table row that the growth curve keeps (None where not measured)."""
     kept = {k: getattr(row, k) for k in GrowthToolsRow.model_fields if k != "tools"}
     return GrowthToolsRow(**kept, tools=tools)
@@ -47,7 +53,7 @@ def growth_tools(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[Gr
     counts = TOOL_COUNTS_QUICK if cfg.quick else TOOL_COUNTS
     k = CALLS_PER_SET_QUICK if cfg.quick else CALLS_PER_SET
     repeats = 2 if cfg.quick else 3
-    sub = _sub_config(cfg, repeats)
+    sub = sub_config(cfg, repeats)
     rows: list[GrowthToolsRow] = []
     for n in counts:
         tools = synthetic_tools(n)
@@ -55,12 +61,12 @@ def growth_tools(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[Gr
         for family in cfg.families:
             for strategy in cfg.strategies:
                 for row in measure_cell(family, strategy, tools, gold, sub, parallel=False, with_apply=False):
-                    rows.append(_slim(row, n))
+                    rows.append(slim(row, n))
         log(f"  growth: {n} synthetic tools done")
     return rows
 
 
-def _sub_config(cfg: GrammarBenchConfig, repeats: int) -> GrammarBenchConfig:
+def sub_config(cfg: GrammarBenchConfig, repeats: int) -> GrammarBenchConfig:
     return cfg.model_copy(update={"repeats": repeats, "budget_s": max(2.0, cfg.budget_s / 2)})
 
 
@@ -165,10 +171,113 @@ def _walk(
 
 
 def run_growth(
-    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None],
+    tools_curve: Callable[[GrammarBenchConfig, Callable[[str], None]], list[GrowthToolsRow]] | None = None,
 ) -> tuple[list[GrowthToolsRow], list[GrowthLengthRow]]:
-    """Both curves: against the number of tools, and against the output's length."""
-    return growth_tools(cfg, log), growth_length(cfg, tools, gold, log)
+    """Both curves: against the number of tools, and against the output's length; ``tools_curve``
+    measures the first instead of the synthetic sets (a real corpus: ``corpus.growth_corpus``)."""
+    by_tools = tools_curve(cfg, log) if tools_curve is not None else growth_tools(cfg, log)
+    return by_tools, growth_length(cfg, tools, gold, log)
 
 
-__all__ = ["PARALLEL_CALLS", "STRING_CHARS", "TOOL_COUNTS", "growth_length", "growth_tools", "run_growth"]
+CORPUS_COUNTS = (10, 30, 100, 300, 1000)
+CORPUS_COUNTS_QUICK = (10, 100)
+
+
+def load_corpus(source: str) -> list[ToolSchema]:
+    """The corpus's tools: ``bfcl`` for BFCL's function documents, else a path the fuzz reads."""
+    if source == "bfcl":
+        from harness.eval.bfcl_data import distinct_tools
+
+        return [ToolSchema.from_openai(t) for t in distinct_tools()]
+    from harness.bench.inputs import load_tool_schemas
+
+    path = Path(source)
+    if (path / "bundle.yaml").is_file():
+        path = path / "tools"
+    return load_tool_schemas(path)
+
+
+def buildable(tools: Sequence[ToolSchema], families: Sequence[str], strategies: Sequence[str]) -> list[ToolSchema]:
+    """The tools whose constraint builds alone in every family x strategy (names unique)."""
+    from harness.agents.families import get_adapter
+
+    out: list[ToolSchema] = []
+    names: set[str] = set()
+    for tool in tools:
+        if tool.name in names:
+            continue
+        try:
+            for family in families:
+                for strategy in strategies:
+                    get_adapter(family).build_payload([tool], DecodingConstraint(strategy=strategy))  # type: ignore[arg-type]
+        except ConstraintError:
+            continue
+        names.add(tool.name)
+        out.append(tool)
+    return out
+
+
+def valid_calls(tools: Sequence[ToolSchema], k: int) -> list[ToolCall]:
+    """Up to ``k`` calls spread over ``tools`` whose arguments the schema accepts."""
+    from jsonschema import Draft202012Validator
+
+    from harness.agents.families._calls import strict_schema
+    from harness.bench.synthetic import synthetic_calls
+
+    by_name = {t.name: t for t in tools}
+    calls = synthetic_calls(tools, 2 * k)
+    ok = [c for c in calls if Draft202012Validator(strict_schema(by_name[c.name].parameters)).is_valid(c.arguments)]
+    return ok[:k]
+
+
+def growth_corpus(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[GrowthToolsRow]:
+    """The tool-count curve on ``cfg.growth_corpus``; one row per count x family x strategy x engine."""
+    from harness.bench.grammar.cells import measure_cell
+    from harness.bench.inputs import GoldCalls
+
+    assert cfg.growth_corpus is not None
+    corpus = buildable(load_corpus(cfg.growth_corpus), cfg.families, cfg.strategies)
+    counts = [n for n in (CORPUS_COUNTS_QUICK if cfg.quick else CORPUS_COUNTS) if n <= len(corpus)]
+    log(f"  growth: corpus {cfg.growth_corpus}: {len(corpus)} tools build in every cell; counts {counts}")
+    sub = sub_config(cfg, 2 if cfg.quick else 3)
+    rows: list[GrowthToolsRow] = []
+    for n in counts:
+        tools = corpus[:n]
+        gold = [GoldCalls(f"corpus{n}-{i}", (c,)) for i, c in enumerate(
+            valid_calls(tools, CALLS_PER_SET_QUICK if cfg.quick else CALLS_PER_SET))]
+        for family in cfg.families:
+            for strategy in cfg.strategies:
+                for row in measure_cell(family, strategy, tools, gold, sub, parallel=False, with_apply=False):
+                    rows.append(slim(row, n).model_copy(update={
+                        "corpus": cfg.growth_corpus, "grammar_kb": _grammar_kb(family, strategy, tools)}))
+        log(f"  growth: {n} corpus tools done")
+    return rows
+
+
+def _grammar_kb(family: str, strategy: str, tools: Sequence[ToolSchema]) -> float | None:
+    """The compiled grammar's size (its token-mask cache included), in KiB."""
+    from harness.agents.families import get_adapter
+    from harness.grammar import compile_artifact
+
+    artifact = get_adapter(family).build_payload(list(tools), DecodingConstraint(strategy=strategy)).artifact  # type: ignore[arg-type]
+    if artifact is None:
+        return None
+    return round(compile_artifact(artifact, family).compiled.memory_size_bytes / 1024, 1)
+
+
+__all__ = [
+    "CORPUS_COUNTS",
+    "PARALLEL_CALLS",
+    "STRING_CHARS",
+    "TOOL_COUNTS",
+    "buildable",
+    "growth_corpus",
+    "growth_length",
+    "growth_tools",
+    "load_corpus",
+    "run_growth",
+    "slim",
+    "sub_config",
+    "valid_calls",
+]

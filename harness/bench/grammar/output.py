@@ -15,7 +15,7 @@ from harness.bench.grammar.results import (
     GrowthToolsRow,
     LlguidanceSummary,
 )
-from harness.eval.markdown import markdown_table
+from harness.eval.report import markdown_table
 
 NA = "-"
 RATIO_KEYS = frozenset({"forced_fraction", "steps_over_plain"})

@@ -111,6 +111,9 @@ def plot_growth_tools(bench: GrammarBench, path: Path) -> Path | None:
     families = bench.config.families
     strategies, engines = bench.config.strategies, bench.config.engines
     metrics = [("compile_ms_cold", "compile cold (ms)"), ("mask_us_p50", "mask p50 (us)"), ("mask_us_p99", "mask p99 (us)")]
+    corpus = rows[0].corpus
+    if corpus:
+        metrics += [("mask_us_max", "mask max (us)"), ("grammar_kb", "compiled grammar (KiB)")]
     fig, axes = plt.subplots(len(families), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(families) + 0.8),
                              squeeze=False, layout="constrained")
     for i, fam in enumerate(families):
@@ -129,7 +132,8 @@ def plot_growth_tools(bench: GrammarBench, path: Path) -> Path | None:
             ax.grid(which="major", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(6, max(1, len(labels))), fontsize=8)
-    fig.suptitle("How grammar cost grows with the number of tools (synthetic tool sets; dotted red: goal)", fontsize=11)
+    where = f"the first N tools of {corpus}" if corpus else "synthetic tool sets"
+    fig.suptitle(f"How grammar cost grows with the number of tools ({where}; dotted red: goal)", fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

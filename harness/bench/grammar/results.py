@@ -34,6 +34,9 @@ class GrammarBenchConfig(BenchRecord):
     """Fewer outputs, repeats and growth points (a smoke run)."""
     growth: bool = True
     """Also measure growth with the number of tools and the output length."""
+    growth_corpus: str | None = None
+    """Measure the tool-count growth on this real corpus (a tools path, or ``bfcl``) at 10 ... 1,000
+    tools instead of on synthetic tools (``harness.bench.grammar.corpus``)."""
     repeats: int = 0
     """Compile repeats (0: 5, or 3 with ``quick``)."""
     budget_s: float = 0.0
@@ -89,7 +92,11 @@ class GrowthToolsRow(BenchRecord):
     artifact_chars: int | None = None
     """The artifact's length."""
     tools: int
-    """Tools in the synthetic set."""
+    """Tools in the set (synthetic, or the first of a real corpus)."""
+    corpus: str | None = None
+    """The real corpus the set comes from (``--growth-tools``; None: synthetic)."""
+    grammar_kb: float | None = None
+    """The compiled grammar's size (xgrammar's ``memory_size_bytes``), in KiB (corpus curves)."""
 
 
 class GrowthLengthRow(SparseRecord):

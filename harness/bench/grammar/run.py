@@ -100,9 +100,9 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> GrammarBench
     main = _main_table(cfg, tools, gold, parallel, log)
     growth_tools, growth_length = None, None
     if cfg.growth:
-        from harness.bench.grammar.growth import run_growth
+        from harness.bench.grammar.growth import growth_corpus, run_growth
 
-        growth_tools, growth_length = run_growth(cfg, tools, gold, log)
+        growth_tools, growth_length = run_growth(cfg, tools, gold, log, growth_corpus if cfg.growth_corpus else None)
     bench = GrammarBench(
         config=cfg,
         inputs=GrammarInputs(tools=len(tools), tool_names=[t.name for t in tools], gold_outputs=len(gold),

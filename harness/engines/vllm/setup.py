@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.client import LLMClient
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.types import ToolCall
-from harness.engines.registry import EngineError, EngineOptions
+from harness.engines.registry import EngineError, EngineOptions, SampleContext
 from harness.engines.vllm.launch import VllmServer
 from harness.engines.vllm.models import ModelFolder
 
@@ -104,8 +102,8 @@ class VllmSetup:
             self.log(f"vllm: {family} ready after {server.startup_s:.0f} s")
             self.clients[family] = OpenAICompatibleClient(server.base_url, timeout_s=self.request_timeout_s)
 
-    def client_for(self, family: str, constraint: DecodingConstraint, gold: list[list[ToolCall]]) -> LLMClient:
-        return self.clients[family]  # type: ignore[no-any-return]
+    def client_for(self, sample: SampleContext) -> LLMClient:
+        return self.clients[sample.family]  # type: ignore[no-any-return]
 
     def describe(self) -> dict[str, Any]:
         """What run.json records: each server's version, full command line, start-up time and log."""

@@ -1,0 +1,251 @@
+"""Which JSON-schema keywords each constrained strategy enforces: the table ``harness fuzz`` checks
+its findings against and the README prints.
+
+Two builders make the constraints: the harness's own EBNF builder (``_ebnf``: both families' ``ebnf``
+and FunctionGemma's ``structural_tag``) and xgrammar's JSON-schema converter (``json_schema`` for both
+families, and Qwen's ``structural_tag``, whose one-grammar form spells exactly what the converter
+spells and falls back to it per tool otherwise). A keyword is, per builder:
+
+- ``enforced``: the grammar allows a value only when the keyword allows it;
+- ``defective``: enforced, but ``harness fuzz`` finds values the grammar gets wrong (xgrammar's
+  ``email`` format, some fractions under number bounds, escapes in length-bounded strings: the README
+  lists them); the fuzz reports those as validation or invalidation errors;
+- ``refused``: building the constraint fails with a ``ConstraintError`` naming the tool, the place and
+  the keyword (``check_keywords``, called before every build), never a grammar that ignores it.
+
+A keyword that constrains one type only is vacuous on a schema of other types (``minItems`` on an
+integer) and refused nowhere; a ``format`` no validator checks is an annotation.
+Annotations (``description``, ``title``, ``default``, ``examples``, ``$comment``...) constrain
+nothing and are not listed. Objects that declare ``properties`` are closed by design in every
+strategy (``strict_schema``): the fuzz judges calls against that strict schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from harness.agents.constraint import ConstraintError
+
+Support = Literal["enforced", "defective", "refused"]
+Builder = Literal["harness", "xgrammar"]
+
+KEYWORDS: tuple[str, ...] = (
+    "type", "enum", "const", "nullable",
+    "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+    "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+    "items", "prefixItems", "contains", "minItems", "maxItems", "uniqueItems",
+    "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "anyOf", "oneOf", "allOf", "not", "if", "$ref",
+)
+"""Every validation keyword the table speaks of, in the README's order."""
+
+_ENFORCED_BY_BOTH = ("type", "enum", "const", "nullable", "properties", "required", "additionalProperties",
+                     "items", "anyOf", "minItems", "maxItems", "oneOf", "allOf")
+_HARNESS: dict[str, Support] = {k: "enforced" for k in (*_ENFORCED_BY_BOTH, "minimum", "maximum",
+                                                          "exclusiveMinimum", "exclusiveMaximum")}
+"""The EBNF builder: what it spells (``oneOf`` of disjoint branches, ``allOf`` of one schema, bounds on
+integers: a number's bounds are refused); everything else is refused."""
+
+_XGRAMMAR: dict[str, Support] = {
+    **{k: "enforced" for k in _ENFORCED_BY_BOTH},
+    **{k: "enforced" for k in ("minProperties", "maxProperties", "prefixItems", "pattern", "multipleOf", "$ref")},
+    **{k: "defective" for k in ("minLength", "maxLength", "format", "minimum", "maximum", "exclusiveMinimum",
+                                "exclusiveMaximum")},
+}
+"""xgrammar 0.2.8's converter, as ``harness fuzz`` probed it value by value. ``defective``: enforced,
+but the fuzz finds values it gets wrong (the README lists them); ``oneOf`` of disjoint branches and
+``allOf`` of one schema are enforced, other forms refused."""
+
+TABLES: dict[Builder, dict[str, Support]] = {"harness": _HARNESS, "xgrammar": _XGRAMMAR}
+
+_STRING = ("minLength", "maxLength", "pattern", "format")
+_NUMBER = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_ARRAY = ("minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains", "prefixItems")
+_OBJECT = ("minProperties", "maxProperties", "patternProperties", "propertyNames", "dependentRequired",
+           "dependentSchemas", "dependencies")
+_APPLIES: dict[str, tuple[str, ...]] = {
+    **{k: ("string",) for k in _STRING}, **{k: ("integer", "number") for k in _NUMBER},
+    **{k: ("array",) for k in _ARRAY}, **{k: ("object",) for k in _OBJECT},
+}
+"""Keywords that constrain one type only: on a schema of other types they constrain nothing."""
+_INTEGER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def builder_of(family: str, strategy: str) -> Builder:
+    """Which builder makes ``family``'s ``strategy`` constraint."""
+    if strategy == "json_schema" or (strategy == "structural_tag" and family == "qwen"):
+        return "xgrammar"
+    return "harness"
+
+
+def support(family: str, strategy: str, keyword: str) -> Support:
+    """How ``family``'s ``strategy`` treats ``keyword``."""
+    return TABLES[builder_of(family, strategy)].get(keyword, "refused")
+
+
+def enforces(family: str, strategy: str, keyword: str) -> bool:
+    """Whether a value breaking ``keyword`` must be rejected by the grammar (an acceptance is a bug)."""
+    return support(family, strategy, keyword) != "refused"
+
+
+def _types(schema: Mapping[str, Any]) -> set[str] | None:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    return None
+
+
+def _value_types(values: Any) -> set[str]:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null", list: "array",
+             dict: "object"}
+    return {names.get(type(v), "?") for v in values}
+
+
+def _branch_types(branch: Any) -> set[str] | None:
+    if not isinstance(branch, Mapping):
+        return None
+    if "const" in branch:
+        return _value_types([branch["const"]])
+    if isinstance(branch.get("enum"), list):
+        return _value_types(branch["enum"])
+    kinds = _types(branch)
+    return kinds | {"number"} if kinds and "integer" in kinds else kinds
+
+
+def disjoint(branches: Any) -> bool:
+    """Whether no value can match two of ``branches`` (each branch's types, by ``type``, ``enum`` or
+    ``const``, share none with another's; ``integer`` counts as a ``number``)."""
+    seen: set[str] = set()
+    for branch in branches if isinstance(branches, list) else []:
+        kinds = _branch_types(branch)
+        if kinds is None or kinds & seen:
+            return False
+        seen |= kinds
+    return True
+
+
+def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") -> str | None:
+    """The first keyword of ``schema`` that ``builder`` cannot enforce, with where it is (None when
+    there is none): the reason a constraint is refused rather than built with the keyword ignored."""
+    if not isinstance(schema, Mapping):
+        return None
+    table = TABLES[builder]
+    kinds = _types(schema)
+    for keyword in KEYWORDS:
+        if keyword not in schema or keyword in ("oneOf", "allOf"):
+            continue
+        applies = _APPLIES.get(keyword)
+        if applies and kinds is not None and not kinds & set(applies):
+            continue  # e.g. minItems on an integer: constrains nothing
+        if keyword == "format" and not _checked_format(schema[keyword]):
+            continue  # an unknown format is an annotation (BFCL's "float")
+        if keyword in _INTEGER_BOUNDS and builder == "harness" and (kinds is None or not kinds <= {"integer", "null"}):
+            return f"{where}: {keyword} (on a number: the EBNF builder spells integer ranges only)"
+        if table.get(keyword, "refused") == "refused":
+            return f"{where}: {keyword}"
+    if "oneOf" in schema and not disjoint(schema["oneOf"]):
+        return f"{where}: oneOf (branches a value can match together)"
+    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) > 1:
+        return f"{where}: allOf (more than one schema)"
+    return _refused_inside(schema, builder, where)
+
+
+def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str) -> str | None:
+    for key in _SUBSCHEMAS:
+        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}")) is not None:
+            return found
+    for key in _SUBSCHEMA_LISTS:
+        listed = schema.get(key)
+        for i, sub in enumerate(listed if isinstance(listed, list) else ()):
+            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]")) is not None:
+                return found
+    for key in _SUBSCHEMA_MAPS:
+        subs = schema.get(key)
+        for name, sub in subs.items() if isinstance(subs, Mapping) else ():
+            if (found := refused_keyword(sub, builder, f"{where}.{name}")) is not None:
+                return found
+    return None
+
+
+def keywords_used(schema: Any) -> set[str]:
+    """The keywords of ``schema`` that constrain something (vacuous ones and annotations left out)."""
+    if not isinstance(schema, Mapping):
+        return set()
+    kinds = _types(schema)
+    used = {k for k in KEYWORDS if k in schema and not (
+        (_APPLIES.get(k) and kinds is not None and not kinds & set(_APPLIES[k]))
+        or (k == "format" and not _checked_format(schema[k])))}
+    for key in _SUBSCHEMAS:
+        used |= keywords_used(schema.get(key))
+    for key in _SUBSCHEMA_LISTS:
+        subs = schema.get(key)
+        for sub in subs if isinstance(subs, list) else ():
+            used |= keywords_used(sub)
+    for key in _SUBSCHEMA_MAPS:
+        subs = schema.get(key)
+        for sub in subs.values() if isinstance(subs, Mapping) else ():
+            used |= keywords_used(sub)
+    return used
+
+
+def _checked_format(name: Any) -> bool:
+    from jsonschema import Draft202012Validator
+
+    return isinstance(name, str) and name in Draft202012Validator.FORMAT_CHECKER.checkers
+
+
+def check_keywords(tools: Any, family: str, strategy: str) -> None:
+    """Refuse, with a ``ConstraintError`` naming the tool, the place and the keyword, a tool set whose
+    schemas use a keyword the strategy's builder would not enforce."""
+    builder = builder_of(family, strategy)
+    for tool in tools:
+        found = refused_keyword(tool.parameters, builder)
+        if found is not None:
+            raise ConstraintError(f"tool {tool.name!r}: {found} is not enforced by {strategy} for {family}: "
+                                  "refused rather than ignored (see the README's keyword table)")
+
+
+NOTES: dict[tuple[str, str], str] = {
+    **{(b, "oneOf"): "enforced when no value can match two branches; refused otherwise" for b in ("harness", "xgrammar")},
+    **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
+    **{("harness", k): "enforced on integers; refused on numbers" for k in _INTEGER_BOUNDS},
+}
+"""Table cells that need more than a word."""
+
+COLUMNS: tuple[tuple[str, Builder], ...] = (
+    ("ebnf (both), structural_tag (function_gemma)", "harness"),
+    ("json_schema (both), structural_tag (qwen)", "xgrammar"),
+)
+
+
+def markdown_table() -> str:
+    """The README's table: keyword x strategy."""
+    lines = ["| keyword | " + " | ".join(name for name, _ in COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
+    for keyword in KEYWORDS:
+        cells = [NOTES.get((builder, keyword), TABLES[builder].get(keyword, "refused")) for _, builder in COLUMNS]
+        lines.append(f"| `{keyword}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+__all__ = [
+    "COLUMNS",
+    "KEYWORDS",
+    "TABLES",
+    "Builder",
+    "Support",
+    "builder_of",
+    "check_keywords",
+    "disjoint",
+    "enforces",
+    "keywords_used",
+    "markdown_table",
+    "refused_keyword",
+    "support",
+]

@@ -1,0 +1,316 @@
+"""``harness grammar show|check``: inspect a strategy's grammar and walk calls through it.
+
+``show`` prints the artifact a strategy builds for a tool list (EBNF, structural tag or JSON schema)
+and the request payload a vLLM server would receive.
+
+``fuzz`` (``harness fuzz``, registered at the top level): property-based checks of a tool set's
+grammars and parsers (``harness.fuzz``); prints the failing cells, then a JSON summary last; exit 0
+when every cell passes (or none is worse than ``--expected``), 1 otherwise, 2 on bad input.
+
+``check`` renders each line of a CALLS.jsonl file (``{"calls": [{"name": ..., "arguments": {...}}]}``,
+or a raw answer ``{"text": "..."}``; ``"expect": "rejected"`` marks a line the grammar must refuse, as
+``harness fuzz`` writes its counterexamples) in the family's output format for the strategy, walks it token by token through the compiled grammar
+with the family's real tokenizer (mask filled at every step, the gold token checked against it, the
+grammar required to end right after the text), prints one line per rejected item to stderr and, as
+its last stdout output, one JSON summary. Exit 0: every line as expected (accepted, unless it says
+``"expect": "rejected"``); 1: any line not; 2: bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from harness.cli.errors import ExitCode, fail, make_app
+from harness.cli.options import (
+    CONSTRAINED,
+    FAMILIES,
+    BenchFamilies,
+    BenchStrategies,
+    ConstrainedStrategy,
+    Family,
+    Strategy,
+    Target,
+    example,
+)
+
+app = make_app(help="Show a strategy's grammar and payload; check calls against it token by token.")
+
+_FAMILY_HELP = "Model family (its prompt and call format)."
+_TOOLS_HELP = 'OpenAI-style tools list (JSON: [{"type": "function", "function": {...}}, ...]) or a .pym folder.'
+_PARALLEL_HELP = "Build the grammar with allow_parallel_calls (several calls per answer)."
+
+FamilyOpt = Annotated[Family, typer.Option("--family", help=_FAMILY_HELP)]
+ToolsOpt = Annotated[Path, typer.Option("--tools", metavar="PATH", help=_TOOLS_HELP)]
+ParallelOpt = Annotated[bool, typer.Option("--parallel", help=_PARALLEL_HELP)]
+
+
+def _load_tools(path: Path) -> list[Any]:
+    from harness.bench.inputs import load_tool_schemas
+
+    try:
+        return load_tool_schemas(path)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+
+
+def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]]:
+    """(line number, calls or a raw text, whether the line expects acceptance) per non-blank line."""
+    from harness.files import InputError, read_json_lines
+
+    try:
+        lines = read_json_lines(path)
+    except InputError as exc:
+        fail(str(exc))
+    out: list[tuple[int, list[dict[str, Any]] | str, bool]] = []
+    for n, obj in lines:
+        expect = obj.get("expect", "accepted") if isinstance(obj, dict) else None
+        if expect not in ("accepted", "rejected"):
+            fail(f'{path}:{n}: "expect" must be "accepted" or "rejected"')
+        if isinstance(obj, dict) and isinstance(obj.get("text"), str) and "calls" not in obj:
+            out.append((n, obj["text"], expect == "accepted"))
+            continue
+        calls = obj.get("calls") if isinstance(obj, dict) else None
+        if not isinstance(calls, list):
+            fail(f'{path}:{n}: expected an object {{"calls": [...]}} (or {{"text": "..."}})')
+        for c in calls:
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+                fail(f'{path}:{n}: each call needs a string "name"')
+            if not isinstance(c.get("arguments", {}), dict):
+                fail(f'{path}:{n}: "arguments" must be an object')
+        out.append((n, calls, expect == "accepted"))
+    if not out:
+        fail(f"{path}: no calls (the file has no non-blank lines)")
+    return out
+
+
+def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tuple[Any, Any, Any]:
+    from harness.agents.constraint import ConstraintError, DecodingConstraint
+    from harness.agents.families import get_adapter
+
+    adapter = get_adapter(family)
+    try:
+        constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
+        payload = adapter.build_payload(tools, constraint)
+    except ConstraintError as exc:
+        fail(f"cannot build the {strategy} constraint for these tools: {exc}")
+    return adapter, constraint, payload
+
+
+def _show_artifact(artifact: Any) -> str:
+    if artifact.kind == "grammar":
+        return str(artifact.value).rstrip("\n")
+    try:
+        return json.dumps(json.loads(artifact.value), indent=2, ensure_ascii=False)
+    except ValueError:
+        return str(artifact.value)
+
+
+@app.command("show", epilog=example(
+    "harness grammar show --family qwen --strategy ebnf --tools bundles/shellper/tools"))
+def show(
+    family_choice: FamilyOpt,
+    strategy_choice: Annotated[Strategy, typer.Option("--strategy", help="The constraint strategy.")],
+    tools_path: ToolsOpt,
+    parallel: ParallelOpt = False,
+) -> None:
+    """Print the grammar (or tag, or schema) a strategy builds, then the request payload."""
+    family, strategy = family_choice.value, strategy_choice.value
+    tools = _load_tools(tools_path)
+    _, _, payload = _payload(family, strategy, tools, parallel)
+    artifact = payload.artifact
+    if artifact is None:
+        typer.echo(f"# {family} / {strategy}: no constraint (native tool calling, tools sent to the API)")
+    else:
+        typer.echo(f"# {family} / {strategy}: {artifact.kind}")
+        typer.echo(_show_artifact(artifact))
+    typer.echo("# request payload")
+    body = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+@app.command("check", epilog=example(
+    "harness grammar check --family function_gemma --strategy structural_tag --tools bundles/shellper/tools \\",
+    "    --calls calls.jsonl"))
+def check(
+    family_choice: FamilyOpt,
+    strategy_choice: Annotated[ConstrainedStrategy, typer.Option("--strategy", help="The constraint strategy.")],
+    tools_path: ToolsOpt,
+    calls_path: Annotated[
+        Path, typer.Option("--calls", metavar="FILE", help='JSONL, one {"calls": [{"name", "arguments"}]} (or {"text": ...}) per line; "expect": "rejected" for a line the grammar must refuse.')
+    ],
+    parallel: ParallelOpt = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also report accepted items on stderr.")
+    ] = False,
+) -> None:
+    """Walk each line's rendered calls through the compiled grammar; print a JSON summary last.
+
+    Exit 0: every line as expected (accepted, unless the line says "expect": "rejected"); 1: a line
+    not (listed on stderr); 2: bad input."""
+    from harness.agents.constraint import ConstraintError
+
+    family, strategy = family_choice.value, strategy_choice.value
+    tools = _load_tools(tools_path)
+    items = _load_calls(calls_path)
+    adapter, constraint, payload = _payload(family, strategy, tools, parallel)
+    if payload.artifact is None:
+        fail(f"strategy {strategy} built no artifact for {family}")
+
+    from harness.agents.types import ToolCall
+    from harness.bench.grammar.measure import GoldText, check_outputs
+    from harness.grammar.tokenizers import TokenizerUnavailable
+
+    texts: list[GoldText] = []
+    wanted: dict[str, bool] = {}
+    unexpected = 0
+    for line, calls, accept in items:
+        wanted[str(line)] = accept
+        if isinstance(calls, str):
+            texts.append(GoldText(str(line), calls))
+            continue
+        try:
+            rendered = adapter.render_output(
+                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
+            )
+        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
+            unexpected += accept
+            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
+            continue
+        texts.append(GoldText(str(line), rendered))
+    try:
+        result = check_outputs(payload.artifact, family, texts)
+    except TokenizerUnavailable as exc:
+        fail(str(exc))
+    except ConstraintError as exc:
+        fail(f"the {strategy} artifact does not compile: {exc}")
+    for out in result.outputs:
+        expected = wanted[out.output.output_id]
+        if out.accepted != expected:
+            unexpected += 1
+            said = f"rejected: {out.reason}" if not out.accepted else "accepted, but the line expects it rejected"
+            typer.echo(f"{calls_path}:{out.output.output_id}: {said}", err=True)
+        elif verbose:
+            verdict = f"accepted ({out.tokens} tokens)" if out.accepted else f"rejected as expected: {out.reason}"
+            typer.echo(f"{calls_path}:{out.output.output_id}: {verdict}", err=True)
+    accepted = sum(o.accepted for o in result.outputs)
+    summary = {
+        "family": family,
+        "strategy": strategy,
+        "artifact": payload.artifact.kind,
+        "parallel": parallel,
+        "accepted": accepted,
+        "rejected": len(items) - accepted,
+        "unexpected": unexpected,
+        "total": len(items),
+        **result.figures().dump(),
+    }
+    typer.echo(json.dumps(summary))
+    raise typer.Exit(code=0 if unexpected == 0 else 1)
+
+
+# --- harness fuzz ----------------------------------------------------------------------------
+
+_FUZZ_TOOLS_HELP = "The tools: an OpenAI tools JSON file, a folder of .pym tools, or a bundle (its folder or bundle.yaml)."
+
+
+def default_jobs(target: Target | None) -> int:
+    """Two worker processes where two cores are free to use; one with ``--target`` (each worker would
+    load vLLM)."""
+    return 1 if target is not None else max(1, min(2, os.cpu_count() or 1))
+
+
+def fuzz(
+    tools_path: Annotated[Path, typer.Option("--tools", metavar="PATH", help=_FUZZ_TOOLS_HELP)],
+    families: BenchFamilies = None,
+    strategies: BenchStrategies = None,
+    examples: Annotated[int, typer.Option("--examples", min=1, metavar="N", help="Valid calls drawn per tool (each checked in every cell, with its mutants).")] = 100,
+    seed: Annotated[int, typer.Option("--seed", metavar="S", help="Seed of Hypothesis and of the random walks.")] = 0,
+    walks: Annotated[int | None, typer.Option("--walks", min=0, metavar="N", help="Random walks through the mask per cell (default: examples/20, at least 4).")] = None,
+    target: Annotated[Target | None, typer.Option("--target", help="Also judge every text with vLLM's own grammar backend (in process) and report where it disagrees.")] = None,
+    parallel: Annotated[bool, typer.Option("--parallel", help="Build the grammars with allow_parallel_calls.")] = False,
+    expected: Annotated[Path | None, typer.Option("--expected", metavar="FILE", help="Baseline of failing classes per cell: exit 1 only where a cell is worse; better cells are reported.")] = None,
+    update: Annotated[bool, typer.Option("--update", help="Rewrite the --expected file with this run's classes.")] = False,
+    junit: Annotated[Path | None, typer.Option("--junit", metavar="FILE", help="Also write a JUnit XML file (one test case per cell).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Where the report and counterexamples go (default: results/fuzz-<UTC time>).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, metavar="N", help="Worker processes (default: 2 on two or more cores; 1 with --target).")] = None,
+    cell_timeout: Annotated[float, typer.Option("--cell-timeout", min=0.1, metavar="S", help="Seconds one cell may take before it stops as a timeout.")] = 60.0,
+) -> None:
+    """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
+    rejected (or named as not enforced), random walks valid, the parser never raising."""
+    from harness.files import InputError
+    from harness.fuzz import FuzzOptions, read_expected
+    from harness.fuzz import fuzz as run_fuzz
+    from harness.fuzz.inputs import load_fuzz_tools
+
+    if update and expected is None:
+        fail("--update needs --expected FILE (the baseline to rewrite)")
+    try:
+        loaded = load_fuzz_tools(tools_path)
+        baseline = read_expected(expected) if expected is not None and not update and expected.exists() else None
+    except InputError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(str(exc))
+    if expected is not None and not update and not expected.exists():
+        fail(f"{expected}: no such baseline (write one with --expected {expected} --update)")
+    options = FuzzOptions(
+        families=tuple(families or FAMILIES), strategies=tuple(strategies or CONSTRAINED), examples=examples,
+        seed=seed, walks=walks, cell_timeout_s=cell_timeout, target=target.value if target else None,
+        parallel=parallel, database=fuzz_database(), jobs=jobs or default_jobs(target),
+    )
+    folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    cells = len(loaded.tools + loaded.problems) * len(options.families) * len(options.strategies)
+    from harness.cli.progress import FuzzProgress
+
+    with FuzzProgress(cells) as progress:
+        report = run_fuzz(loaded.tools, options, tools_path=str(tools_path), progress=progress.update,
+                          problems=loaded.problems)
+    _finish(report, folder, expected, update, baseline, junit)
+
+
+def fuzz_database() -> Path:
+    """Hypothesis' example database in the user cache (``HARNESS_FUZZ_DB`` to move it)."""
+    from platformdirs import user_cache_dir
+
+    return Path(os.environ.get("HARNESS_FUZZ_DB") or Path(user_cache_dir("harness")) / "fuzz" / "examples")
+
+
+def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
+            baseline: dict[str, list[str]] | None, junit: Path | None) -> None:
+    from harness.fuzz import FAILING, compare, write_calls_files, write_junit
+    from harness.fuzz.keep import write_expected
+
+    files = write_calls_files(report, folder / "counterexamples")
+    report.counterexample_files = [str(f) for f in files]
+    (folder / "report.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    if junit is not None:
+        write_junit(report, junit)
+    for cell in report.cells:
+        if cell.outcome.value != "passing":
+            named = ", ".join(f"{k} {n}" for k, n in sorted(cell.classes.items()))
+            typer.echo(f"{cell.key}: {cell.outcome.value} ({named}){': ' + cell.message if cell.message else ''}")
+            for found in cell.counterexamples:
+                shown = json.dumps(found.calls if found.calls is not None else found.text, ensure_ascii=False)
+                typer.echo(f"    {found.outcome.value}: {found.why} :: {shown[:240]}")
+    code = ExitCode.FAILED if any(c.outcome in FAILING for c in report.cells) else ExitCode.OK
+    if update and expected is not None:
+        write_expected(report, expected)
+        typer.echo(f"baseline written: {expected}", err=True)
+        code = ExitCode.OK
+    elif baseline is not None:
+        worse, better = compare(report, baseline)
+        for line in better:
+            typer.echo(f"better than the baseline: {line}", err=True)
+        for line in worse:
+            typer.echo(f"worse than the baseline: {line}", err=True)
+        code = ExitCode.FAILED if worse else ExitCode.OK
+    if files:
+        typer.echo(f"counterexamples: {folder / 'counterexamples'} (replay: harness grammar check --calls FILE ...)", err=True)
+    typer.echo(json.dumps({**report.summary(), "out": str(folder)}))
+    raise typer.Exit(code=int(code))

@@ -1,0 +1,240 @@
+"""``harness compare``: the regression gate between two runs' summary.json.
+
+Rules, per (family, strategy, metric):
+- validity, exact_match, state_match: a drop larger than ``max_drop`` (absolute, default 0.02) is a
+  regression; ``grammar_rejection``, ``truncated`` (answers cut by the token bound) or
+  ``target_mask_diff`` rising by more than ``max_drop`` is one too.
+- timings (ttft_ms_p50, latency_ms_p50, ms_per_token_p50, compile_ms, mask_us_*, tool_us_*,
+  grammar_us_per_token_p50, any ``*_ms``/``*_us``): the
+  candidate taking more than ``max_slowdown`` times the baseline (default 3.0) is a regression, when
+  both sides have at least ``min_timing_n`` values (default 20), and for a percentile enough values
+  that 10 lie beyond it (p99: 1,000). Timings on shared CI machines move by
+  2x between runs for no reason, and a percentile of a handful of values moves by more (two smoke runs
+  of the same code gave tool_us_p50 from 6 values 3.2x apart), so a timing from fewer values is shown,
+  not gated, and the default ratio only catches gross slowdowns; benchmarks, not this gate, track speed.
+  Timings are gated only between runs measured on the same machine (run.json's ``machine``: CPU,
+  cores, hashed machine id; ``timings="auto"``); across machines they are shown, not gated (``"gate"``
+  forces the gate, ``"info"`` never gates). The kept smoke baseline was measured on a developer's
+  machine; the same oracle run on a CI runner measured mask_us_p50 4x slower with nothing changed.
+- a metric in the baseline but missing in the candidate is a regression (a metric that silently
+  disappears must fail the build); a metric new in the candidate is reported, not a failure.
+Only ``run.json`` and ``summary.json`` are read from either directory.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from harness.eval.store.records import Machine, RunRecord, SummaryRow
+from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_summary
+from harness.vocabulary import ACCURACY_METRICS, Metric
+
+DEFAULT_MAX_DROP = 0.02
+DEFAULT_MAX_SLOWDOWN = 3.0
+DEFAULT_MIN_TIMING_N = 20
+LOWER_IS_BETTER_RATES: tuple[Metric, ...] = (Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
+_EPS = 1e-9
+TAIL_VALUES = 10
+_PERCENTILE = re.compile(r"_p(\d{1,2})$")
+
+Kind = Literal["accuracy", "rejections", "timing", "other"]
+TimingGate = Literal["auto", "gate", "info"]
+TIMING_GATES: tuple[TimingGate, ...] = ("auto", "gate", "info")
+Status = Literal["ok", "improved", "regression", "missing", "new", "info"]
+
+
+def metric_kind(metric: str) -> Kind:
+    if metric in ACCURACY_METRICS:
+        return "accuracy"
+    if metric in LOWER_IS_BETTER_RATES:
+        return "rejections"
+    if metric.endswith(("_ms", "_us")) or metric.startswith("ms_") or "_ms_" in metric or "_us_" in metric:
+        return "timing"
+    return "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    family: str
+    strategy: str
+    metric: str
+    kind: Kind
+    baseline: float | None
+    candidate: float | None
+    baseline_n: int | None
+    candidate_n: int | None
+    status: Status
+    reason: str = ""
+
+    @property
+    def change(self) -> str:
+        """``+0.010`` for rates, ``x1.25`` for timings; blank when a side is missing."""
+        if self.baseline is None or self.candidate is None:
+            return ""
+        if self.kind == "timing":
+            if self.baseline > 0:
+                return f"x{self.candidate / self.baseline:.2f}"
+            return "" if self.candidate == 0 else "baseline 0"
+        return f"{self.candidate - self.baseline:+.3f}"
+
+    @property
+    def is_regression(self) -> bool:
+        return self.status in ("regression", "missing")
+
+
+@dataclass(slots=True)
+class Comparison:
+    baseline_dir: Path
+    candidate_dir: Path
+    baseline_run: RunRecord
+    candidate_run: RunRecord
+    max_drop: float
+    max_slowdown: float
+    min_timing_n: int
+    timings: TimingGate = "auto"
+    timing_note: str = ""
+    """Why timings are shown and not gated ("" when they are gated)."""
+    diffs: list[Diff] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Diff]:
+        return [d for d in self.diffs if d.is_regression]
+
+
+def values_needed(metric: str, min_timing_n: int) -> int:
+    """How many values a timing needs before it is gated: ``min_timing_n``, and for a high percentile
+    ``_pNN`` (above the median) enough values that at least ``TAIL_VALUES`` lie beyond it. A p99 of 130 values is the
+    second-largest value, which one scheduler tick moves 50x; gating it made the CI gate flaky."""
+    match = _PERCENTILE.search(metric)
+    if match is None or int(match.group(1)) <= 50:  # a median is stable with few values
+        return min_timing_n
+    beyond = 1.0 - int(match.group(1)) / 100.0
+    return max(min_timing_n, math.ceil(TAIL_VALUES / beyond - _EPS))
+
+
+def timing_gate_note(baseline: RunRecord, candidate: RunRecord, timings: TimingGate) -> str:
+    """Why timings are not gated between these runs, or "" when they are."""
+    if timings == "gate":
+        return ""
+    if timings == "info":
+        return "timings not gated (--timings info)"
+    b, c = baseline.machine, candidate.machine
+    if b is None or c is None:
+        return "timings not gated: a run does not record its machine"
+    if b != c:
+        return f"timings not gated: measured on other machines ({_machine_words(b)} vs {_machine_words(c)})"
+    return ""
+
+
+def _machine_words(m: Machine) -> str:
+    return f"{m.cpu or 'cpu?'} x{m.cores or '?'}, id {m.machine_id or '?'}"
+
+
+def _judge(
+    kind: Kind, base: float, cand: float, max_drop: float, max_slowdown: float, enough: bool, timing_note: str
+) -> tuple[Status, str]:
+    if kind == "accuracy":
+        drop = base - cand
+        if drop > max_drop + _EPS:
+            return "regression", f"dropped by {drop:.3f} (> {max_drop:g})"
+        return ("improved", "") if cand > base + _EPS else ("ok", "")
+    if kind == "rejections":
+        rise = cand - base
+        if rise > max_drop + _EPS:
+            return "regression", f"rose by {rise:.3f} (> {max_drop:g})"
+        return ("improved", "") if cand < base - _EPS else ("ok", "")
+    if kind == "timing":
+        if base <= 0:
+            return "info", "baseline is 0: no ratio"
+        ratio = cand / base
+        if timing_note:
+            return "info", "not gated (see the note below)"
+        if not enough:
+            return "info", "too few values to gate"
+        if ratio > max_slowdown:
+            return "regression", f"{ratio:.2f}x slower (> {max_slowdown:g}x)"
+        return ("improved", "") if ratio * max_slowdown < 1 else ("ok", "")
+    return "info", "no rule for this metric"
+
+
+def _index(rows: list[SummaryRow], path: Path) -> dict[tuple[str, str, str], SummaryRow]:
+    out: dict[tuple[str, str, str], SummaryRow] = {}
+    for row in rows:
+        key = (row.family, row.strategy, row.metric)
+        if key in out:
+            raise RunDirError(path, f"two rows for {'/'.join(key)}")
+        out[key] = row
+    return out
+
+
+def compare_runs(
+    baseline: Path,
+    candidate: Path,
+    *,
+    max_drop: float = DEFAULT_MAX_DROP,
+    max_slowdown: float = DEFAULT_MAX_SLOWDOWN,
+    min_timing_n: int = DEFAULT_MIN_TIMING_N,
+    timings: TimingGate = "auto",
+) -> Comparison:
+    """Diff two results directories. Raises RunDirError (naming the file) on unreadable input."""
+    if max_drop < 0:
+        raise ValueError("max_drop must be >= 0")
+    if max_slowdown < 1:
+        raise ValueError("max_slowdown must be >= 1")
+    baseline, candidate = Path(baseline), Path(candidate)
+    for d in (baseline, candidate):
+        if not d.is_dir():
+            raise RunDirError(d, "not a directory")
+    cmp = Comparison(
+        baseline, candidate, read_run(baseline), read_run(candidate), max_drop, max_slowdown, min_timing_n, timings
+    )
+    cmp.timing_note = timing_gate_note(cmp.baseline_run, cmp.candidate_run, timings)
+    base = _index(read_summary(baseline), baseline / SUMMARY_FILE)
+    cand = _index(read_summary(candidate), candidate / SUMMARY_FILE)
+    sides = {"engine": (cmp.baseline_run.engine, cmp.candidate_run.engine),
+             "suite": (cmp.baseline_run.suite.name, cmp.candidate_run.suite.name)}
+    for what, (b, c) in sides.items():
+        if b != c:
+            cmp.warnings.append(f"{what} differs: baseline {b!r}, candidate {c!r}")
+    for key in [*base, *(k for k in cand if k not in base)]:
+        b_row, c_row = base.get(key), cand.get(key)
+        kind = metric_kind(key[2])
+        b_val = None if b_row is None else b_row.value
+        c_val = None if c_row is None else c_row.value
+        b_n = None if b_row is None else b_row.n
+        c_n = None if c_row is None else c_row.n
+        status: Status
+        if b_val is None and c_val is None:
+            continue
+        if b_val is None:
+            status, reason = "new", "not in the baseline"
+        elif c_val is None:
+            status, reason = "missing", "in the baseline, missing in the candidate"
+        else:
+            enough = min(b_n or 0, c_n or 0) >= values_needed(key[2], min_timing_n)
+            status, reason = _judge(
+                kind, float(b_val), float(c_val), max_drop, max_slowdown, enough, cmp.timing_note
+            )
+        cmp.diffs.append(Diff(*key, kind, b_val, c_val, b_n, c_n, status, reason))
+        if b_n is not None and c_n is not None and c_n < b_n and kind != "timing":
+            cmp.warnings.append(f"{'/'.join(key)}: n fell from {b_n} to {c_n}")
+    return cmp
+
+
+__all__ = [
+    "DEFAULT_MAX_DROP",
+    "DEFAULT_MAX_SLOWDOWN",
+    "DEFAULT_MIN_TIMING_N",
+    "TIMING_GATES",
+    "Comparison",
+    "Diff",
+    "TimingGate",
+    "compare_runs",
+    "metric_kind",
+    "timing_gate_note",
+]

@@ -1,0 +1,249 @@
+"""BFCL multi-turn -> an episode suite, as BFCL runs it.
+
+A category of the installed ``bfcl-eval`` package (``base``, ``miss_param``, ``miss_func``,
+``long_context``) or an entries file with its possible-answer file. Entries (one JSON object per
+line) whose ``involved_classes`` is only ``GorillaFileSystem`` are imported; others are skipped and
+counted. Ground truth is Python call syntax read with ``ast`` (never eval): literal arguments only;
+positional arguments are named by the Gorilla parameter order.
+
+- Long-context entries (BFCL's rule: the id's category names ``long_context``) get their file system
+  expanded as BFCL's loader expands it (``harness.eval.data.bfcl_data``); that needs the package.
+- ``missed_function`` (miss_func): those tools are held out until the turn that adds them
+  (``EpisodeCase.held_out_tools``); that turn has no user message in the data, and BFCL says, as the
+  user, ``BFCL_ADDED_TOOLS_PROMPT`` there: so does the imported turn.
+- ``excluded_function`` is not applied: BFCL offers every tool of the class whatever it says.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.eval.data.bfcl_data import (
+    CATEGORIES,
+    BfclDataError,
+    LongContextData,
+    category_files,
+    category_name,
+    expand_long_context,
+    is_long_context,
+    long_context_data,
+)
+from harness.eval.data.cases import CallSpec, Case, EpisodeCase
+from harness.eval.data.fs_tools import PARAM_ORDER
+from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
+from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
+
+GORILLA_CLASS = "GorillaFileSystem"
+BFCL_ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"
+"""The user message of the turn that adds a miss_func entry's held-out tools (BFCL's, for models
+that take tools in the request)."""
+
+
+class CallSyntaxError(ValueError):
+    """A ground-truth call that is not ``name(literal, key=literal, ...)``."""
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise CallSyntaxError(f"not a literal: {ast.unparse(node)!r}") from None
+    try:
+        return json.loads(json.dumps(value))  # tuples -> lists; rejects sets, bytes, complex
+    except (TypeError, ValueError):
+        raise CallSyntaxError(f"not a JSON value: {ast.unparse(node)!r}") from None
+
+
+def parse_python_call(text: str, param_order: Mapping[str, Sequence[str]] = PARAM_ORDER) -> CallSpec:
+    """``"cd(folder='document')"`` -> CallSpec(name="cd", arguments={"folder": "document"}).
+
+    Read with ``ast``, never evaluated: only literal arguments; positional ones are named by
+    ``param_order``. Raises ``CallSyntaxError`` for anything else."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise CallSyntaxError(f"not Python syntax: {exc.msg}") from None
+    node = tree.body
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise CallSyntaxError("expected a call of a plain name, like cd(folder='x')")
+    name = node.func.id
+    args: dict[str, Any] = {}
+    order = param_order.get(name)
+    for i, a in enumerate(node.args):
+        if isinstance(a, ast.Starred):
+            raise CallSyntaxError("*args are not allowed")
+        if order is None or i >= len(order):
+            raise CallSyntaxError(f"positional argument {i + 1} of {name!r} has no known parameter name")
+        args[order[i]] = _literal(a)
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise CallSyntaxError("**kwargs are not allowed")
+        if kw.arg in args:
+            raise CallSyntaxError(f"argument {kw.arg!r} given twice")
+        args[kw.arg] = _literal(kw.value)
+    return CallSpec(name=name, arguments=args)
+
+
+def _bfcl_turns(entry: dict[str, Any]) -> tuple[list[Any], dict[int, list[str]]]:
+    """The entry's turns, with BFCL's message in each turn that adds held-out tools, and those tools."""
+    cid = entry["id"]
+    turns = entry.get("question")
+    if not isinstance(turns, list):
+        raise ValueError(f"{cid}: question: expected a list of turns")
+    missed = entry.get("missed_function") or {}
+    if not isinstance(missed, dict):
+        raise ValueError(f"{cid}: missed_function: expected {{turn: [tool names]}}")
+    turns, held = list(turns), {}
+    for key, names in missed.items():
+        if not str(key).isdigit() or not 0 <= int(key) < len(turns):
+            raise ValueError(f"{cid}: missed_function: no turn {key!r}")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"{cid}: missed_function.{key}: expected a list of tool names")
+        if turns[int(key)]:
+            raise ValueError(f"{cid}: turn {key} adds {names} but holds a user message (BFCL requires none)")
+        turns[int(key)] = [{"role": "user", "content": BFCL_ADDED_TOOLS_PROMPT}]
+        held[int(key)] = list(names)
+    return turns, held
+
+
+def _bfcl_ground_truth(cid: str, gt: Any, turns: int) -> list[list[dict[str, Any]]]:
+    if not isinstance(gt, list) or len(gt) != turns:
+        n = len(gt) if isinstance(gt, list) else type(gt).__name__
+        raise ValueError(f"{cid}: ground_truth: {n} entries for {turns} turns")
+    ground: list[list[dict[str, Any]]] = []
+    for t, calls in enumerate(gt):
+        if not isinstance(calls, list):
+            raise ValueError(f"{cid}: turn {t}: ground truth is not a list")
+        turn: list[dict[str, Any]] = []
+        for k, text in enumerate(calls):
+            if not isinstance(text, str):
+                raise ValueError(f"{cid}: turn {t}: call {k}: not a string")
+            try:
+                turn.append(parse_python_call(text).model_dump(mode="json"))
+            except CallSyntaxError as exc:
+                raise ValueError(f"{cid}: turn {t}: call {k} {text!r}: {exc}") from None
+        ground.append(turn)
+    return ground
+
+
+def _bfcl_case(entry: dict[str, Any], gt: Any, long_context: Callable[[], LongContextData]) -> EpisodeCase:
+    cid = entry["id"]
+    turns, held = _bfcl_turns(entry)
+    ground = _bfcl_ground_truth(cid, gt, len(turns))
+    config = (entry.get("initial_config") or {}).get(GORILLA_CLASS)
+    if not isinstance(config, dict) or not isinstance(config.get("root"), dict) or len(config["root"]) != 1:
+        raise ValueError(f"{cid}: initial_config.{GORILLA_CLASS}: expected {{'root': {{NAME: directory}}}}")
+    if is_long_context(cid):
+        try:
+            config = expand_long_context(config, long_context())
+        except BfclDataError as exc:
+            raise ValueError(f"{cid}: {exc}") from None
+    try:
+        return EpisodeCase.model_validate({
+            "id": cid, "turns": turns, "initial_fs": config, "ground_truth": ground, "held_out_tools": held,
+        })
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{cid}: {format_loc(err['loc'])}: {err['msg']}") from None
+
+
+def bfcl_sources(source: str | Path, answers: str | Path | None = None) -> tuple[Path, Path]:
+    """(entries file, possible-answer file): ``source`` is a file or a category of the installed
+    package; without ``answers``, a file's are looked for in ``possible_answer/`` beside it (BFCL's
+    layout) and a category's come from the package."""
+    path = Path(source)
+    if path.is_file():
+        if answers is not None:
+            return path, Path(answers)
+        beside = path.parent / "possible_answer" / path.name
+        if not beside.is_file():
+            raise ImportFailure([f"{path}: no --answers given, and no {beside}"])
+        return path, beside
+    if category_name(str(source)) is None:
+        short = ", ".join(c.removeprefix("multi_turn_") for c in CATEGORIES)
+        raise ImportFailure([f"{source}: no such file, and not a BFCL category ({short})"])
+    try:
+        entries, package_answers = category_files(str(source))
+    except BfclDataError as exc:
+        raise ImportFailure([str(exc)]) from None
+    return entries, Path(answers) if answers is not None else package_answers
+
+
+def import_bfcl(
+    source: str | Path, answers: str | Path | None, out: str | Path, *, name: str | None = None,
+    bundle: str = "bfcl", skip_invalid: bool = False,
+) -> ImportReport:
+    """Convert BFCL multi-turn entries + their possible answers into an episode suite in ``out``
+    (``source``: a file, or a category of the installed package; see ``bfcl_sources``)."""
+    questions, answers = bfcl_sources(source, answers)
+    out = Path(out)
+    report = ImportReport(out_dir=out, source=str(questions))
+    problems: list[str] = []
+    truth: dict[str, Any] = {}
+    for lineno, raw in read_lines(answers):
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            truth[raw["id"]] = raw.get("ground_truth")
+        else:
+            problems.append(f"{answers}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
+    long_context = functools.cache(long_context_data)
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for lineno, raw in read_lines(questions):
+        report.records += 1
+        where = f"{questions}:{lineno}"
+        if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
+            continue
+        classes = raw.get("involved_classes") or []
+        if set(classes) != {GORILLA_CLASS}:
+            report.skipped["involve classes other than GorillaFileSystem"] += 1
+            continue
+        if raw["id"] in seen:
+            problems.append(f"{where}: {raw['id']}: duplicate id")
+            continue
+        if raw["id"] not in truth:
+            problems.append(f"{where}: {raw['id']}: no ground truth in {answers}")
+            continue
+        try:
+            case = _bfcl_case(raw, truth[raw["id"]], long_context)
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        cases.append(case)
+        seen.add(raw["id"])
+        if is_long_context(case.id):
+            report.notes["long-context file systems expanded as BFCL loads them"] += 1
+        if case.held_out_tools:
+            report.notes["with tools held out until a later turn (missed_function)"] += 1
+    if problems and not skip_invalid:
+        raise ImportFailure(problems)
+    report.errors = problems
+    if not cases:
+        raise ImportFailure([*problems, f"{questions}: no GorillaFileSystem-only entries to import"])
+    report.cases = len(cases)
+    spec = SuiteSpec(
+        name=suite_name(out, name), version="1", kind="episode", bundle=bundle,
+        description=(f"Imported from {questions.name}: {len(cases)} GorillaFileSystem-only multi-turn "
+                     "episodes with ground truth per turn, as BFCL runs them."),
+        source=f"BFCL multi-turn file {questions.name} with answers {answers.name}",
+        licence="Apache-2.0 (BFCL, ShishirPatil/gorilla)",
+    )
+    write_suite(out, spec, cases)
+    return report
+
+
+__all__ = [
+    "BFCL_ADDED_TOOLS_PROMPT",
+    "GORILLA_CLASS",
+    "CallSyntaxError",
+    "bfcl_sources",
+    "import_bfcl",
+    "parse_python_call",
+]

@@ -1,0 +1,91 @@
+"""What every importer shares: its failure (every problem listed), its report, and reading its input.
+
+The importers (``shellper_import``, ``bfcl_import``) turn upstream data into suite directories
+(suite.yaml + cases.jsonl); the project ships loaders, not the upstream files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.files import InputError, load_json, read_text
+
+
+class ImportFailure(ValueError):
+    """The input has problems; ``problems`` lists them (``<where>: <what>``)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+        super().__init__((self.problems[0] if self.problems else "import failed") + more)
+
+
+@dataclass
+class ImportReport:
+    """What an import read, wrote and left out."""
+
+    out_dir: Path
+    source: str
+    records: int = 0
+    cases: int = 0
+    conversations: int = 0
+    duplicates: int = 0
+    conflicts: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    """Problems of records left out under ``skip_invalid``."""
+    notes: Counter[str] = field(default_factory=Counter)
+    """What was done to imported records, counted (e.g. long-context expansions)."""
+
+    def summary(self) -> str:
+        parts = [f"read {self.records} records from {self.source}", f"wrote {self.cases} cases to {self.out_dir}"]
+        if self.conversations:
+            parts.append(f"{self.conversations} conversations")
+        if self.duplicates:
+            parts.append(f"{self.duplicates} duplicate points merged")
+        if self.conflicts:
+            parts.append(f"{self.conflicts} conflicting points kept as alternatives")
+        for note, n in sorted(self.notes.items()):
+            parts.append(f"{n} {note}")
+        for reason, n in sorted(self.skipped.items()):
+            parts.append(f"skipped {n}: {reason}")
+        if self.errors:
+            parts.append(f"left out {len(self.errors)} invalid")
+        return "; ".join(parts)
+
+
+def slug(raw: str) -> str:
+    """A suite name made of ``raw``: lower case, runs of other characters as ``-``."""
+    return re.sub(r"[^a-z0-9_.-]+", "-", raw.lower()).strip("-._") or "imported"
+
+
+def suite_name(out: Path, name: str | None) -> str:
+    """``name``, else the output folder's name, as a suite name."""
+    return slug(name or out.resolve().name)
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line, value) per JSON line of ``path`` (or per item of a JSON list); a line that is not JSON
+    comes as a ValueError in place of its value. ImportFailure when the file cannot be read."""
+    try:
+        text = read_text(path)
+        if text.lstrip().startswith("["):
+            data = load_json(text, path)
+            yield from enumerate(data, start=1)
+            return
+    except InputError as exc:
+        raise ImportFailure([str(exc)]) from None
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield lineno, load_json(line, f"line {lineno}")
+            except InputError as exc:
+                yield lineno, ValueError(exc.reason)
+
+
+__all__ = ["ImportFailure", "ImportReport", "read_lines", "slug", "suite_name"]

@@ -1,0 +1,259 @@
+"""The report's tables, built once (``build_report``) and rendered by report.md and report.html alike:
+a run's facts, the summary per family and strategy, failures by error kind, where vLLM's grammar
+differs, per-token overhead, the best strategy, runs side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.eval.report.data import (
+    FIGURES,
+    KNOWN_METRICS,
+    RATES,
+    Run,
+    TargetCell,
+    best_strategies,
+    failure_list,
+    failures,
+    failures_by_checker,
+    ordered,
+    overheads,
+    target_cells,
+    tradeoff,
+)
+from harness.eval.report.figures import Figure
+from harness.eval.store.records import SummaryRow
+from harness.vocabulary import Metric, Strategy
+
+# ---------------------------------------------------------------- formatting
+
+
+def number(v: float) -> str:
+    a = abs(v)
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def summary_cell(row: SummaryRow | None) -> str:
+    """A summary value as the tables show it: rates with their interval, figures rounded."""
+    if row is None or row.value is None:
+        return ""
+    fmt = (lambda x: f"{x:.3f}") if row.metric in RATES else number
+    text = fmt(row.value)
+    if row.ci_low is not None and row.ci_high is not None:
+        text += f" [{fmt(row.ci_low)}, {fmt(row.ci_high)}]"
+    return text
+
+
+def run_facts(run: Run) -> list[tuple[str, str]]:
+    """(what, value) lines of a run's header: engine, suite, model, bound, versions, counts."""
+    r = run.data.run
+    facts = [
+        ("engine", run.engine),
+        ("what it is", r.engine_note),
+        ("suite", f"{r.suite.name} {r.suite.version} ({r.suite.kind}), {r.suite.path}"
+         + (f"; bundle {r.bundle}" if r.bundle else "")),
+    ]
+    if r.model or r.base_url:
+        facts.append(("model", f"{r.model or '(not given)'}; base URL: {r.base_url or '(none)'}"))
+    facts += [
+        ("matrix", f"families {', '.join(r.families)}; strategies {', '.join(r.strategies)}; epochs {r.epochs}; "
+                   f"limit {r.limit or 'none (every case)'}; concurrency {r.concurrency}"),
+        ("bounds", f"at most {r.max_steps_per_turn} model calls per turn; "
+                   + (f"{r.max_tokens} tokens per answer ({r.max_tokens_source or 'source not recorded'})"
+                      if r.max_tokens is not None else "tokens per answer: the engine's own (not recorded)")),
+        ("versions", ", ".join(f"{k} {v}" for k, v in r.versions.model_dump().items())),
+        ("when", f"git commit {r.git_commit or '(unknown)'}; started {r.started_at}, finished {r.finished_at}"),
+    ]
+    samples = run.data.samples
+    if samples is None:
+        facts.append(("samples", "samples.jsonl absent (no distributions, failures or transcripts)"))
+    else:
+        rows = list(samples.samples.values())
+        facts.append(("samples", f"{len(rows)} finished, {sum(s.status == 'error' for s in rows)} with status error"))
+        if samples.torn_tail_at is not None:
+            facts.append(("warning", f"samples.jsonl: a torn last line (from byte {samples.torn_tail_at}) was skipped"))
+        if samples.duplicates:
+            facts.append(("warning", f"samples.jsonl: {samples.duplicates} duplicate sample id(s); the last of each kept"))
+    if run.suite_problem:
+        facts.append(("warning", run.suite_problem))
+    return facts
+
+
+def summary_columns(runs: Sequence[Run]) -> list[tuple[str, str]]:
+    """(metric, header) of the summary table: rates, figures, then metrics this report does not know."""
+    extra = ordered((row.metric for r in runs for row in r.data.summary if row.metric not in KNOWN_METRICS), ())
+    present = {row.metric for r in runs for row in r.data.summary}
+    rates = [(m, m) for m in RATES if m in present]
+    return [*rates, *((m, h) for m, h in FIGURES if m in present), *((m, m) for m in extra)]
+
+
+def summary_rows(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> list[list[str]]:
+    """One row per (family, strategy) the run has: family, strategy, n, then ``summary_columns``' cells."""
+    columns = summary_columns([run])
+    rows = []
+    for family in family_names:
+        for strategy in strategy_names:
+            cells = [run.summary_row(family, strategy, m) for m, _ in columns]
+            if all(c is None for c in cells):
+                continue
+            n = next((c.n for c in cells if c is not None and c.metric in RATES and c.n is not None), None)
+            rows.append([family, strategy, "" if n is None else str(n), *(summary_cell(c) for c in cells)])
+    return rows
+
+
+def failure_rows(run: Run) -> tuple[list[list[Any]], str]:
+    """error kind, family, strategy, failing samples, of, metrics failed (most frequent first), and
+    where they come from: scores.parquet and samples.jsonl, else errors.json, else nothing."""
+    if run.data.scores is None and run.data.samples is None:
+        if run.data.errors:
+            return [[e.error_kind, e.family, e.strategy, e.count, "", ""] for e in run.data.errors], "errors.json"
+        return [], "no per-sample data (scores.parquet, samples.jsonl, errors.json) in this run directory"
+    rows = [[f.error_kind, f.family, f.strategy, f.samples, "" if f.of is None else f.of, ", ".join(f.metrics)]
+            for f in failure_list(run)]
+    return rows, "scores.parquet and samples.jsonl"
+
+
+FAILURE_HEADERS = ["error kind", "family", "strategy", "samples", "of", "metrics"]
+
+
+def overhead_rows(runs: Sequence[Run], family_names: Sequence[str], strategy_names: Sequence[str]) -> list[list[str]]:
+    body = []
+    for r in runs:
+        for f in family_names:
+            for s in strategy_names:
+                o = overheads(r, f, s) if s != Strategy.none else {}
+                if o:
+                    cells = {k: f"{number(v[0])} [{number(v[1])}, {number(v[2])}]" for k, v in o.items()}
+                    body.append([r.label, r.engine, f, s, cells.get("ms_per_token", ""),
+                                 cells.get("grammar_us_per_token", "")])
+    return body
+
+
+OVERHEAD_HEADERS = ["run", "engine", "family", "strategy", "Δ ms/token vs none", "Δ grammar µs/token vs none"]
+
+
+def verdicts(runs: Sequence[Run], family_names: Sequence[str], strategy_names: Sequence[str]) -> list[tuple[Run, str]]:
+    """(run, sentence) per run and family: the strategy to use, or for the oracle what its grammars cost."""
+    out: list[tuple[Run, str]] = []
+    for run in runs:
+        if run.data.run.engine == "oracle":
+            out += [(run, oracle_verdict(run, f, strategy_names)) for f in family_names if f in run.data.run.families]
+        else:
+            out += [(run, best.sentence()) for best in best_strategies(tradeoff(run, family_names, strategy_names))]
+    return out
+
+
+def oracle_verdict(run: Run, family: str, strategy_names: Sequence[str]) -> str:
+    """The oracle replays gold, so accuracy names no strategy: what it says is which grammars reject gold
+    and which cost least per token."""
+    rejected = [s for s in strategy_names if (row := run.summary_row(family, s, Metric.grammar_rejection)) and row.value]
+    costs = [(row.value, s) for s in strategy_names if s != Strategy.none
+             and (row := run.summary_row(family, s, Metric.grammar_us_per_token_p50)) and row.value is not None]
+    text = f"{family}: the oracle measures grammars, not a model, so accuracy names no strategy; "
+    text += f"grammars rejecting gold: {', '.join(rejected)}" if rejected else "no grammar rejects a gold answer"
+    if costs:
+        value, cheapest = min(costs)
+        text += f"; least grammar work per token: {cheapest} ({number(value)} µs)"
+    return text + "."
+
+
+def side_by_side(runs: Sequence[Run], family_names: Sequence[str], strategy_names: Sequence[str]) -> list[list[str]]:
+    """family, strategy, metric, then one value per run."""
+    metrics = ordered((row.metric for r in runs for row in r.data.summary), KNOWN_METRICS)
+    body = []
+    for f in family_names:
+        for s in strategy_names:
+            for m in metrics:
+                rows = [r.summary_row(f, s, m) for r in runs]
+                if any(rows):
+                    body.append([f, s, m, *(summary_cell(row) for row in rows)])
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class RunTables:
+    """The tables of one run's section."""
+
+    run: Run
+    facts: list[tuple[str, str]]
+    """(what, value) lines: engine, suite, model, bounds, versions, counts, warnings."""
+    columns: list[str]
+    """The summary table's headers: family, strategy, n, then ``summary_columns``."""
+    rows: list[list[str]]
+    """The summary table's rows (``summary_rows``)."""
+    failure_rows: list[list[Any]]
+    """Failures by error kind (``failure_rows``, headers ``FAILURE_HEADERS``)."""
+    failure_source: str
+    """Which files the failures come from (or why there are none)."""
+    by_checker: list[tuple[str, int]]
+    """(checker, failing samples), most first."""
+    target: list[TargetCell]
+    """Cells where vLLM's grammar differs (``--target vllm``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything report.md and report.html show, built once: both render this."""
+
+    runs: Sequence[Run]
+    families: list[str]
+    strategies: list[str]
+    verdicts: list[tuple[Run, str]]
+    """(run, sentence) per run and family: the strategy to use, or what the oracle's grammars cost."""
+    sections: list[RunTables]
+    """One per run."""
+    side_by_side: list[list[str]]
+    """family, strategy, metric, a value per run (empty for one run)."""
+    overhead: list[list[str]]
+    """Per-token overhead against none (headers ``OVERHEAD_HEADERS``)."""
+    figures: list[Figure]
+    written_at: str
+    """UTC, as the report says it was written."""
+
+
+def run_tables(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> RunTables:
+    rows, source = failure_rows(run)
+    return RunTables(
+        run=run, facts=run_facts(run),
+        columns=["family", "strategy", "n", *(h for _, h in summary_columns([run]))],
+        rows=summary_rows(run, family_names, strategy_names), failure_rows=rows, failure_source=source,
+        by_checker=failures_by_checker(failures(run)), target=target_cells(run),
+    )
+
+
+def build_report(runs: Sequence[Run], family_names: list[str], strategy_names: list[str], figures: list[Figure],
+                 written_at: str) -> Report:
+    """Every table of the report, once."""
+    return Report(
+        runs=runs, families=family_names, strategies=strategy_names,
+        verdicts=verdicts(runs, family_names, strategy_names),
+        sections=[run_tables(run, family_names, strategy_names) for run in runs],
+        side_by_side=side_by_side(runs, family_names, strategy_names) if len(runs) > 1 else [],
+        overhead=overhead_rows(runs, family_names, strategy_names), figures=figures, written_at=written_at,
+    )
+
+
+__all__ = [
+    "FAILURE_HEADERS",
+    "OVERHEAD_HEADERS",
+    "Report",
+    "RunTables",
+    "build_report",
+    "failure_rows",
+    "number",
+    "oracle_verdict",
+    "overhead_rows",
+    "run_facts",
+    "run_tables",
+    "side_by_side",
+    "summary_cell",
+    "summary_columns",
+    "summary_rows",
+    "verdicts",
+]

@@ -1,0 +1,31 @@
+"""Running a suite: the options (``spec.RunSpec``) resolved once into a frozen ``spec.ResolvedRun``
+(``resolve``), the token bound (``token_bound``), the runner and its pipeline (``runner``), one sample
+through the kernel (``sample``) and the run's log (``run_log``)."""
+
+from harness.eval.run.resolve import MATRIX_FIELDS, EngineOpener, RunError, resolve_run
+from harness.eval.run.run_log import LOG_FILE, RunLog
+from harness.eval.run.runner import Progress, RunOutcome, run_suite
+from harness.eval.run.sample import SampleOutcome, gold_answers
+from harness.eval.run.spec import CaseSelection, EngineChoice, ResolvedRun, RunSpec, Sampling
+from harness.eval.run.token_bound import TokenBound, choose_token_bound
+
+__all__ = [
+    "LOG_FILE",
+    "MATRIX_FIELDS",
+    "CaseSelection",
+    "EngineChoice",
+    "EngineOpener",
+    "Progress",
+    "ResolvedRun",
+    "RunError",
+    "RunLog",
+    "RunOutcome",
+    "RunSpec",
+    "SampleOutcome",
+    "Sampling",
+    "TokenBound",
+    "choose_token_bound",
+    "gold_answers",
+    "resolve_run",
+    "run_suite",
+]

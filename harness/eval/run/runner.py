@@ -1,0 +1,347 @@
+"""The runner: family x strategy x case x epoch samples, run concurrently, saved as they finish.
+
+``run_suite(RunSpec)`` is a short pipeline: the options are resolved once into a ``ResolvedRun``
+(``resolve.resolve_run``: the suite and its bundle's agent read once, every option settled, the engine
+opened), the samples' file is opened (on resume a line torn by a kill is cut off and its sample runs
+again), one agent variant per family and strategy runs the samples (payloads and grammars are built
+once per variant, not per request) on ``concurrency`` workers, and the run is scored from
+samples.jsonl alone. Each sample is bounded in time (``sample:timeout``) and retried once when the
+model call failed on a timeout or a lost connection. Every finished sample goes to samples.jsonl at
+once (see ``SampleWriter``); with ``resume`` the samples already saved are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from harness.agents.agent import Agent, AgentOptions
+from harness.engines import registry
+from harness.engines.registry import RunEngine, SampleContext
+from harness.eval.data.cases import Case, EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.data.suite import Suite
+from harness.eval.run.resolve import EngineOpener, RunError, resolve_run
+from harness.eval.run.run_log import LOG_FILE, RunLog
+from harness.eval.run.sample import (
+    SampleOutcome,
+    gold_answers,
+    run_episode,
+    run_next_call,
+    run_single_turn,
+    sample_record,
+)
+from harness.eval.run.spec import ResolvedRun, RunSpec
+from harness.eval.store.provenance import git_commit, machine, utc_now, versions
+from harness.eval.store.records import RunRecord, RunTiming, SampleKey, SampleRecord, SuiteRef
+from harness.eval.store.results import (
+    SAMPLES_FILE,
+    RunDirError,
+    SampleWriter,
+    make_sample_id,
+    repair_samples,
+    write_run,
+)
+from harness.vocabulary import ErrorKind, Family
+
+RETRY_KINDS = frozenset({ErrorKind.model_timeout, ErrorKind.model_connection})
+HEARTBEAT_S = 5.0
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    total: int
+    skipped: int
+    ran: int
+    errors: int
+    wall_s: float
+    harness_ms: list[float] = field(default_factory=list)
+
+
+class Progress(Protocol):
+    """What a run reports as it goes (``harness run`` draws a bar or prints lines)."""
+
+    def started(self, key: SampleKey) -> None:
+        """A sample began (its model calls may take a while: the first prompt prefills the cache)."""
+
+    def finished(self, record: SampleRecord, failure: str | None) -> None:
+        """A sample was saved; ``failure``: its validity failure or error kind (None: a valid answer)."""
+
+    def tick(self) -> None:
+        """Called every few seconds while samples run."""
+
+
+@dataclass
+class _Job:
+    agent: Agent
+    """The bundle's agent for this family and strategy."""
+    case: Case
+    epoch: int
+    sample_id: str
+
+    def key(self, suite: Suite) -> SampleKey:
+        return SampleKey(
+            sample_id=self.sample_id, case_id=self.case.id, family=Family(self.agent.family),
+            strategy=self.agent.constraint.strategy, epoch=self.epoch, kind=suite.kind,
+        )
+
+
+class Runner:
+    """One run: the suite, the engine setup, one agent per family and strategy, the sandbox states."""
+
+    def __init__(self, run: ResolvedRun, engine: RunEngine) -> None:
+        from harness.eval.score.execution import SandboxStates
+        from harness.eval.score.scoring import Scorer
+
+        self.resolved, self.suite, self.engine = run, run.suite, engine
+        self.tools = run.agent.tools
+        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None)
+        """Validity of each finished sample for the progress (the full scoring runs at the end)."""
+        self.states = SandboxStates(self.tools, echo_mode=self.suite.spec.echo_mode)
+        options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
+        if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
+            options["allow_text_answer"] = True
+        self.agents = [
+            run.agent.variant(**(options | {"family": family, "strategy": strategy, "model_id": run.models[family]}))
+            for family, strategy in run.lanes()
+        ]
+
+    async def prepare(self) -> None:
+        """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
+        first call starts processes) and each agent's payloads. The engine's part runs in a thread, so
+        that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
+        await asyncio.to_thread(self.engine.prepare, list(self.resolved.families))
+        no_args = [t.schema.name for t in self.tools if not t.schema.required]
+        first = self.suite.cases[0] if self.suite.cases else None
+        if isinstance(first, NextCallCase | EpisodeCase) and no_args:  # single-turn cases run no tool
+            state = self.states.initial(first)
+            await asyncio.gather(*(
+                self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.engine.concurrency)
+            ))
+        for agent in self.agents:
+            agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+
+    def jobs(self) -> list[_Job]:
+        cases = self.resolved.selected_cases()
+        return [
+            _Job(agent, case, epoch, make_sample_id(case.id, agent.family, agent.constraint.strategy, epoch))
+            for agent in self.agents
+            for case in cases
+            for epoch in range(1, self.resolved.epochs + 1)
+        ]
+
+    async def _attempt(self, job: _Job) -> SampleOutcome:
+        constraint = job.agent.constraint
+        gold = tuple(tuple(answer) for answer in gold_answers(job.case, constraint.allow_parallel_calls))
+        client = self.engine.client_for(SampleContext(job.sample_id, job.agent.family, constraint, gold))
+        started = time.perf_counter()
+        setup_ms = 0.0
+        if isinstance(job.case, SingleTurnCase):
+            outcome = await run_single_turn(job.agent, job.case, client)
+        elif isinstance(job.case, NextCallCase):
+            workspace = await self.states.workspace_after_history(job.case)
+            setup_ms = (time.perf_counter() - started) * 1000.0
+            outcome = await run_next_call(job.agent, job.case, client, workspace)
+        else:
+            workspace = self.states.workspace(job.case)
+            setup_ms = (time.perf_counter() - started) * 1000.0
+            outcome = await run_episode(job.agent, job.case, client, workspace, self.resolved.max_steps_per_turn)
+        outcome.setup_ms = setup_ms
+        return outcome
+
+    async def run_sample(self, job: _Job) -> SampleRecord:
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                outcome = await asyncio.wait_for(self._attempt(job), self.resolved.sample_timeout_s)
+            except TimeoutError:
+                outcome = SampleOutcome(
+                    error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.sample_timeout_s:g} s"
+                )
+            except Exception as exc:  # a bug or a broken engine: counted on the sample, never hidden
+                outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
+            if outcome.error_kind in RETRY_KINDS and attempts == 1:
+                continue
+            return sample_record(job.key(self.suite), outcome, started, attempts)
+
+    async def run(self, writer: SampleWriter, todo: list[_Job], progress: Progress | None) -> list[SampleRecord]:
+        queue: asyncio.Queue[_Job] = asyncio.Queue()
+        for job in todo:
+            queue.put_nowait(job)
+        finished: list[SampleRecord] = []
+
+        async def worker() -> None:
+            while True:
+                try:
+                    job = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                if progress is not None:
+                    progress.started(job.key(self.suite))
+                record = await self.run_sample(job)
+                writer.put(record)
+                finished.append(record)
+                if progress is not None:
+                    progress.finished(record, self.checker.validity_of(record).error_kind)
+
+        async def heartbeat() -> None:
+            while progress is not None:
+                await asyncio.sleep(HEARTBEAT_S)
+                progress.tick()
+
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.resolved.engine.concurrency))]
+        beat = asyncio.create_task(heartbeat())
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in [*workers, beat]:
+                w.cancel()
+        return finished
+
+# -- the pipeline --------------------------------------------------------------------------------------
+
+
+def _relative(path: Path) -> str:
+    resolved = path.resolve()
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(resolved)
+
+
+def _open_samples(run: ResolvedRun, log: RunLog) -> set[str]:
+    """The run directory made ready for appending samples: on resume its torn last line cut off.
+    Returns the ids of the samples already saved."""
+    samples_path = run.run_dir / SAMPLES_FILE
+    done: set[str] = set()
+    if run.resumed is not None:
+        try:
+            saved = repair_samples(samples_path)
+        except RunDirError as exc:
+            raise RunError(f"cannot resume: {exc}") from None
+        if saved.torn_tail_at is not None:
+            log(f"resume: cut off a torn last line of {samples_path} (its sample runs again)")
+        done = set(saved.samples)
+    try:
+        run.run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"--out {str(run.run_dir)!r}: cannot create the directory: {exc.strerror or exc}") from None
+    return done
+
+
+def _run_record(run: ResolvedRun, engine: RunEngine) -> RunRecord:
+    """run.json as the run starts (a resumed run keeps its start time and notes this session's)."""
+    suite = run.suite
+    record = RunRecord(
+        run_id=run.run_dir.name,
+        suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
+        bundle=_relative(run.agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
+        target=run.engine.target, model=engine.model_id, families=list(run.families),
+        strategies=list(run.strategies), epochs=run.epochs, limit=run.cases.limit,
+        concurrency=run.engine.concurrency, sample_timeout_s=run.sample_timeout_s,
+        max_steps_per_turn=run.max_steps_per_turn, max_tokens=run.sampling.max_tokens,
+        max_tokens_source=run.sampling.max_tokens_source, versions=versions(), machine=machine(),
+        git_commit=git_commit(), started_at=utc_now(),
+    )
+    if run.resumed is not None:
+        record = record.model_copy(update={"started_at": run.resumed.started_at,
+                                           "resumed_at": [*run.resumed.resumed_at, utc_now()]})
+    return record
+
+
+@dataclass
+class _Generated:
+    """What the samples' part of a run left: run.json as written, and the samples of this session."""
+
+    record: RunRecord
+    total: int
+    skipped: int
+    finished: list[SampleRecord]
+    run_s: float
+
+
+async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: RunLog,
+                    progress_factory: Callable[[int, int], Progress] | None) -> _Generated:
+    """run.json written, the engine prepared (before the clock starts), the samples not yet saved run."""
+    runner = Runner(run, engine)
+    jobs = runner.jobs()
+    todo = [j for j in jobs if j.sample_id not in done]
+    record = _run_record(run, engine)
+    write_run(run.run_dir, record)
+    cases = len(jobs) // max(1, len(run.families) * len(run.strategies) * run.epochs)
+    log(f"{len(jobs)} samples: {', '.join(run.families)} x {', '.join(run.strategies)} x {cases} cases x "
+        f"{run.epochs} epoch(s)" + (f", {len(jobs) - len(todo)} already saved" if done else "")
+        + f" -> {run.run_dir}")
+    if todo:
+        log(f"{engine.name}: loading (tokenizers, weights, servers) before the clock starts...")
+        prepared = time.perf_counter()
+        await runner.prepare()
+        log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
+        # What an engine knows only once it runs (a started server's version, command and model).
+        record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
+                                           "model": engine.model_id, "engine_details": engine.describe() or None})
+        write_run(run.run_dir, record)
+    progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
+    started = time.perf_counter()
+    async with SampleWriter(run.run_dir / SAMPLES_FILE) as writer:
+        finished = await runner.run(writer, todo, progress)
+    return _Generated(record, len(jobs), len(jobs) - len(todo), finished, time.perf_counter() - started)
+
+
+async def run_suite(
+    spec: RunSpec,
+    progress_factory: Callable[[int, int], Progress] | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+    open_engine: EngineOpener = registry.open_engine,
+) -> RunOutcome:
+    """Run a suite into a results directory, then score it: resolve, open the samples, generate, score.
+    ``open_engine(spec.engine, options)`` sets the engine up (the registry's by default) and may
+    restrict the families (the embedded engine has weights for some only)."""
+    from harness.eval.score.rescore import score_samples
+
+    started = time.perf_counter()
+    run_log = RunLog(log)
+    run, engine = await resolve_run(spec, run_log, open_engine)
+    try:
+        done = _open_samples(run, run_log)
+    except BaseException:
+        await engine.aclose()
+        raise
+    with run_log.to_file(run.run_dir / LOG_FILE):
+        try:
+            generated = await _generate(run, engine, done, run_log, progress_factory)
+        finally:
+            await engine.aclose()
+        finished = generated.finished
+        harness_ms = [r.harness_ms for r in finished]
+        details = engine.describe() or generated.record.engine_details  # final figures (e.g. requests per replica)
+        record = generated.record.model_copy(update={
+            "finished_at": utc_now(), "timing": _timing(generated.run_s, harness_ms), "engine_details": details})
+        write_run(run.run_dir, record)
+        await score_samples(run.run_dir, record, run.suite, run.agent.tools)
+    return RunOutcome(
+        run_dir=run.run_dir, total=generated.total, skipped=generated.skipped, ran=len(finished),
+        errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
+        harness_ms=harness_ms,
+    )
+
+
+def _timing(run_s: float, harness_ms: list[float]) -> RunTiming:
+    from harness.stats import rounded_percentile
+
+    return RunTiming(
+        samples_s=round(run_s, 3),
+        samples=len(harness_ms),
+        harness_ms_p50=rounded_percentile(harness_ms, 50),
+        harness_ms_p99=rounded_percentile(harness_ms, 99),
+        harness_ms_mean=round(sum(harness_ms) / len(harness_ms), 3) if harness_ms else None,
+    )
+
+
+__all__ = ["Progress", "RunOutcome", "Runner", "run_suite"]

@@ -1,0 +1,271 @@
+"""Running one sample: a case on one family x strategy, through the real kernel, into a sample record.
+
+The agent of a sample is the bundle's ``Agent`` for that family and strategy (``harness.bundles``);
+each sample gets its own kernel (``Agent.make_kernel``) on the client the engine gives it.
+Generation only: nothing here scores. A next-call sample is one ``kernel.step`` on the case's history,
+its calls executed in the sandbox on the state the history leaves (so the transcript holds real tool
+results and timings). An episode is one ``kernel.run`` per user turn, tools executed in the sandbox on a
+workspace built from the case's initial file system, at most ``max_steps`` model calls a turn (an
+episode whose model still calls tools at the bound ends there, as BFCL's force quit; see
+``run_episode``). Scoring later re-executes calls from the saved record on its own copies, so it never
+needs the engine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.agents.agent import Agent
+from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.agents.constraint import ConstraintError
+from harness.agents.tools import Tool, ToolContext
+from harness.agents.types import Message, StepResult, ToolCall, ToolResult, ToolSchema
+from harness.eval.data.cases import EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.store.records import (
+    CallRecord,
+    ParseErrorRecord,
+    SampleKey,
+    SampleRecord,
+    StepRecord,
+    StepStats,
+    ToolResultRecord,
+    UsageRecord,
+)
+from harness.vocabulary import ErrorKind
+
+
+class RecordingClient:
+    """Wraps the run's LLMClient and keeps every response of one sample, in order (the kernel's
+    StepResult does not carry latency or engine stats)."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+        self.responses: list[CompletionResponse] = []
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        response = await self.inner.chat_completion(request)
+        self.responses.append(response)
+        return response
+
+    async def aclose(self) -> None:
+        """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
+
+
+def gold_answers(
+    case: NextCallCase | EpisodeCase | SingleTurnCase, parallel_calls: bool = False
+) -> list[list[ToolCall]]:
+    """What the oracle answers, request by request: a next-call case's expected call; a single-turn
+    case's expected calls in one answer (none: a plain answer); an episode's ground-truth calls, then a
+    closing message per turn. With ``parallel_calls`` (the agent's grammar allows several calls per
+    answer) a turn's calls come in one answer, as BFCL lists them; else one answer each."""
+    if isinstance(case, NextCallCase):
+        return [[case.expected.to_tool_call(f"{case.id}-gold")]]
+    if isinstance(case, SingleTurnCase):
+        return [[c.to_tool_call(f"{case.id}-gold-{i}") for i, c in enumerate(case.expected)]]
+    answers: list[list[ToolCall]] = []
+    for t, turn in enumerate(case.ground_truth):
+        calls = [c.to_tool_call(f"{case.id}-t{t}-{i}") for i, c in enumerate(turn)]
+        if parallel_calls and calls:
+            answers.append(calls)
+        else:
+            answers.extend([c] for c in calls)
+        answers.append([])
+    return answers
+
+
+def _stats(response: CompletionResponse) -> StepStats | None:
+    s = response.stats
+    if s is None:
+        return None
+    return StepStats(
+        compile_ms=s.compile_ms,
+        compile_cached=s.compile_cached,
+        mask_us=tuple(round(v, 3) for v in s.mask_us),
+        accept_us=tuple(round(v, 3) for v in s.accept_us),
+        generated_tokens=s.generated_tokens,
+        grammar_error=s.grammar_error,
+        target_steps=s.target_steps,
+        target_mask_diff_steps=s.target_mask_diff_steps,
+        target_only_tokens=s.target_only_tokens,
+        forced_tokens=s.forced_tokens,
+    )
+
+
+def step_record(step: StepResult, response: CompletionResponse, turn: int | None = None) -> StepRecord:
+    """One model call of a sample (``turn``: the episode's user turn it answered)."""
+    usage = response.usage
+    return StepRecord(
+        output=response.content,
+        tool_calls=tuple(CallRecord(name=c.name, arguments=c.arguments) for c in step.tool_calls),
+        parse_errors=tuple(ParseErrorRecord(kind=e.kind, message=e.message) for e in step.parse_errors),
+        tool_results=tuple(
+            ToolResultRecord(
+                name=r.name, output=r.output, is_error=r.is_error, error_kind=r.error_kind,
+                duration_us=None if r.duration_us is None else round(r.duration_us, 1),
+            )
+            for r in step.tool_results
+        ),
+        latency_ms=response.latency_ms,
+        ttft_ms=response.ttft_ms,
+        finish_reason=response.finish_reason,
+        usage=None if usage is None else UsageRecord(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+        ),
+        stats=_stats(response),
+        turn=turn,
+    )
+
+
+@dataclass
+class SampleOutcome:
+    """What one attempt produced: the steps, and the error that ended it (if any)."""
+
+    steps: list[StepRecord] = field(default_factory=list)
+    error_kind: str | None = None
+    error: str | None = None
+    setup_ms: float = 0.0
+    """Time spent building the sample's workspace (a next-call point replays its history in the
+    sandbox, once per case): sandbox time, not harness time."""
+    max_steps_turns: list[int] = field(default_factory=list)
+    """The episode's user turn whose model kept calling tools past the step bound (BFCL's force quit:
+    the episode ended there)."""
+
+
+async def run_next_call(
+    agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any
+) -> SampleOutcome:
+    """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
+    return await _one_step(agent, case.history(), agent.tools, client, workspace)
+
+
+async def _one_step(
+    agent: Agent, messages: Sequence[Message], tools: Sequence[Tool], client: LLMClient, workspace: Any
+) -> SampleOutcome:
+    recorder = RecordingClient(client)
+    kernel = agent.make_kernel(recorder)
+    outcome = SampleOutcome()
+    try:
+        step = await kernel.step(agent.opening(messages), tools, workspace=workspace)
+    except ModelCallError as exc:
+        outcome.error_kind, outcome.error = exc.kind, str(exc)
+        return outcome
+    response = recorder.responses[-1]
+    outcome.steps.append(step_record(step, response))
+    _note_rejection(outcome, [response])
+    return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaOnlyTool:
+    """A tool the model may call that nothing executes: BFCL's single-turn categories judge the call,
+    not its result (their functions have no implementation)."""
+
+    schema: ToolSchema
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        return ToolResult(call_id=call.id, name=call.name, output=NOT_EXECUTED)
+
+
+NOT_EXECUTED = "(not executed: this suite judges the call, not its result)"
+EMPTY_LANGUAGE = ErrorKind.constraint_empty_language
+
+
+async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient) -> SampleOutcome:
+    """One step on the case's messages with the case's own tools (nothing is executed). An entry with no
+    function under a grammar that forces a call has no valid answer at all (``constraint:empty_language``);
+    an entry whose tools use a keyword the strategy does not enforce gets no grammar
+    (``constraint:refused``, naming the keyword): counted, never run unconstrained."""
+    constraint = agent.constraint
+    if not case.tool_schemas() and constraint.constrained and not constraint.allow_text_answer:
+        return SampleOutcome(error_kind=EMPTY_LANGUAGE, error="no function to call and no plain answer allowed")
+    try:
+        return await _one_step(agent, case.history(), [SchemaOnlyTool(s) for s in case.tool_schemas()], client, None)
+    except ConstraintError as exc:
+        return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
+
+
+async def run_episode(
+    agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None
+) -> SampleOutcome:
+    """``kernel.run`` per user turn on one workspace; every step of every turn is recorded.
+
+    Each turn offers the tools the case offers in it (``EpisodeCase.offered``). A turn allows at most
+    ``max_steps`` model calls (default: the bundle's ``kernel.max_steps``), the last of which should
+    end the turn with a plain answer. When that last one calls tools too, the episode ends there
+    (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
+    one more to answer, which is ``max_steps`` 21 (``bundles/bfcl``)."""
+    recorder = RecordingClient(client)
+    kernel = agent.make_kernel(recorder)
+    history: list[Message] = agent.opening()
+    bound = max_steps or agent.config.kernel.max_steps
+    outcome = SampleOutcome()
+    for index, user_messages in enumerate(case.turns):
+        offered = set(case.offered([t.schema.name for t in agent.tools], index))
+        tools = [t for t in agent.tools if t.schema.name in offered]
+        history.extend(Message(role=m.role, content=m.content) for m in user_messages)
+        seen = len(recorder.responses)
+        try:
+            result = await kernel.run(history, tools, max_steps=bound, workspace=workspace)
+        except ModelCallError as exc:
+            outcome.error_kind, outcome.error = exc.kind, str(exc)
+            return outcome
+        responses = recorder.responses[seen:]
+        outcome.steps.extend(
+            step_record(step, response, turn=index)
+            for step, response in zip(result.steps, responses, strict=True)
+        )
+        if _note_rejection(outcome, responses):
+            return outcome
+        if result.termination_reason == "max_steps":
+            outcome.max_steps_turns.append(index)
+            return outcome
+        history = list(result.history)
+    return outcome
+
+
+def _note_rejection(outcome: SampleOutcome, responses: Sequence[CompletionResponse]) -> bool:
+    for response in responses:
+        if response.stats is not None and response.stats.grammar_error:
+            outcome.error_kind = response.stats.grammar_error
+            outcome.error = f"the grammar forbade a gold token; emitted so far: {response.content!r}"
+            return True
+    return False
+
+
+def sample_record(key: SampleKey, outcome: SampleOutcome, started: float, attempts: int = 1) -> SampleRecord:
+    """The samples.jsonl line: ids, status, steps, and where the time went."""
+    duration_ms = (time.perf_counter() - started) * 1000.0
+    model_ms = sum(step.latency_ms or 0.0 for step in outcome.steps)
+    tool_ms = sum((r.duration_us or 0.0) / 1000.0 for step in outcome.steps for r in step.tool_results)
+    return SampleRecord(
+        **key.model_dump(),
+        status="error" if outcome.error_kind else "ok",
+        error_kind=outcome.error_kind,
+        error=outcome.error,
+        steps=tuple(outcome.steps),
+        attempts=attempts,
+        max_steps_turns=tuple(outcome.max_steps_turns),
+        duration_ms=round(duration_ms, 3),
+        setup_ms=round(outcome.setup_ms, 3),
+        harness_ms=round(max(0.0, duration_ms - model_ms - tool_ms - outcome.setup_ms), 3),
+    )
+
+
+__all__ = [
+    "EMPTY_LANGUAGE",
+    "NOT_EXECUTED",
+    "RecordingClient",
+    "SampleOutcome",
+    "SchemaOnlyTool",
+    "gold_answers",
+    "run_episode",
+    "run_next_call",
+    "run_single_turn",
+    "sample_record",
+    "step_record",
+]

@@ -1,0 +1,93 @@
+"""The sandbox as the runner and scoring use it: file-system states and workspaces for the bundle's tools.
+
+Calls run through the bundle's real ``.pym`` tools (``PymTool.execute``) on a ``Workspace`` over a
+``FileSystemState``; nothing here reimplements a tool. States that every sample of a case shares (the
+state a next-call point's history leaves) are computed once per case and copied per use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.agents.tools import Tool, ToolContext
+from harness.agents.types import ToolCall
+from harness.eval.data.cases import FsCase, NextCallCase
+from harness.eval.data.suite import EchoMode
+from harness.vocabulary import ErrorKind
+
+_ids = itertools.count(1)
+
+
+class SandboxStates:
+    """File-system states for a suite's cases, and calls executed on them with the real tools.
+
+    Implements scoring's ``StateBackend`` (``initial``, ``apply``, ``difference``) and gives the runner
+    its workspaces (``workspace``, ``workspace_after_history``)."""
+
+    def __init__(self, tools: Sequence[Tool], echo_mode: EchoMode = "overwrite") -> None:
+        self.tools = {t.schema.name: t for t in tools}
+        self.echo_mode: EchoMode = echo_mode
+        """The suite's ``echo`` semantics, for every workspace built here (runs and scoring alike)."""
+        self._after_history: dict[str, Any] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def initial(self, case: FsCase) -> Any:
+        from harness.sandbox import FileSystemState
+
+        state = FileSystemState.from_bfcl(case.initial_fs.to_bfcl())
+        if case.cwd:
+            state = FileSystemState(state.root_name, state.tree, [p for p in case.cwd.split("/") if p])
+        return state
+
+    async def run_call(self, state: Any, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Run one call on ``state`` in place; returns the ToolResult (an unknown tool is an error)."""
+        from harness.agents.types import ToolResult
+
+        call = ToolCall(id=f"score_{next(_ids)}", name=name, arguments=dict(arguments))
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolResult(call.id, name, f"unknown tool {name!r}", is_error=True, error_kind=ErrorKind.tool_unknown)
+        return await tool.execute(call, ToolContext(call_id=call.id, workspace=self._workspace(state)))
+
+    async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Run one call on a copy of ``state``; the new state and the call's output."""
+        new = state.copy()
+        result = await self.run_call(new, name, arguments)
+        return new, result.output
+
+    def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
+        if a != b:  # FileSystemState equality compares the trees (BFCL's)
+            return ErrorKind.state_tree_differs
+        if cwd and tuple(a.cwd) != tuple(b.cwd):
+            return ErrorKind.state_cwd_differs
+        return None
+
+    async def state_after_history(self, case: NextCallCase) -> Any:
+        """The state a next-call point's history leaves (computed once per case; do not mutate)."""
+        if case.id not in self._after_history:
+            async with self._locks.setdefault(case.id, asyncio.Lock()):
+                if case.id not in self._after_history:
+                    state = self.initial(case)
+                    for call in case.history_calls():
+                        await self.run_call(state, call.name, call.arguments)
+                    self._after_history[case.id] = state
+        return self._after_history[case.id]
+
+    def _workspace(self, state: Any) -> Any:
+        from harness.sandbox import Workspace
+
+        return Workspace.filesystem(state, echo_mode=self.echo_mode)
+
+    def workspace(self, case: FsCase) -> Any:
+        """A fresh workspace on the case's initial state (episodes)."""
+        return self._workspace(self.initial(case))
+
+    async def workspace_after_history(self, case: NextCallCase) -> Any:
+        """A fresh workspace on a copy of the state after the point's history (next-call samples)."""
+        return self._workspace((await self.state_after_history(case)).copy())
+
+
+__all__ = ["SandboxStates"]

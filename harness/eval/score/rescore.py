@@ -1,0 +1,91 @@
+"""Score a results directory from its saved samples alone: ``harness score RUN_DIR`` (``score_run``)
+and the end of every ``harness run`` (``score_samples``, with the suite and tools the run already
+read). Writes scores.parquet, summary.json and errors.json; never calls an engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.agents.tools import Tool
+from harness.eval.data.suite import Suite, load_suite
+from harness.eval.store.records import RunRecord, SampleRecord, SummaryRow
+from harness.eval.store.results import (
+    RUN_FILE,
+    SAMPLES_FILE,
+    RunDirError,
+    load_samples,
+    read_run,
+    write_errors,
+    write_scores,
+    write_summary,
+)
+
+
+def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
+    if suite_dir is not None:
+        return load_suite(suite_dir)
+    path = run.suite.path
+    candidates = [Path(path), run_dir / path]
+    for candidate in candidates:
+        if (candidate / "suite.yaml").is_file():
+            return load_suite(candidate)
+    raise RunDirError(
+        run_dir / RUN_FILE, f"suite {path!r} not found from {Path.cwd()}; pass the suite directory (--suite)"
+    )
+
+
+def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[SampleRecord]) -> None:
+    """Every sample belongs to the run run.json records (its suite kind, families, strategies and
+    epochs): a results directory holding samples of two runs would mix them in every figure."""
+    lanes = {(f, s) for f in run.families for s in run.strategies}
+    cases = {case.id for case in suite.cases}
+    for sample in samples:
+        if sample.case_id not in cases:
+            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r}: the suite {suite.name!r} "
+                              f"({suite.path}) has no case {sample.case_id!r} (is --suite the run's suite?)")
+        if sample.kind != suite.kind:
+            raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r} is of kind {sample.kind}; the "
+                              f"suite {suite.name!r} is of kind {suite.kind} (is --suite the run's suite?)")
+        if (sample.family, sample.strategy) not in lanes or sample.epoch > run.epochs:
+            raise RunDirError(
+                run_dir / SAMPLES_FILE,
+                f"sample {sample.sample_id!r} is not part of the run {RUN_FILE} records (families "
+                f"{', '.join(run.families)}; strategies {', '.join(run.strategies)}; {run.epochs} epoch(s)): "
+                "samples of two runs are mixed here",
+            )
+
+
+async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequence[Tool]) -> list[SummaryRow]:
+    """Score every saved sample of ``run_dir`` (the run ``run`` records, on ``suite`` with the bundle's
+    ``tools``): writes scores.parquet, summary.json and errors.json; returns the summary rows."""
+    from harness.eval.score.execution import SandboxStates
+    from harness.eval.score.scoring import Scorer
+    from harness.eval.score.summary import error_counts, summarize
+
+    samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
+    _check_matrix(run_dir, run, suite, samples)
+    states = SandboxStates(tools, echo_mode=suite.spec.echo_mode)
+    scorer = Scorer(suite.cases, [t.schema for t in tools], run.engine, states)
+    rows = await scorer.score_all(samples)
+    write_scores(run_dir, rows)
+    summary = summarize(samples, rows)
+    write_summary(run_dir, summary)
+    write_errors(run_dir, error_counts(rows))
+    return summary
+
+
+async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path | None = None) -> list[SummaryRow]:
+    """Re-score every saved sample of ``run_dir`` (``harness score``): its run.json, its suite (``suite``,
+    else ``suite_dir``, else the path run.json records) and that suite's bundle read once; returns the
+    summary rows it wrote."""
+    from harness.bundles import load_tools
+
+    run_dir = Path(run_dir)
+    run = read_run(run_dir)
+    suite = suite or _suite_for(run_dir, run, suite_dir)
+    _, tools = load_tools(suite.bundle_dir)
+    return await score_samples(run_dir, run, suite, tools)
+
+
+__all__ = ["score_run", "score_samples"]

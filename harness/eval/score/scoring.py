@@ -1,0 +1,356 @@
+"""Scoring: each saved sample against its case, with no engine involved.
+
+Per sample, five metrics (scores.parquet rows), each 1/0 with a ``checker:reason`` on failure, or
+null where it does not apply:
+
+- ``validity``: the answer parsed, every call names a tool that was offered, and its arguments are
+  valid for that tool's JSON schema (``harness.sandbox.validation.argument_check``: jsonschema, no
+  undeclared arguments; the same check the sandbox makes before a call and ``harness validate`` makes
+  of a suite). An answer the token bound cut
+  (``finish_reason: length``) that yields no clean call fails as ``length:max_tokens``, not as the
+  parse error the cut caused.
+- ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
+  A next-call case's ``expected_alternatives`` are accepted too. Episodes: every user turn's calls
+  equal that turn's ground truth.
+- ``state_match``: the predicted calls and the gold calls, executed in the sandbox from the case's
+  state, leave the same tree and working directory. Next-call points replay the history's calls first.
+  Episodes give BFCL's multi-turn verdict: an episode the step bound cut short fails
+  (``state:force_terminated``); then turn by turn on two copies, every turn's calls are executed, and
+  each turn with ground truth is checked: the model made calls in it (``state:empty_turn``), the trees
+  are equal (``state:tree_differs``; BFCL compares the file system's public attributes, so the current
+  directory is not compared), and the turn's gold results are an unordered subset of the model's
+  results so far (``state:response_missing``). Null when the case has no known file system
+  (``state_check: false``).
+- ``grammar_rejection``: 1 when the oracle engine found a gold token the grammar forbids. Only the
+  oracle can measure it; null for other engines.
+- ``truncated``: 1 when an answer of the sample was cut by the token bound (``length:max_tokens``),
+  whatever it parsed to: cut answers are counted apart. Null for a sample with no model answer.
+
+A sample that ended in an error (``model:timeout``, ``sample:timeout``, ``grammar:rejected_gold``...)
+fails every applicable metric with that kind: failures are counted, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from harness.agents.types import ToolSchema
+from harness.eval.data.cases import Case, EpisodeCase, FsCase, NextCallCase, SingleTurnCase
+from harness.eval.score.verdicts import (
+    CUT,
+    NOT_APPLICABLE,
+    PASS,
+    Call,
+    Verdict,
+    call_difference,
+    fail,
+    same_value,
+    steps_validity,
+    unparsed,
+    was_cut,
+)
+from harness.eval.store.records import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
+from harness.vocabulary import ErrorKind, Metric
+
+
+class StateBackend(Protocol):
+    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.execution``)."""
+
+    def initial(self, case: FsCase) -> Any:
+        """A fresh state: the case's tree and working directory."""
+        ...
+
+    async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
+        """Run one call on ``state`` (left untouched); returns the new state and the call's output."""
+        ...
+
+    def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
+        """None when both states are equal, else ``state:tree_differs`` or (when ``cwd``) ``state:cwd_differs``."""
+        ...
+
+
+def _canonical(output: Any) -> str:
+    return output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
+
+
+def unordered_subset(needles: Iterable[Any], haystack: Iterable[Any]) -> bool:
+    """Every needle is found in the haystack, each haystack item used at most once (BFCL)."""
+    pool: dict[str, int] = {}
+    for item in haystack:
+        key = _canonical(item)
+        pool[key] = pool.get(key, 0) + 1
+    for item in needles:
+        key = _canonical(item)
+        if pool.get(key, 0) <= 0:
+            return False
+        pool[key] -= 1
+    return True
+
+
+# -- the scorer ---------------------------------------------------------------------------------------
+
+
+class Scorer:
+    """Scores saved samples of one suite. ``tools`` are the schemas the bundle offers; ``engine`` is
+    the run's engine (only the oracle measures grammar rejections)."""
+
+    def __init__(
+        self,
+        cases: Iterable[Case],
+        tools: Iterable[ToolSchema],
+        engine: str,
+        backend: StateBackend | None,
+        concurrency: int = 8,
+    ) -> None:
+        from harness.eval.score.bfcl_score import SingleTurnScoring
+        from harness.sandbox.validation import argument_check
+
+        self.single_turn = SingleTurnScoring()
+        """Single-turn cases bring their own tools and BFCL's verdict."""
+        self.cases = {c.id: c for c in cases}
+        self.schemas = {t.name: t for t in tools}
+        self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
+        self.engine = engine
+        self.backend = backend
+        self._limit = asyncio.Semaphore(concurrency)
+        self._state_cache: dict[tuple[str, str], Any] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._verdicts: dict[tuple[str, str], asyncio.Future[Verdict]] = {}
+
+    # validity ------------------------------------------------------------------------------------
+
+    def call_problem(self, call: Call, offered: Iterable[str] | None = None) -> str | None:
+        names = set(offered) if offered is not None else self.schemas.keys()
+        if call.name not in names or call.name not in self.schemas:
+            return ErrorKind.validity_unknown_tool
+        if not self.validators[call.name].is_valid(call.arguments):
+            return ErrorKind.validity_schema
+        return None
+
+    def validity(
+        self, steps: Sequence[StepRecord], offered: Iterable[str], need_call: bool, text_ends_turn: bool = False
+    ) -> Verdict:
+        """Every answer parsed, every call is known and schema-valid (``steps_validity``)."""
+        names = list(offered)
+        return steps_validity(steps, lambda call: self.call_problem(call, names), need_call, text_ends_turn)
+
+    def validity_of(self, sample: SampleRecord) -> Verdict:
+        """The sample's ``validity`` alone (no sandbox needed): what a run's progress shows as samples
+        finish. A sample that ended in an error fails with its kind."""
+        case = self.cases.get(sample.case_id)
+        if case is None:
+            return fail(ErrorKind.score_unknown_case)
+        if sample.status == "error":
+            return fail(sample.error_kind or ErrorKind.sample_error)
+        if isinstance(case, SingleTurnCase):
+            return self.single_turn.validity(case, sample.steps)
+        if isinstance(case, NextCallCase):
+            return self.validity(sample.steps[:1], self.schemas, need_call=True)
+        return self._episode_validity(case, sample.steps)
+
+    # the sample ----------------------------------------------------------------------------------
+
+    async def score(self, sample: SampleRecord) -> list[ScoreRow]:
+        """The four metric rows of one sample."""
+        case = self.cases.get(sample.case_id)
+        verdicts: dict[Metric, Verdict]
+        if case is None:
+            missing = fail(ErrorKind.score_unknown_case)
+            verdicts = {Metric.validity: missing, Metric.exact_match: missing, Metric.state_match: missing}
+        elif isinstance(case, SingleTurnCase):
+            verdicts = self.single_turn.verdicts(case, sample)
+        elif sample.status == "error":
+            kind = sample.error_kind or ErrorKind.sample_error
+            state = fail(kind) if self._state_applies(case) else NOT_APPLICABLE
+            verdicts = {Metric.validity: fail(kind), Metric.exact_match: fail(kind), Metric.state_match: state}
+        elif isinstance(case, NextCallCase):
+            verdicts = await self._next_call(case, sample)
+        else:
+            verdicts = await self._episode(case, sample)
+        verdicts[Metric.grammar_rejection] = self._rejection(sample)
+        verdicts[Metric.truncated] = self._truncated(sample)
+        return [
+            ScoreRow(
+                sample_id=sample.sample_id, case_id=sample.case_id, family=sample.family,
+                strategy=sample.strategy, epoch=sample.epoch, metric=metric,
+                value=verdicts[metric].value, error_kind=verdicts[metric].error_kind,
+            )
+            for metric in METRICS
+            if metric in verdicts  # BFCL's verdicts only where they apply
+        ]
+
+    def _state_applies(self, case: Case) -> bool:
+        """A state check needs a sandbox and a known file system (imported SHELLper points have none)."""
+        return self.backend is not None and getattr(case, "state_check", True)
+
+    @staticmethod
+    def _truncated(sample: SampleRecord) -> Verdict:
+        if not sample.steps:
+            return NOT_APPLICABLE
+        return Verdict(1.0, CUT) if any(was_cut(step) for step in sample.steps) else Verdict(0.0)
+
+    def _rejection(self, sample: SampleRecord) -> Verdict:
+        if self.engine != "oracle":
+            return NOT_APPLICABLE
+        rejected = sample.error_kind == ErrorKind.grammar_rejected_gold or any(
+            step.stats is not None and step.stats.grammar_error == ErrorKind.grammar_rejected_gold for step in sample.steps
+        )
+        return Verdict(1.0, ErrorKind.grammar_rejected_gold) if rejected else Verdict(0.0)
+
+    async def _next_call(self, case: NextCallCase, sample: SampleRecord) -> dict[Metric, Verdict]:
+        steps = sample.steps
+        validity = self.validity(steps[:1], self.schemas, need_call=True)
+        calls = list(steps[0].tool_calls) if steps else []
+        golds = case.gold_calls()
+        parse_failure = unparsed(validity)
+        if parse_failure:
+            exact = fail(parse_failure)
+        else:
+            reasons = [call_difference(calls, [g]) for g in golds]
+            exact = PASS if None in reasons else fail(str(reasons[0]))
+        if not self._state_applies(case):
+            state = NOT_APPLICABLE
+        elif validity.error_kind:  # an invalid answer achieves nothing, whatever the sandbox made of it
+            state = fail(validity.error_kind)
+        else:
+            state = await self._memo(case.id, [calls], lambda: self._next_call_state(case, calls))
+        return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
+
+    async def _memo(
+        self, case_id: str, calls: Sequence[Sequence[Call]], compute: Callable[[], Awaitable[Verdict]]
+    ) -> Verdict:
+        """The state verdict of these calls on this case, computed once: tools are deterministic, and
+        the samples of one case (families, strategies, epochs) often make the very same calls."""
+        plain = [[(c.name, c.arguments) for c in group] for group in calls]
+        key = (case_id, json.dumps(plain, sort_keys=True, ensure_ascii=False))
+        future = self._verdicts.get(key)
+        if future is None:
+            future = self._verdicts[key] = asyncio.get_running_loop().create_future()
+            try:
+                future.set_result(await compute())
+            except BaseException as exc:
+                del self._verdicts[key]
+                future.set_exception(exc)
+                future.exception()  # retrieved: an error reaches the caller below, not the loop's log
+                raise
+        return await asyncio.shield(future)
+
+    async def _apply_all(self, state: Any, calls: Iterable[Call]) -> tuple[Any, list[Any]]:
+        assert self.backend is not None
+        outputs = []
+        for call in calls:
+            async with self._limit:
+                state, out = await self.backend.apply(state, call.name, call.arguments)
+            outputs.append(out)
+        return state, outputs
+
+    async def _cached(self, case: NextCallCase, key: str, build: Any) -> Any:
+        """Per-case states shared by every sample of the case (history replayed once, golds once)."""
+        if (case.id, key) not in self._state_cache:
+            lock = self._locks.setdefault(f"{case.id}/{key}", asyncio.Lock())
+            async with lock:
+                if (case.id, key) not in self._state_cache:
+                    self._state_cache[(case.id, key)] = await build()
+        return self._state_cache[(case.id, key)]
+
+    async def _next_call_state(self, case: NextCallCase, calls: Sequence[Call]) -> Verdict:
+        assert self.backend is not None
+        backend = self.backend
+
+        async def history() -> Any:
+            state, _ = await self._apply_all(backend.initial(case), case.history_calls())
+            return state
+
+        async def golds() -> list[tuple[Any, list[Any]]]:
+            start = await self._cached(case, "history", history)
+            return [await self._apply_all(start, [g]) for g in case.gold_calls()]
+
+        start = await self._cached(case, "history", history)
+        gold_runs = await self._cached(case, "golds", golds)
+        predicted, outputs = await self._apply_all(start, calls)
+        reasons = [
+            backend.difference(predicted, gold_state)
+            or (None if unordered_subset(gold_outputs, outputs) else ErrorKind.state_response_missing)
+            for gold_state, gold_outputs in gold_runs
+        ]
+        return PASS if None in reasons else fail(str(reasons[0]))
+
+    def _episode_validity(self, case: EpisodeCase, steps: Sequence[StepRecord]) -> Verdict:
+        """``validity`` of every step, each against the tools its user turn offered."""
+        by_turn: dict[int, list[StepRecord]] = {}
+        for step in steps:
+            by_turn.setdefault(step.turn or 0, []).append(step)
+        for index, turn_steps in by_turn.items():
+            verdict = self.validity(turn_steps, case.offered(self.schemas, index), need_call=False, text_ends_turn=True)
+            if verdict.error_kind:
+                return verdict
+        if any(case.ground_truth) and not any(step.tool_calls for step in steps):
+            return fail(ErrorKind.parse_no_call)
+        return PASS
+
+    async def _episode(self, case: EpisodeCase, sample: SampleRecord) -> dict[Metric, Verdict]:
+        validity = self._episode_validity(case, sample.steps)
+        per_turn: list[list[CallRecord]] = [[] for _ in case.ground_truth]
+        for step in sample.steps:
+            index = step.turn or 0
+            if 0 <= index < len(per_turn):
+                per_turn[index].extend(step.tool_calls)
+        parse_failure = unparsed(validity)
+        exact = PASS
+        for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
+            reason = call_difference(model_calls, gold)
+            if reason:
+                exact = fail(parse_failure or reason)
+                break
+        if not self._state_applies(case):
+            state = NOT_APPLICABLE
+        elif sample.max_steps_turns:  # BFCL fails a force-quit episode before any check
+            state = fail(ErrorKind.state_force_terminated)
+        else:
+            state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
+        return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
+
+    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Verdict:
+        """BFCL's multi-turn checker on the model's calls, turn by turn (see the module docstring)."""
+        assert self.backend is not None
+        model_state = gold_state = self.backend.initial(case)
+        model_outputs: list[Any] = []
+        for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
+            model_state, outs = await self._apply_all(model_state, model_calls)
+            model_outputs.extend(outs)
+            gold_state, gold_outs = await self._apply_all(gold_state, gold)
+            if not gold:  # nothing to achieve in this turn: its calls ran, nothing is checked
+                continue
+            if not model_calls:
+                return fail(ErrorKind.state_empty_turn)
+            reason = self.backend.difference(model_state, gold_state, cwd=False)
+            if reason:
+                return fail(reason)
+            if not unordered_subset(gold_outs, model_outputs):
+                return fail(ErrorKind.state_response_missing)
+        return PASS
+
+    async def score_all(self, samples: Iterable[SampleRecord]) -> list[ScoreRow]:
+        """Rows of every sample, in the samples' order."""
+        results = await asyncio.gather(*(self.score(s) for s in samples))
+        return [row for rows in results for row in rows]
+
+
+__all__ = [
+    "CUT",
+    "NOT_APPLICABLE",
+    "PASS",
+    "Call",
+    "Scorer",
+    "StateBackend",
+    "Verdict",
+    "call_difference",
+    "fail",
+    "same_value",
+    "unordered_subset",
+    "unparsed",
+    "was_cut",
+]

@@ -1,0 +1,31 @@
+"""``harness fuzz``: property-based checking of a tool set's grammars and parsers (see ``run``).
+
+For every tool x family x strategy, Hypothesis draws arguments valid for the tool's JSON schema and
+the cell checks that the compiled grammar accepts them token by token with the family's real
+tokenizer, that the parser gives them back, that near-miss mutants are rejected (or named as not
+enforced), that random walks through the mask end in valid calls, and that the parser never raises.
+Importing this package loads Hypothesis and jsonschema: the CLI imports it inside the command.
+"""
+
+from __future__ import annotations
+
+from harness.fuzz.keep import read_expected, write_calls_files, write_junit
+from harness.fuzz.outcomes import FAILING, CellReport, Counterexample, FuzzReport, Outcome, baseline, compare
+from harness.fuzz.run import FuzzOptions, build_grammar, draw_case, fuzz
+
+__all__ = [
+    "FAILING",
+    "CellReport",
+    "Counterexample",
+    "FuzzOptions",
+    "FuzzReport",
+    "Outcome",
+    "baseline",
+    "build_grammar",
+    "compare",
+    "draw_case",
+    "fuzz",
+    "read_expected",
+    "write_calls_files",
+    "write_junit",
+]

@@ -1,0 +1,201 @@
+"""What ``harness fuzz`` reports: outcome classes per tool x family x strategy, the counterexamples
+kept, and the comparison with an expected baseline.
+
+Outcome classes, named as grammar benchmarks name them, from the most to the least severe (a cell's
+``outcome`` is the most severe class it showed; ``classes`` lists them all):
+
+- ``parser_crash``: the family's parser raised on some text instead of returning a typed error;
+- ``validation_error``: a call valid for the schema was rejected by the grammar;
+- ``invalidation_error``: the grammar accepted a call (or a walk reached a text) that the schema
+  forbids, through a keyword the strategy claims to enforce;
+- ``round_trip_error``: parsing a rendered call did not give that call back (or a truncated answer
+  parsed without an error);
+- ``target_disagreement``: vLLM's own grammar backend (``--target vllm``) judged a text otherwise;
+- ``build_error``: the constraint could not be built or compiled (the message names the keyword);
+- ``timeout``: the cell ran out of time before its examples were done;
+- ``schema_invalid``, ``schema_unsatisfiable``, ``generation_slow``: bad input, found before any
+  grammar ran: not a JSON schema, a schema no value satisfies (or none was found), a schema whose
+  values Hypothesis cannot draw in time;
+- ``not_enforced``: a call breaking a keyword the strategy does not enforce (the README's keyword
+  table says so) was accepted: named, not a failure;
+- ``passing``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Outcome(StrEnum):
+    """One outcome class (most severe first)."""
+
+    parser_crash = "parser_crash"
+    validation_error = "validation_error"
+    invalidation_error = "invalidation_error"
+    round_trip_error = "round_trip_error"
+    target_disagreement = "target_disagreement"
+    build_error = "build_error"
+    timeout = "timeout"
+    schema_invalid = "schema_invalid"
+    schema_unsatisfiable = "schema_unsatisfiable"
+    generation_slow = "generation_slow"
+    not_enforced = "not_enforced"
+    passing = "passing"
+
+
+SEVERITY: tuple[Outcome, ...] = tuple(Outcome)
+FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome.not_enforced})
+"""Classes that make ``harness fuzz`` exit 1 (with no baseline)."""
+
+
+def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
+    """The classes the keyword table predicts for a tool's cell: ``build_error`` where a keyword is
+    refused, validation and invalidation errors where one is ``defective``; ``passing`` always."""
+    from harness.agents.families.keywords import builder_of, keywords_used, refused_keyword, support
+
+    out = {Outcome.passing}
+    if refused_keyword(schema, builder_of(family, strategy)) is not None:
+        out.add(Outcome.build_error)
+    if any(support(family, strategy, k) == "defective" for k in keywords_used(schema)):
+        out |= {Outcome.validation_error, Outcome.invalidation_error}
+    return out
+
+
+def worst(classes: set[Outcome]) -> Outcome:
+    """The most severe of ``classes`` (``passing`` for none)."""
+    return next((c for c in SEVERITY if c in classes), Outcome.passing)
+
+
+class Counterexample(BaseModel):
+    """One finding, as a line ``harness grammar check`` replays."""
+
+    outcome: Outcome
+    """The class it shows."""
+    tool: str
+    """The tool of the cell that found it."""
+    family: str
+    strategy: str
+    expect: str
+    """``accepted`` (a valid call the grammar must take) or ``rejected`` (one it must refuse)."""
+    calls: list[dict[str, Any]] | None = None
+    """The calls (``{"name", "arguments"}``), shrunk by Hypothesis where it could."""
+    text: str | None = None
+    """The raw answer text, where the finding is a text rather than calls (walks, broken escaping)."""
+    why: str
+    """What is wrong, in words (the keyword, the token where the grammar stopped...)."""
+    keyword: str | None = None
+    """The schema keyword involved, when there is one."""
+    shrunk: bool = False
+    """Hypothesis shrank it (else it is the first example found)."""
+
+
+class CellReport(BaseModel):
+    """One tool x family x strategy."""
+
+    tool: str
+    family: str
+    strategy: str
+    outcome: Outcome
+    """The most severe class seen."""
+    classes: dict[str, int] = Field(default_factory=dict)
+    """Every class seen, with how many checks showed it."""
+    not_enforced: dict[str, int] = Field(default_factory=dict)
+    """Invalid calls accepted per keyword the strategy does not enforce."""
+    examples: int = 0
+    """Distinct valid calls checked (rendered, walked, parsed back)."""
+    valid_rejected: int = 0
+    mutants: int = 0
+    """Invalid neighbours checked."""
+    invalid_accepted: int = 0
+    """Mutants accepted (``not_enforced`` ones included)."""
+    walks: int = 0
+    """Random walks through the mask that ended."""
+    walks_invalid: int = 0
+    parsed_noise: int = 0
+    """Arbitrary and truncated texts fed to the parser."""
+    target_disagreements: int = 0
+    compile_ms: float | None = None
+    """Cold compile of the tool set's constraint for this family and strategy."""
+    mask_us_p50: float | None = None
+    mask_us_p99: float | None = None
+    mask_us_max: float | None = None
+    seconds: float = 0.0
+    """Time spent on this cell (generation excluded)."""
+    message: str | None = None
+    """Why the cell could not run (build error, bad schema...)."""
+    unpredicted: list[str] = Field(default_factory=list)
+    """Classes seen that the README's keyword table does not predict for this tool's schema: bugs of
+    the builders (or of the table)."""
+    counterexamples: list[Counterexample] = Field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.tool}/{self.family}/{self.strategy}"
+
+
+class FuzzReport(BaseModel):
+    """A whole ``harness fuzz`` run."""
+
+    tools_path: str
+    families: list[str]
+    strategies: list[str]
+    examples: int
+    """Examples asked per tool (distinct ones checked are in each cell)."""
+    seed: int
+    target: str | None = None
+    cells: list[CellReport]
+    seconds: float
+    """Wall time of the run."""
+    counterexample_files: list[str] = Field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts per outcome class and the failing cells: the JSON line printed last."""
+        counts: dict[str, int] = {}
+        for cell in self.cells:
+            counts[cell.outcome.value] = counts.get(cell.outcome.value, 0) + 1
+        return {
+            "tools": self.tools_path,
+            "cells": len(self.cells),
+            "outcomes": counts,
+            "failing": [c.key for c in self.cells if c.outcome in FAILING],
+            "unpredicted": [f"{c.key}: {', '.join(c.unpredicted)}" for c in self.cells if c.unpredicted],
+            "not_enforced": sorted({k for c in self.cells for k in c.not_enforced}),
+            "examples": self.examples,
+            "seed": self.seed,
+            "target": self.target,
+            "seconds": round(self.seconds, 2),
+            "counterexample_files": self.counterexample_files,
+        }
+
+
+def baseline(report: FuzzReport) -> dict[str, list[str]]:
+    """The ``--expected`` file's content: each cell's failing classes."""
+    return {c.key: sorted(k for k in c.classes if Outcome(k) in FAILING) for c in report.cells}
+
+
+def compare(report: FuzzReport, expected: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """(worse, better) against a baseline: a cell with a failing class the baseline lacks is worse; a
+    class of the baseline that is gone (or a cell gone) is better."""
+    now = baseline(report)
+    worse = [f"{key}: {', '.join(sorted(set(classes) - set(expected.get(key, []))))}"
+             for key, classes in now.items() if set(classes) - set(expected.get(key, []))]
+    better = [f"{key}: {', '.join(sorted(set(classes) - set(now.get(key, []))))} gone"
+              for key, classes in expected.items() if set(classes) - set(now.get(key, []))]
+    return worse, better
+
+
+__all__ = [
+    "FAILING",
+    "SEVERITY",
+    "CellReport",
+    "Counterexample",
+    "FuzzReport",
+    "Outcome",
+    "baseline",
+    "compare",
+    "predicted",
+    "worst",
+]
