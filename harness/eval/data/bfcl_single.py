@@ -1,19 +1,20 @@
 """BFCL's single-turn categories as suites, from the installed ``bfcl-eval`` package.
 
-Each entry becomes a ``SingleTurnCase`` (``harness.eval.suite``): its messages, BFCL's function docs
-(the model is sent them converted as BFCL converts them: ``harness.eval.bfcl_tools``), BFCL's
-possible answers, and the answer the oracle replays (``expected``):
+Each entry becomes a ``SingleTurnCase`` (``harness.eval.data.cases``): its messages, BFCL's function
+docs (the model is sent them converted as BFCL converts them: ``bfcl_data.tool_schemas``), BFCL's
+possible answers, and the answer the oracle replays (``expected``, ``bfcl_answers``):
 
-- the first acceptable value of every parameter (a parameter whose first value is ``""`` is left
-  out, as BFCL allows); a ``dict`` parameter's value and each dict of a list of dicts are themselves
-  possible answers (``{key: [values]}``), resolved the same way. Parallel answers keep BFCL's order.
-- a **bad entry**: in about 8% of the entries that first answer does not validate against the tool's
-  own schema once converted (None for a string, a list for a string, a word for an integer). The
-  entry is kept and tagged ``bad_entry`` (``note`` says which value fails), scored by BFCL's checker
-  as BFCL scores it, and the oracle replays the first combination of listed values that validates
-  (per parameter, the first listed value that fits its schema). Where none does, the entry is also
-  tagged ``no_valid_answer`` and the oracle replays the first answer: a grammar that enforces the
-  schema rejects it, by design.
+- BFCL's first acceptable answer: the first listed value of every parameter (left out where that is
+  ``""``, unless the function requires the parameter); a ``dict`` parameter's value and each dict of
+  a list of dicts are themselves possible answers (``{key: [values]}``), resolved the same way.
+  Parallel answers keep BFCL's order.
+- a **bad entry** (~8% of the entries): BFCL lists a value the tool's converted schema refuses (None
+  for a string, a list for a string, a word outside an enum...). The entry is kept and tagged
+  ``bad_entry`` (``note`` names the value), scored by BFCL's checker as BFCL scores it. Where BFCL's
+  first answer does not fit the schema, the oracle replays the first listed values that do; where none
+  does, the entry is also tagged ``no_valid_answer`` and the oracle replays the first answer (a grammar
+  that enforces the schema refuses it, rightly); ``unpassable``: BFCL's own checker passes none of
+  its listed answers either.
 - the irrelevance categories have no possible answers: the right answer is no call (``expected`` is
   empty).
 
@@ -35,7 +36,7 @@ from pydantic import ValidationError
 from harness.agents.types import ToolSchema
 from harness.eval.data.bfcl_answers import NoValidAnswer, answer_arguments, fits, resolve
 from harness.eval.data.bfcl_data import FILE_PREFIX, SINGLE_TURN, BfclDataError, data_dir, openai_name
-from harness.eval.data.cases import CallSpec, SingleTurnCase
+from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, UNPASSABLE, CallSpec, SingleTurnCase
 from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 
@@ -48,11 +49,6 @@ IRRELEVANCE_CATEGORIES: tuple[str, ...] = ("irrelevance", "live_irrelevance")
 """Where no call is right."""
 ALL = "single_turn"
 """The name that imports every category of ``SINGLE_TURN``, one suite each."""
-BAD_ENTRY = "bad_entry"
-NO_VALID_ANSWER = "no_valid_answer"
-UNPASSABLE = "unpassable"
-"""No listed answer passes BFCL's own checker: a parameter the function requires is listed only as
-``""`` (or not at all), or a listed parameter the function does not have cannot be left out."""
 LICENCE = "Apache-2.0 (BFCL, ShishirPatil/gorilla)"
 PARALLEL_BUNDLE = "bfcl"
 """The parallel categories' bundle: any number of calls per answer (BFCL's multi-turn bundle)."""
@@ -63,8 +59,6 @@ ONE_CALL_BUNDLE = "bfcl-one-call"
 def default_bundle(categories: Sequence[str]) -> str:
     """One call per answer unless a category's answers hold several (``parallel`` in its name)."""
     return PARALLEL_BUNDLE if any("parallel" in c for c in categories) else ONE_CALL_BUNDLE
-
-
 
 
 def entry_category(entry_id: str) -> str:

@@ -191,6 +191,16 @@ class EpisodeCase(_CaseBase):
         return [n for n in names if n not in hidden]
 
 
+BAD_ENTRY = "bad_entry"
+"""A single-turn case's tag: BFCL lists an answer its converted schema refuses (``bfcl_single``)."""
+NO_VALID_ANSWER = "no_valid_answer"
+"""A single-turn case's tag: none of BFCL's listed answers fits the converted schema."""
+UNPASSABLE = "unpassable"
+"""A single-turn case's tag: BFCL's own checker passes none of its listed answers (a parameter the
+function requires is listed only as ``""`` or not at all, or a listed parameter the function lacks
+cannot be left out)."""
+
+
 class SingleTurnCase(_CaseBase):
     """An entry of BFCL's single-turn categories (``harness.eval.bfcl_single``): one answer to
     ``messages``, judged by BFCL's own checker against ``possible_answer``.
@@ -239,7 +249,10 @@ FsCase = NextCallCase | EpisodeCase
 """The cases that run on a file system (single-turn cases execute nothing)."""
 
 __all__ = [
+    "BAD_ENTRY",
     "EMPTY_WORKSPACE",
+    "NO_VALID_ANSWER",
+    "UNPASSABLE",
     "CallSpec",
     "Case",
     "ChatMessage",

@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.types import ToolSchema
-from harness.eval.data.cases import CallSpec, Case, EpisodeCase, SingleTurnCase
+from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, CallSpec, Case, EpisodeCase, SingleTurnCase
 from harness.eval.data.fs_tools import builtin_fs_schemas
 from harness.eval.data.suite import Suite, SuiteError, case_line_numbers, load_spec, read_cases
 
 BUILTIN_ORIGIN = "built-in Gorilla file-system tools"
-NO_VALID_ANSWER = "no_valid_answer"
-"""The tag of a BFCL entry none of whose listed answers fits its converted schema (``bfcl_single``)."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +184,7 @@ def describe_suite(suite: Suite) -> str:
         cases = suite.single_turn_cases()
         tags = Counter(t for c in cases for t in c.tags)
         kinds = ", ".join(sorted({c.category for c in cases}))
-        body = (f"{len(cases)} cases ({kinds}), each with its own tools; {tags['bad_entry']} tagged bad_entry, "
+        body = (f"{len(cases)} cases ({kinds}), each with its own tools; {tags[BAD_ENTRY]} tagged {BAD_ENTRY}, "
                 f"{tags[NO_VALID_ANSWER]} of them {NO_VALID_ANSWER}")
         return f"{head}: {body}; {len({c.name for case in cases for c in case.tool_schemas()})} distinct tool names"
     else:

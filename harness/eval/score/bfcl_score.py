@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harness.eval.data.cases import CallSpec, SingleTurnCase
+from harness.eval.data.cases import BAD_ENTRY, CallSpec, SingleTurnCase
 from harness.eval.score.bfcl_ast import bfcl_verdict, is_irrelevance
 from harness.eval.score.verdicts import (
     CUT,
@@ -45,7 +45,6 @@ from harness.vocabulary import ErrorKind, Metric
 if TYPE_CHECKING:
     from harness.sandbox.validation import SchemaCheck
 
-BAD_ENTRY = "bad_entry"
 
 
 class SingleTurnScoring:
