@@ -143,7 +143,7 @@ class ErrorKind(StrEnum):
     """A constrained answer that breaks its tool's schema: the constraint let it through (a keyword the
     strategy's builder gets wrong: the README's keyword table, ``harness fuzz``), so the failure is the
     constraint's, not only the model's; scored instead of ``validity:schema`` under a constrained
-    strategy (to be wired into scoring with issue 21's eval/ split)."""
+    strategy."""
     grammar_dead_end = "grammar:dead_end"
     """The grammar allowed no token (neither text nor the end)."""
     llguidance_special_in_text = "llguidance:special_in_text"

@@ -57,11 +57,13 @@ VERDICTS: list[tuple[str, list[Any], list[Any], str, float, str | None]] = [
 ]
 
 
-def _sample(case: SingleTurnCase, calls: list[Any], errors: list[Any], finish: str, status: str = "ok") -> SampleRecord:
+def _sample(
+    case: SingleTurnCase, calls: list[Any], errors: list[Any], finish: str, status: str = "ok", strategy: str = "ebnf"
+) -> SampleRecord:
     step = {"output": "x", "tool_calls": calls, "parse_errors": errors, "tool_results": [], "latency_ms": 1.0,
             "ttft_ms": None, "usage": None, "stats": None, "finish_reason": finish}
     return SampleRecord.model_validate({
-        "sample_id": f"{case.id}/1", "case_id": case.id, "family": "qwen", "strategy": "ebnf", "epoch": 1,
+        "sample_id": f"{case.id}/1", "case_id": case.id, "family": "qwen", "strategy": strategy, "epoch": 1,
         "kind": "single_turn", "status": status, "error_kind": "model:timeout" if status == "error" else None,
         "error": None, "steps": [step] if status == "ok" else [], "duration_ms": 1.0, "harness_ms": 0.1,
     })
@@ -95,7 +97,10 @@ async def test_validity_uses_the_entrys_own_tools() -> None:
     assert (await _rows(case, _sample(case, [], NO_CALL, "stop")))["validity"] == (1.0, None)  # no call is right
     relevant = _case("simple_python")
     bad = [{"name": "math_add", "arguments": {"a": "1", "b": 2}}]
-    assert (await _rows(relevant, _sample(relevant, bad, [], "stop")))["validity"] == (0.0, "validity:schema")
+    assert (await _rows(relevant, _sample(relevant, bad, [], "stop", strategy="none")))["validity"] == (
+        0.0, "validity:schema")
+    # under a constrained strategy the grammar let it through: the constraint's failure
+    assert (await _rows(relevant, _sample(relevant, bad, [], "stop")))["validity"] == (0.0, "grammar:let_through")
     assert (await _rows(relevant, _sample(relevant, [], NO_CALL, "stop")))["validity"] == (0.0, "parse:no_call")
 
 

@@ -36,14 +36,14 @@ STATS = {"compile_ms": None, "compile_cached": None, "mask_us": [], "accept_us":
 
 def sample(calls: list[dict[str, Any]] | None = None, *, parse_errors: list[dict[str, str]] | None = None,
            status: str = "ok", error_kind: str | None = None, stats: dict[str, Any] | None = None,
-           case_id: str = "p1", steps: list[dict[str, Any]] | None = None) -> SampleRecord:
+           case_id: str = "p1", steps: list[dict[str, Any]] | None = None, strategy: str = "none") -> SampleRecord:
     """A sample record; its one step (or ``steps``) given as the JSON samples.jsonl holds."""
     if steps is None:
         steps = [{"output": "x", "tool_calls": calls or [], "parse_errors": parse_errors or [],
                   "tool_results": [], "latency_ms": 1.0, "ttft_ms": None, "usage": None,
                   "stats": None if stats is None else {**STATS, **stats}}]
     return SampleRecord.model_validate({
-        "sample_id": f"{case_id}/qwen/ebnf/1", "case_id": case_id, "family": "qwen", "strategy": "ebnf",
+        "sample_id": f"{case_id}/qwen/{strategy}/1", "case_id": case_id, "family": "qwen", "strategy": strategy,
         "epoch": 1, "kind": "next_call", "status": status, "error_kind": error_kind, "error": None,
         "steps": steps, "duration_ms": 1.0, "harness_ms": 0.1,
     })
@@ -137,6 +137,20 @@ async def test_each_failure_has_its_error_kind(
     v = await verdicts(s, sample(calls, parse_errors=parse_errors))
     assert v["validity"] == ((0.0, validity) if validity else (1.0, None))
     assert v["exact_match"] == (0.0, exact)
+
+
+BREAKS_SCHEMA = {"name": "tail", "arguments": {"file_name": "notes.txt", "lines": "2"}}
+
+
+@pytest.mark.parametrize("strategy", ["none", "ebnf", "structural_tag", "json_schema"])
+async def test_a_schema_breaking_call_under_a_constraint_is_the_constraints_failure(strategy: str) -> None:
+    """The grammar let the call through: a constrained strategy's failure is named grammar:let_through, so a
+    strategy comparison does not blame the model for a builder gap; unconstrained it is the model's."""
+    s = scorer(next_case({"name": "cat", "arguments": {"file_name": "notes.txt"}}, state_check=False))
+    record = sample([BREAKS_SCHEMA], strategy=strategy)
+    kind = "validity:schema" if strategy == "none" else "grammar:let_through"
+    assert (await verdicts(s, record))["validity"] == (0.0, kind)
+    assert s.validity_of(record).error_kind == kind
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,11 @@ import pytest
 
 pytest.importorskip("bfcl_eval", reason="BFCL's package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
 
-from harness.eval.bfcl_data import SINGLE_TURN, distinct_tools, load_entries
-
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
 from harness.agents.constraint import ConstraintError
 from harness.agents.families import get_adapter
 from harness.agents.families._calls import strict_schema
+from harness.eval.data.bfcl_data import SINGLE_TURN, distinct_tools, load_entries
 from harness.fuzz import FuzzOptions, Outcome, fuzz
 from harness.fuzz.values import validator
 

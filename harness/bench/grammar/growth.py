@@ -187,7 +187,7 @@ CORPUS_COUNTS_QUICK = (10, 100)
 def load_corpus(source: str) -> list[ToolSchema]:
     """The corpus's tools: ``bfcl`` for BFCL's function documents, else a path the fuzz reads."""
     if source == "bfcl":
-        from harness.eval.bfcl_data import distinct_tools
+        from harness.eval.data.bfcl_data import distinct_tools
 
         return [ToolSchema.from_openai(t) for t in distinct_tools()]
     from harness.bench.inputs import load_tool_schemas

@@ -45,6 +45,7 @@ from harness.eval.score.verdicts import (
     PASS,
     Call,
     Verdict,
+    blame_constraint,
     call_difference,
     fail,
     same_value,
@@ -146,10 +147,12 @@ class Scorer:
         if sample.status == "error":
             return fail(sample.error_kind or ErrorKind.sample_error)
         if isinstance(case, SingleTurnCase):
-            return self.single_turn.validity(case, sample.steps)
-        if isinstance(case, NextCallCase):
-            return self.validity(sample.steps[:1], self.schemas, need_call=True)
-        return self._episode_validity(case, sample.steps)
+            verdict = self.single_turn.validity(case, sample.steps)
+        elif isinstance(case, NextCallCase):
+            verdict = self.validity(sample.steps[:1], self.schemas, need_call=True)
+        else:
+            verdict = self._episode_validity(case, sample.steps)
+        return blame_constraint(sample.strategy, verdict)
 
     # the sample ----------------------------------------------------------------------------------
 
@@ -170,6 +173,7 @@ class Scorer:
             verdicts = await self._next_call(case, sample)
         else:
             verdicts = await self._episode(case, sample)
+        verdicts = {metric: blame_constraint(sample.strategy, v) for metric, v in verdicts.items()}
         verdicts[Metric.grammar_rejection] = self._rejection(sample)
         verdicts[Metric.truncated] = self._truncated(sample)
         return [
@@ -347,6 +351,7 @@ __all__ = [
     "Scorer",
     "StateBackend",
     "Verdict",
+    "blame_constraint",
     "call_difference",
     "fail",
     "same_value",

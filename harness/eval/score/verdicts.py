@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.eval.store.records import StepRecord
-from harness.vocabulary import ErrorKind
+from harness.vocabulary import ErrorKind, Strategy
 
 CUT = ErrorKind.length_max_tokens
 """The kind of an answer the token bound cut."""
@@ -30,6 +30,14 @@ NOT_APPLICABLE = Verdict(None)
 
 def fail(kind: str) -> Verdict:
     return Verdict(0.0, kind)
+
+
+def blame_constraint(strategy: str, verdict: Verdict) -> Verdict:
+    """Under a constrained strategy, a call that breaks its tool's schema got through the grammar: the
+    failure is the constraint's (``grammar:let_through``), not only the model's ``validity:schema``."""
+    if strategy != Strategy.none and verdict.error_kind == ErrorKind.validity_schema:
+        return Verdict(verdict.value, ErrorKind.grammar_let_through)
+    return verdict
 
 
 def was_cut(step: StepRecord) -> bool:
@@ -112,6 +120,7 @@ __all__ = [
     "PASS",
     "Call",
     "Verdict",
+    "blame_constraint",
     "call_difference",
     "fail",
     "same_value",
