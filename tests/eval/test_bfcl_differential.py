@@ -7,7 +7,9 @@ as tool calls a server parsed), through the kernel's step with the case's own to
 record, through its JSON line, scored. BFCL's side gets the same calls as BFCL records them for a model
 that takes tools in the request (``[{name: JSON arguments}]``, or the text of a plain answer) and
 runs its own per-entry evaluation (decode, format check, ``ast_checker`` or the relevance rule).
-Verdict and error type must be equal on every answer.
+Verdict and error type must be equal on every answer. A cell whose strategy refuses to build a
+constraint for the entry's tools (``constraint:refused``; the gold replay test lists them by id) gets
+no answer to judge: counted apart, not compared.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from harness.eval.data.cases import SingleTurnCase
 from harness.eval.run.sample import run_single_turn, sample_record
 from harness.eval.score import Scorer
 from harness.eval.store import SampleKey, SampleRecord
+from harness.vocabulary import ErrorKind
 
 ROOT = Path(__file__).resolve().parents[2]
 Answer = list[tuple[str, dict[str, Any]]] | str
@@ -171,6 +174,9 @@ async def _differential(agent: Any, categories: tuple[str, ...], limit: int | No
             valid, kind = bfcl_entry_verdict(entry, fc_result(answer))
             theirs = (valid, None if valid else f"bfcl:{kind}")
             ours = await harness_verdict(agent, case, answer, cell)
+            if ours[1] == ErrorKind.constraint_refused:
+                counts["refused"] += 1  # the strategy builds no constraint for these tools: no answer to judge
+                continue
             counts["agree" if ours == theirs else "disagree"] += 1
             counts["bfcl_valid" if valid else "bfcl_invalid"] += 1
             if ours != theirs:
