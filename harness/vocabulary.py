@@ -65,6 +65,10 @@ class Metric(StrEnum):
     """The constraint refused a gold answer (the oracle's finding: a grammar bug)."""
     truncated = "truncated"
     """The token bound cut an answer."""
+    bfcl_match = "bfcl_match"
+    """BFCL's own verdict on the answer (BFCL's single-turn suites only)."""
+    bfcl_match_bad_entry = "bfcl_match_bad_entry"
+    """The same verdict on BFCL's entries tagged ``bad_entry`` only (reported apart)."""
     ttft_ms_p50 = "ttft_ms_p50"
     latency_ms_p50 = "latency_ms_p50"
     ms_per_token_p50 = "ms_per_token_p50"
@@ -82,9 +86,12 @@ class Metric(StrEnum):
 
 SAMPLE_METRICS: tuple[Metric, ...] = (
     Metric.validity, Metric.exact_match, Metric.state_match, Metric.grammar_rejection, Metric.truncated,
+    Metric.bfcl_match, Metric.bfcl_match_bad_entry,
 )
 """The per-sample metrics of scores.parquet, in their order."""
-ACCURACY_METRICS: tuple[Metric, ...] = (Metric.validity, Metric.exact_match, Metric.state_match)
+ACCURACY_METRICS: tuple[Metric, ...] = (
+    Metric.validity, Metric.exact_match, Metric.state_match, Metric.bfcl_match, Metric.bfcl_match_bad_entry,
+)
 """The rates where higher is better."""
 TIMING_METRICS: tuple[Metric, ...] = (
     Metric.ttft_ms_p50, Metric.latency_ms_p50, Metric.ms_per_token_p50, Metric.tokens_per_s_p50, Metric.tokens_p50,
@@ -99,8 +106,9 @@ class ErrorKind(StrEnum):
     """Why a sample, a call or an answer failed, as ``checker:reason``: the checker that found it, then
     the reason. Records, errors.json, reports and ``harness compare`` carry these strings.
 
-    One family of kinds carries a number and is not listed: ``model:http_<status>`` (a server's HTTP
-    error status, ``http_error_kind``)."""
+    Two families of kinds are not listed: ``model:http_<status>`` (a server's HTTP error status,
+    ``http_error_kind``) and ``bfcl:<BFCL's error type>`` (BFCL's own checker's name of a failure,
+    ``bfcl_error_kind``)."""
 
     # parsing a model's answer (the family's parser)
     parse_no_call = "parse:no_call"
@@ -127,6 +135,10 @@ class ErrorKind(StrEnum):
     # the constraint
     grammar_rejected_gold = "grammar:rejected_gold"
     """The constraint forbids a gold answer (the oracle engine's finding: a grammar bug)."""
+    constraint_empty_language = "constraint:empty_language"
+    """The constraint allows no answer at all (no tool to call, and no plain answer allowed)."""
+    constraint_refused = "constraint:refused"
+    """The strategy cannot build the constraint (a schema keyword it does not enforce, named)."""
     grammar_let_through = "grammar:let_through"
     """A constrained answer that breaks its tool's schema: the constraint let it through (a keyword the
     strategy's builder gets wrong: the README's keyword table, ``harness fuzz``), so the failure is the
@@ -180,8 +192,18 @@ def http_error_kind(status: int) -> str:
     return f"{HTTP_ERROR_PREFIX}{int(status)}"
 
 
+BFCL_ERROR_PREFIX = "bfcl:"
+"""The kinds of BFCL's own verdicts: ``bfcl:value_error:string``, ``bfcl:ast_decoder:decoder_failed``..."""
+
+
+def bfcl_error_kind(error_type: str) -> str:
+    """The error kind of a failure BFCL's checker names ``error_type``."""
+    return f"{BFCL_ERROR_PREFIX}{error_type}"
+
+
 __all__ = [
     "ACCURACY_METRICS",
+    "BFCL_ERROR_PREFIX",
     "CONSTRAINED_STRATEGIES",
     "FAMILIES",
     "HTTP_ERROR_PREFIX",
@@ -192,5 +214,6 @@ __all__ = [
     "Family",
     "Metric",
     "Strategy",
+    "bfcl_error_kind",
     "http_error_kind",
 ]

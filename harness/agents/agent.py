@@ -14,6 +14,7 @@ Every bundle field is honoured here or by the loader: ``system_prompt`` (``openi
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
@@ -55,17 +56,29 @@ class AgentOptions(TypedDict, total=False):
     """Observers of every kernel the agent makes."""
 
 
+PAYLOADS_KEPT = 256
+"""Payloads an agent remembers (suites whose cases bring their own tools build one per case)."""
+
+
 def cached_payloads(adapter: ModelAdapter) -> ModelAdapter:
-    """The adapter with ``build_payload`` memoized per (tool names, constraint): an agent builds each
-    tool set's grammar once, not once per request."""
-    cache: dict[tuple[tuple[str, ...], DecodingConstraint], RequestPayload] = {}
+    """The adapter with ``build_payload`` memoized per (tool set, constraint): an agent builds each
+    tool set's grammar once, not once per request. A tool set is its schema objects (frozen: the same
+    object is the same tool; the cache keeps them, so their ids stay theirs), the last
+    ``PAYLOADS_KEPT`` remembered."""
+    cache: OrderedDict[tuple[tuple[int, ...], DecodingConstraint], tuple[tuple[ToolSchema, ...], RequestPayload]]
+    cache = OrderedDict()
     build = adapter.build_payload
 
     def cached(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
-        key = (tuple(t.name for t in tools), constraint)
-        payload = cache.get(key)
-        if payload is None:
-            payload = cache[key] = build(tools, constraint)
+        key = (tuple(id(t) for t in tools), constraint)
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit[1]
+        payload = build(tools, constraint)
+        cache[key] = (tuple(tools), payload)
+        if len(cache) > PAYLOADS_KEPT:
+            cache.popitem(last=False)
         return payload
 
     return dataclasses.replace(adapter, build_payload=cached)
@@ -222,4 +235,4 @@ def _adapter(file: Path, family: str) -> ModelAdapter:
         raise BundleError(file, [f"model.family: {exc}"]) from exc
 
 
-__all__ = ["Agent", "AgentOptions", "ClientFactory", "ToolLoader", "cached_payloads"]
+__all__ = ["PAYLOADS_KEPT", "Agent", "AgentOptions", "ClientFactory", "ToolLoader", "cached_payloads"]

@@ -134,7 +134,7 @@ def test_suite_yaml_problems(tmp_path: Path) -> None:
     d = make_suite(tmp_path, [json.dumps(point("a", {"name": "pwd"}))], kind="chat", strategies=["grammar"], extra=1)
     problems = validate_suite(d)
     where = f"{d / 'suite.yaml'}"
-    assert any(p.startswith(f"{where}: kind: Input should be 'next_call' or 'episode'") for p in problems)
+    assert any(p.startswith(f"{where}: kind: Input should be 'next_call', 'episode' or 'single_turn'") for p in problems)
     assert any(p.startswith(f"{where}: strategies: Value error, unknown strategy 'grammar'")
                or p.startswith(f"{where}: strategies: unknown strategy 'grammar'") for p in problems)
     assert any(p.startswith(f"{where}: extra: unknown key: expected one of") for p in problems)

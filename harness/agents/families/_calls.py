@@ -371,9 +371,12 @@ def build_artifact_with(
 ) -> ConstraintArtifact | None:
     """The strategy's artifact from a family's two grammar builders (json_schema is the same for all
     families); None for ``none``. A schema keyword the strategy's builder would not enforce is refused
-    first (``keywords.check_keywords``)."""
+    first (``keywords.check_keywords``). With no tool and a plain answer allowed, the language is that
+    answer alone (a BFCL entry may offer no function at all)."""
     from harness.agents.families.keywords import check_keywords
 
+    if not tools and constraint.allow_text_answer and constraint.strategy.constrained:
+        return _text_only(constraint.strategy)
     if constraint.strategy != "none":
         check_keywords(tools, family, constraint.strategy)
     parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
@@ -387,6 +390,17 @@ def build_artifact_with(
             "json", json.dumps(with_any_json(call_schema(tools, parallel=parallel, text_answer=text)), ensure_ascii=False)
         )
     return None
+
+
+def _text_only(strategy: Strategy) -> ConstraintArtifact:
+    """A plain answer and nothing else, in the strategy's artifact."""
+    if strategy == Strategy.json_schema:
+        return ConstraintArtifact("json", json.dumps({"type": "string"}))
+    grammar = f"root ::= {TEXT_ANSWER_EBNF}"
+    if strategy == Strategy.ebnf:
+        return ConstraintArtifact("grammar", grammar)
+    return ConstraintArtifact("structural_tag", json.dumps(
+        {"type": "structural_tag", "format": {"type": "grammar", "grammar": grammar}}))
 
 
 # --- payload ----------------------------------------------------------------------------------------

@@ -304,11 +304,13 @@ def print_summary(summary: list[SummaryRow]) -> None:
     for row in summary:
         if row.metric in SAMPLE_METRICS:
             table.setdefault((row.family, row.strategy), {})[row.metric] = row
-    typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in SAMPLE_METRICS))
+    # BFCL's verdicts only where a suite scores them
+    shown = [m for m in SAMPLE_METRICS if not m.startswith("bfcl_") or any(m in cells for cells in table.values())]
+    typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in shown))
     order: dict[str, int] = {s: i for i, s in enumerate(STRATEGIES)}  # the canonical order, as report.md and the plots
     for (fam, strat), metrics in sorted(table.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99), kv[0][1])):
         cells = []
-        for m in SAMPLE_METRICS:
+        for m in shown:
             r = metrics.get(m)
             cells.append(f"{r.value:.3f} (n={r.n})".rjust(18) if r else "-".rjust(18))
         typer.echo(f"{fam:16} {strat:15} " + " ".join(cells))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,15 @@ _SUITE_DIR = typer.Argument(
 _SHELLPER_FILE = typer.Argument(..., metavar="FILE", help="A distil-SHELLper JSONL file (question/answer lines).")
 _BFCL_SOURCE = typer.Argument(
     ..., metavar="CATEGORY_OR_FILE",
-    help="A BFCL multi-turn category of the installed bfcl-eval package (base, miss_param, miss_func, "
-    "long_context), or a file of entries (one JSON object per line).",
+    help="A category of the installed bfcl-eval package: multi-turn (base, miss_param, miss_func, long_context), "
+    "single-turn (simple_python, multiple, parallel, parallel_multiple, live_simple, live_multiple, live_parallel, "
+    "live_parallel_multiple, irrelevance, live_irrelevance), or single_turn for all ten (one suite each under "
+    "--out); or a file of entries (one JSON object per line).",
+)
+_TEXT_ANSWER = typer.Option(
+    True, "--text-answer/--no-text-answer",
+    help="Single-turn suites: constrained grammars also allow a plain-text answer (no call), as the "
+    "irrelevance categories need (default: on; see the README).",
 )
 _ANSWERS = typer.Option(
     None, "--answers", metavar="FILE", help="The matching possible_answer file (default: the package's, or possible_answer/ beside FILE)."
@@ -41,7 +49,8 @@ def validate(suite_dir: Path = _SUITE_DIR) -> None:
             typer.echo(p)
         fail(f"{len(problems)} problem(s) in {suite_dir}", code=ExitCode.FAILED)
     suite = load_suite(suite_dir)
-    typer.echo(f"{describe_suite(suite)} (checked against {bundle_tools(suite.bundle_dir).origin})")
+    origin = "each case's own tools" if suite.kind == "single_turn" else bundle_tools(suite.bundle_dir).origin
+    typer.echo(f"{describe_suite(suite)} (checked against {origin})")
 
 
 @suites_app.command("list", epilog=example("harness suites list", "harness run smoke --engine oracle"))
@@ -110,21 +119,36 @@ def import_shellper_cmd(
 
 
 _BFCL_BUNDLE = typer.Option(
-    "bfcl", "--bundle", metavar="BUNDLE", help="Bundle as written in suite.yaml: a bare name or a path relative to --out."
+    None, "--bundle", metavar="BUNDLE",
+    help="Bundle as written in suite.yaml: a bare name or a path relative to --out (default: bfcl; single-turn "
+    "categories whose answers hold one call: bfcl-one-call).",
 )
 
 
-@import_app.command("bfcl", epilog=example("harness import bfcl long_context --out suites/bfcl-long-context"))
+@import_app.command("bfcl", epilog=example("harness import bfcl single_turn --out suites/bfcl"))
 def import_bfcl_cmd(
     source: str = _BFCL_SOURCE,
     answers: Path | None = _ANSWERS,
     out: Path = _OUT,
     name: str | None = _NAME,
-    bundle: str = _BFCL_BUNDLE,
+    bundle: str | None = _BFCL_BUNDLE,
     skip_invalid: bool = _SKIP,
+    text_answer: bool = _TEXT_ANSWER,
 ) -> None:
-    """Import GorillaFileSystem-only multi-turn entries as episodes, as BFCL runs them (long-context
-    file systems expanded, miss_func tools added at their turn); others are skipped and counted."""
+    """Import BFCL entries as BFCL runs them. Multi-turn: GorillaFileSystem-only entries as episodes
+    (long-context file systems expanded, miss_func tools added at their turn; others skipped and
+    counted). Single-turn: each entry with its own tools, judged by BFCL's own checker; entries whose
+    listed answers do not fit the converted schema are kept and tagged bad_entry."""
     from harness.eval.data import import_bfcl
+    from harness.eval.data.bfcl_single import ALL, SINGLE_TURN, import_bfcl_single_turn, is_single_turn
 
-    _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid), out)
+    if source == ALL:
+        for category in SINGLE_TURN:
+            _run_import(functools.partial(import_bfcl_single_turn, category, None, out / category, bundle=bundle,
+                                          skip_invalid=skip_invalid, text_answer=text_answer), out / category)
+    elif is_single_turn(source):
+        _run_import(lambda: import_bfcl_single_turn(
+            source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid, text_answer=text_answer), out)
+    else:
+        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "bfcl",
+                                        skip_invalid=skip_invalid), out)

@@ -30,11 +30,14 @@ import copy
 import importlib.util
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+from harness.agents.types import ToolSchema
 
 PACKAGE = "bfcl_eval"
 INSTALL_HINT = "pip install --no-deps bfcl-eval==2026.3.23"
@@ -134,6 +137,79 @@ def _expand(contents: Mapping[str, Any], data: LongContextData, where: str) -> d
     return out
 
 
+# -- BFCL's own code, run in-process without the imports that pull model SDKs ----------------------------
+
+
+def module_file(name: str) -> Path:
+    """The source file of a module of the installed package, found without importing the module (its
+    parent packages are imported: BFCL's ``__init__`` files are empty)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None or spec.origin is None:
+        raise BfclDataError(f"BFCL's module {name} is not installed: {INSTALL_HINT}")
+    return Path(spec.origin)
+
+
+def _replaced(node: ast.ImportFrom, names: Mapping[str, Any], where: str) -> ast.stmt:
+    """``from M import a, b as c`` -> ``a, c = __replaced__['M']['a'], __replaced__['M']['b']``."""
+    targets, values = [], []
+    for alias in node.names:
+        if alias.name == "*" or alias.name not in names:
+            raise BfclDataError(f"{where}: no replacement given for {alias.name!r} of {node.module}")
+        targets.append(alias.asname or alias.name)
+        values.append(f"__replaced__[{node.module!r}][{alias.name!r}]")
+    statement = ast.parse(f"{', '.join(targets)}, = {', '.join(values)},").body[0]
+    for child in ast.walk(statement):  # the import's place in the file, for tracebacks
+        if isinstance(child, ast.stmt | ast.expr):
+            child.lineno, child.end_lineno = node.lineno, node.end_lineno
+    return statement
+
+
+def _body(tree: ast.Module, replace: Mapping[str, Mapping[str, Any]], only: Collection[str] | None,
+          where: str) -> list[ast.stmt]:
+    body: list[ast.stmt] = []
+    defined: set[str] = set()
+    for node in tree.body:
+        if only is not None:
+            names = {node.name} if isinstance(node, ast.FunctionDef | ast.ClassDef) else {
+                t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)}
+            if names & set(only):
+                body.append(node)
+                defined |= names
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.module in replace:
+            body.append(_replaced(node, replace[node.module], where))
+        else:
+            body.append(node)
+    missing = sorted(set(only or ()) - defined)
+    if missing:
+        raise BfclDataError(f"{where}: defines no {', '.join(missing)} (another bfcl-eval version? {INSTALL_HINT})")
+    return body
+
+
+def load_bfcl_module(
+    name: str,
+    replace: Mapping[str, Mapping[str, Any]] = {},
+    *,
+    only: Collection[str] | None = None,
+    provide: Mapping[str, Any] = {},
+) -> ModuleType:
+    """The module ``name`` of BFCL's package executed from its source with imports replaced (see the
+    module doc). Raises BfclDataError when the package or a name is missing."""
+    path = module_file(name)
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source, filename=str(path))
+    tree.body = _body(tree, replace, only, str(path))
+    ast.fix_missing_locations(tree)
+    module = ModuleType(f"harness_copy_of_{name}")
+    module.__file__ = str(path)
+    module.__dict__.update(provide)
+    module.__dict__["__replaced__"] = replace
+    exec(compile(tree, str(path), "exec"), module.__dict__)
+    return module
+
+
 SINGLE_TURN: tuple[str, ...] = (
     "simple_python", "multiple", "parallel", "parallel_multiple",
     "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
@@ -146,27 +222,34 @@ possible answers: no call is right)."""
 @cache
 def bfcl_convert() -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
     """BFCL's ``convert_to_tool`` for OpenAI-style tools: function docs -> ``{"type": "function",
-    "function": {...}}`` entries."""
+    "function": {...}}`` entries (``load_bfcl_module``: its two functions, with the names they use)."""
     try:
         from bfcl_eval.constants.enums import ModelStyle
         from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
     except ImportError:
         raise BfclDataError(f"BFCL's package is not installed: {INSTALL_HINT}") from None
-    source = data_dir().parent / "model_handler" / "utils.py"
-    tree = ast.parse(source.read_text(encoding="utf-8"))
-    wanted: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.FunctionDef)
-                              and n.name in ("_cast_to_openai_type", "convert_to_tool")]
-    if len(wanted) != 2:
-        raise BfclDataError(f"{source}: convert_to_tool or _cast_to_openai_type not found: reinstall ({INSTALL_HINT})")
-    names: dict[str, Any] = {"copy": copy, "re": re, "json": json, "ModelStyle": ModelStyle,
-                             "GORILLA_TO_OPENAPI": GORILLA_TO_OPENAPI}
-    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(source), "exec"), names)
-    convert = names["convert_to_tool"]
+    module = load_bfcl_module(
+        "bfcl_eval.model_handler.utils", only={"convert_to_tool", "_cast_to_openai_type"},
+        provide={"copy": copy, "re": re, "json": json, "ModelStyle": ModelStyle, "GORILLA_TO_OPENAPI": GORILLA_TO_OPENAPI},
+    )
+    convert = module.convert_to_tool
 
     def to_openai(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [_wrapped(t) for t in convert(functions, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)]
 
     return to_openai
+
+
+def tool_schemas(docs: Iterable[Mapping[str, Any]]) -> list[ToolSchema]:
+    """BFCL's function docs converted as BFCL converts them (``bfcl_convert``), as the harness's tool
+    schemas. ValueError naming the functions where BFCL's conversion fails."""
+    plain = [dict(d) for d in docs]
+    try:
+        tools = bfcl_convert()(plain)
+    except (KeyError, TypeError, AttributeError) as exc:
+        names = ", ".join(repr(d.get("name")) for d in plain)
+        raise ValueError(f"functions ({names}): BFCL's conversion fails ({type(exc).__name__}: {exc})") from None
+    return [ToolSchema.from_openai(tool) for tool in tools]
 
 
 def _wrapped(tool: dict[str, Any]) -> dict[str, Any]:
@@ -256,7 +339,10 @@ __all__ = [
     "distinct_tools",
     "expand_long_context",
     "is_long_context",
+    "load_bfcl_module",
     "load_entries",
     "long_context_data",
+    "module_file",
     "openai_name",
+    "tool_schemas",
 ]

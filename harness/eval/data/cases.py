@@ -3,7 +3,8 @@
 A next-call case (``NextCallCase``) is a scoring point: a history and the call that should come next;
 an episode (``EpisodeCase``) is several user turns with the ground-truth calls of each. Both start
 from a BFCL-shaped file system (``FsTree``; a case of tools that touch no files may leave it out: one
-empty folder). Every model forbids unknown fields.
+empty folder). A single-turn case (``SingleTurnCase``) is an entry of BFCL's single-turn categories: its
+own tools, one answer, BFCL's possible answers. Every model forbids unknown fields.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
-from harness.agents.types import Message, ToolCall
+from harness.agents.types import Message, ToolCall, ToolSchema
 
 
 class _Strict(BaseModel):
@@ -189,16 +198,76 @@ class EpisodeCase(_CaseBase):
         return [n for n in names if n not in hidden]
 
 
-Case = NextCallCase | EpisodeCase
+BAD_ENTRY = "bad_entry"
+"""A single-turn case's tag: BFCL lists an answer its converted schema refuses (``bfcl_single``)."""
+NO_VALID_ANSWER = "no_valid_answer"
+"""A single-turn case's tag: none of BFCL's listed answers fits the converted schema."""
+UNPASSABLE = "unpassable"
+"""A single-turn case's tag: BFCL's own checker passes none of its listed answers (a parameter the
+function requires is listed only as ``""`` or not at all, or a listed parameter the function lacks
+cannot be left out)."""
+
+
+class SingleTurnCase(_CaseBase):
+    """An entry of BFCL's single-turn categories (``harness.eval.bfcl_single``): one answer to
+    ``messages``, judged by BFCL's own checker against ``possible_answer``.
+
+    The tools are the entry's own: ``functions`` are BFCL's function docs as its package holds them
+    (its checker reads them), sent to the model converted as BFCL converts them for OpenAI-style APIs
+    (``tool_schemas``). ``expected`` is what the oracle replays: empty in the irrelevance categories
+    (no call is right), else an answer BFCL accepts (see ``bfcl_single``)."""
+
+    category: str = Field(min_length=1)
+    """BFCL's category (``simple_python``, ``live_multiple``, ``irrelevance``, ...): the checker's mode."""
+    messages: list[ChatMessage] = Field(min_length=1)
+    functions: list[dict[str, Any]]
+    """BFCL's function docs (a few live_irrelevance entries have none)."""
+    possible_answer: list[dict[str, dict[str, Any]]] = Field(default_factory=list)
+    """BFCL's ``ground_truth``: per call ``{name: {param: [acceptable values]}}`` (``""``: may be left out)."""
+    expected: list[CallSpec] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    note: str = ""
+    """Why the entry is tagged (a bad entry: which value fails the converted schema)."""
+    _schemas: tuple[ToolSchema, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _convert(self) -> SingleTurnCase:
+        from harness.eval.data.bfcl_data import tool_schemas
+
+        self._schemas = tuple(tool_schemas(self.functions))  # ValueError naming the function
+        names = [t.name for t in self._schemas]
+        if len(set(names)) != len(names):
+            raise ValueError(f"functions: two tools are named alike once '.' is replaced: {names}")
+        return self
+
+    def tool_schemas(self) -> tuple[ToolSchema, ...]:
+        """The entry's tools as the model is sent them (names with ``_`` for ``.``, JSON-schema types)."""
+        return self._schemas
+
+    def history(self) -> list[Message]:
+        return [Message(role=m.role, content=m.content) for m in self.messages]
+
+    def gold_calls(self) -> list[CallSpec]:
+        return list(self.expected)
+
+
+Case = NextCallCase | EpisodeCase | SingleTurnCase
+FsCase = NextCallCase | EpisodeCase
+"""The cases that run on a file system (single-turn cases execute nothing)."""
 
 __all__ = [
+    "BAD_ENTRY",
     "EMPTY_WORKSPACE",
+    "NO_VALID_ANSWER",
+    "UNPASSABLE",
     "CallSpec",
     "Case",
     "ChatMessage",
     "DirNode",
     "EpisodeCase",
     "FileNode",
+    "FsCase",
     "FsTree",
     "NextCallCase",
+    "SingleTurnCase",
 ]

@@ -4,7 +4,7 @@ suite.yaml::
 
     name: shellper                 # [a-z0-9][a-z0-9_.-]*
     version: "1"                   # a string (numbers are read as strings)
-    kind: next_call                # next_call | episode
+    kind: next_call                # next_call | episode | single_turn
     bundle: ../../bundles/shellper # a path relative to the suite dir, or a bare bundle name
     cases: cases.jsonl             # default
     families: [function_gemma, qwen]                        # default: both
@@ -35,11 +35,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from harness import packaged
-from harness.eval.data.cases import Case, ChatMessage, EpisodeCase, NextCallCase
+from harness.eval.data.cases import Case, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.files import InputError, load_json, read_text, read_yaml
 from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
-SuiteKind = Literal["next_call", "episode"]
+SuiteKind = Literal["next_call", "episode", "single_turn"]
 EchoMode = Literal["overwrite", "append"]
 
 
@@ -77,6 +77,9 @@ class SuiteSpec(BaseModel):
     models: dict[Family, str] = Field(default_factory=dict)
     """The model each family runs on server engines (a folder, hub id or served id), unless the run
     names one (``--model``, ``--config``); engines that serve no model (oracle, local) ignore it."""
+    allow_text_answer: bool | None = None
+    """Whether constrained grammars also allow a plain-text answer (no call). None: only in episode
+    suites (a turn must end); BFCL's single-turn suites say so explicitly (``bfcl_single``)."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -134,6 +137,15 @@ class Suite:
 
     def episode_cases(self) -> list[EpisodeCase]:
         return [c for c in self.cases if isinstance(c, EpisodeCase)]
+
+    def single_turn_cases(self) -> list[SingleTurnCase]:
+        return [c for c in self.cases if isinstance(c, SingleTurnCase)]
+
+    @property
+    def text_answer(self) -> bool:
+        """Whether this suite's grammars allow a plain-text answer (``SuiteSpec.allow_text_answer``)."""
+        allowed = self.spec.allow_text_answer
+        return self.kind == "episode" if allowed is None else allowed
 
     @property
     def scoring_points(self) -> int:
@@ -203,6 +215,8 @@ def _tool_turn_problems(messages: list[ChatMessage]) -> list[tuple[str, str]]:
 
 def _semantic_problems(case: Case) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
+    if isinstance(case, SingleTurnCase):
+        return out
     if isinstance(case, NextCallCase):
         out.extend(_tool_turn_problems(case.messages))
     if case.cwd and case.initial_fs.directory(case.cwd) is None:
@@ -240,7 +254,9 @@ def load_spec(suite_dir: Path) -> SuiteSpec:
 def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple[list[Case], list[str]]:
     """Parse a cases file. Returns the cases that validated and the problems found."""
     where = display or str(path)
-    model: type[NextCallCase] | type[EpisodeCase] = NextCallCase if kind == "next_call" else EpisodeCase
+    models: dict[str, type[NextCallCase] | type[EpisodeCase] | type[SingleTurnCase]] = {
+        "next_call": NextCallCase, "episode": EpisodeCase, "single_turn": SingleTurnCase}
+    model = models[kind]
     cases: list[Case] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -322,7 +338,7 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     """Write ``suite.yaml`` and the cases file into ``out_dir`` (created if needed); returns the dir."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    optional = ("max_tokens", "temperature", "top_p", "seed")  # left out when not set, as the suite always read
+    optional = ("max_tokens", "temperature", "top_p", "seed", "allow_text_answer")  # left out when not set, as the suite always read
     unset = {name for name in optional if getattr(spec, name) is None} | ({"models"} if not spec.models else set())
     data = spec.model_dump(mode="json", exclude=unset or None)
     (out / "suite.yaml").write_text(

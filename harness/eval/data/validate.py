@@ -11,6 +11,7 @@ load: one mistake, one problem).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field as default_field
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.types import ToolSchema
-from harness.eval.data.cases import CallSpec, Case, EpisodeCase
+from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, CallSpec, Case, EpisodeCase, SingleTurnCase
 from harness.eval.data.fs_tools import builtin_fs_schemas
 from harness.eval.data.suite import Suite, SuiteError, case_line_numbers, load_spec, read_cases
 
@@ -118,6 +119,10 @@ def check_arguments(call: CallSpec, schema: ToolSchema) -> list[tuple[str, str]]
 
 
 def _calls(case: Case) -> Iterator[tuple[str, CallSpec]]:
+    if isinstance(case, SingleTurnCase):
+        for k, c in enumerate(case.expected):
+            yield f"expected[{k}]", c
+        return
     if isinstance(case, EpisodeCase):
         for t, turn in enumerate(case.ground_truth):
             for k, c in enumerate(turn):
@@ -163,7 +168,12 @@ def validate_loaded(suite: Suite, tools: ToolSet | None = None) -> list[str]:
     lines = case_line_numbers(suite.cases_path)
     where = str(suite.cases_path)
     for case in suite.cases:
-        for field, msg in check_calls(case, tools.schemas):
+        schemas = tools.schemas
+        if isinstance(case, SingleTurnCase):  # its own tools; an answer known not to fit is tagged, not a problem
+            if NO_VALID_ANSWER in case.tags:
+                continue
+            schemas = {t.name: t for t in case.tool_schemas()}
+        for field, msg in check_calls(case, schemas):
             problems.append(f"{where}:{lines.get(case.id, 0)}: {field}: {msg}")
     return problems
 
@@ -200,6 +210,13 @@ def describe_suite(suite: Suite) -> str:
         no_state = sum(1 for c in points if not c.state_check)
         extra = f", state check n/a on {no_state}" if no_state else ""
         body = f"{len(points)} cases = {len(points)} scoring points from {convs} conversations{extra}"
+    elif suite.kind == "single_turn":
+        cases = suite.single_turn_cases()
+        tags = Counter(t for c in cases for t in c.tags)
+        kinds = ", ".join(sorted({c.category for c in cases}))
+        body = (f"{len(cases)} cases ({kinds}), each with its own tools; {tags[BAD_ENTRY]} tagged {BAD_ENTRY}, "
+                f"{tags[NO_VALID_ANSWER]} of them {NO_VALID_ANSWER}")
+        return f"{head}: {body}; {len({c.name for case in cases for c in case.tool_schemas()})} distinct tool names"
     else:
         eps = suite.episode_cases()
         turns = sum(len(c.turns) for c in eps)

@@ -131,7 +131,8 @@ class Point:
     family: str
     strategy: str
     metric: str
-    """The accuracy shown: ``state_match`` where measured, else ``exact_match``."""
+    """The accuracy shown: ``bfcl_match`` (BFCL's suites), else ``state_match`` where measured, else
+    ``exact_match``."""
     accuracy: float
     ci_low: float | None
     ci_high: float | None
@@ -190,7 +191,8 @@ def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str
     points = []
     for family in family_names:
         for strategy in strategy_names:
-            row = (run.summary_row(family, strategy, Metric.state_match)
+            row = (run.summary_row(family, strategy, Metric.bfcl_match)
+                   or run.summary_row(family, strategy, Metric.state_match)
                    or run.summary_row(family, strategy, Metric.exact_match))
             if row is None or row.value is None:
                 continue

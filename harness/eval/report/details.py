@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.eval.data.cases import CallSpec, ChatMessage, EpisodeCase, NextCallCase
+from harness.eval.data.cases import CallSpec, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.report.data import Run
 from harness.eval.store.records import METRICS, CallRecord, SampleRecord, StepRecord
 from harness.vocabulary import ErrorKind
@@ -191,7 +191,9 @@ class CaseRunner:
             outputs.append(output)
         return state, outputs
 
-    async def gold(self, case: NextCallCase | EpisodeCase) -> list[GoldView]:
+    async def gold(self, case: NextCallCase | EpisodeCase | SingleTurnCase) -> list[GoldView]:
+        if isinstance(case, SingleTurnCase):
+            return []  # BFCL's single-turn tools are schemas: nothing runs them
         if isinstance(case, NextCallCase):
             start = await self.states.state_after_history(case)
             _, outputs = await self._apply(start, [case.expected])
@@ -202,9 +204,12 @@ class CaseRunner:
             views += [GoldView(turn=turn, call=_call(c), output=_json(o)) for c, o in zip(calls, outputs, strict=True)]
         return views
 
-    async def diff(self, case: NextCallCase | EpisodeCase, sample: SampleRecord) -> tuple[list[str], str | None]:
+    async def diff(self, case: NextCallCase | EpisodeCase | SingleTurnCase,
+                   sample: SampleRecord) -> tuple[list[str], str | None]:
         """The first tree where the sample and gold part ways (next-call: after the call; episodes: after
-        the first user turn whose trees differ)."""
+        the first user turn whose trees differ; single-turn: none, nothing executes)."""
+        if isinstance(case, SingleTurnCase):
+            return [], None
         if isinstance(case, NextCallCase):
             start = await self.states.state_after_history(case)
             predicted, _ = await self._apply(start, sample.steps[0].tool_calls if sample.steps else [])
@@ -220,7 +225,11 @@ class CaseRunner:
         return tree_diff(gold, predicted), "at the end (gold -, this sample +)"
 
 
-def case_view(case: NextCallCase | EpisodeCase, gold: list[GoldView]) -> CaseView:
+def case_view(case: NextCallCase | EpisodeCase | SingleTurnCase, gold: list[GoldView]) -> CaseView:
+    if isinstance(case, SingleTurnCase):  # BFCL's: the replayed answer; BFCL accepts every listed value
+        calls = ["; ".join(_call(c) for c in case.expected) or "(no call: a plain answer)"]
+        calls += [f"(BFCL accepts) {_json(a)}" for a in case.possible_answer] + [case.note] * bool(case.note)
+        return CaseView(messages=[_message(m) for m in case.messages], gold=calls, gold_outputs=gold)
     if isinstance(case, NextCallCase):
         calls = [_call(case.expected), *(f"(also accepted) {_call(c)}" for c in case.expected_alternatives)]
         return CaseView(messages=[_message(m) for m in case.messages], gold=calls, gold_outputs=gold)

@@ -25,10 +25,11 @@ import httpx
 
 from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.agents.tools import Tool
 from harness.agents.types import Message
 from harness.engines.registry import Endpoint, RunEngine, SampleContext
-from harness.eval.data.cases import Case, NextCallCase
-from harness.eval.run.sample import gold_answers
+from harness.eval.data.cases import Case, NextCallCase, SingleTurnCase
+from harness.eval.run.sample import SchemaOnlyTool, gold_answers
 from harness.eval.run.spec import RunError
 
 CONNECT_TIMEOUT_S = 3.0
@@ -96,9 +97,16 @@ async def fits_family(endpoint: Endpoint, call_start: str, http: httpx.AsyncClie
 
 
 def _first_prompt(agent: Agent, case: Case) -> list[Message]:
-    if isinstance(case, NextCallCase):
+    if isinstance(case, NextCallCase | SingleTurnCase):
         return agent.opening(case.history())
     return agent.opening([Message(role=m.role, content=m.content) for m in case.turns[0]])
+
+
+def _tools(agent: Agent, case: Case) -> Sequence[Tool]:
+    """The tools the case's samples offer: a BFCL single-turn entry brings its own."""
+    if isinstance(case, SingleTurnCase):
+        return [SchemaOnlyTool(s) for s in case.tool_schemas()]
+    return agent.tools
 
 
 async def probe(agent: Agent, engine: RunEngine, case: Case, timeout_s: float) -> None:
@@ -108,7 +116,7 @@ async def probe(agent: Agent, engine: RunEngine, case: Case, timeout_s: float) -
     client = engine.client_for(SampleContext(f"{case.id}/preflight", agent.family, constraint, gold))
     kernel = agent.make_kernel(_ProbeClient(client))
     try:
-        await asyncio.wait_for(kernel.step(_first_prompt(agent, case), agent.tools), timeout_s)
+        await asyncio.wait_for(kernel.step(_first_prompt(agent, case), _tools(agent, case)), timeout_s)
     except _Probed:
         return
     except ModelCallError as exc:

@@ -24,7 +24,7 @@ from harness.agents.agent import Agent, AgentOptions
 from harness.agents.client import CompletionRequest
 from harness.engines import registry
 from harness.engines.registry import RunEngine, SampleContext
-from harness.eval.data.cases import Case, NextCallCase
+from harness.eval.data.cases import Case, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.data.suite import Suite
 from harness.eval.run.preflight import preflight
 from harness.eval.run.resolve import EngineOpener, RunError, resolve_run
@@ -35,6 +35,7 @@ from harness.eval.run.sample import (
     gold_answers,
     run_episode,
     run_next_call,
+    run_single_turn,
     sample_record,
 )
 from harness.eval.run.spec import ResolvedRun, RunSpec
@@ -125,7 +126,7 @@ class Runner:
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         self.states = SandboxStates(self.tools, echo_mode=self.suite.spec.echo_mode)
         options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
-        if self.suite.kind == "episode":  # the model ends each user turn with a plain answer: the grammar must allow it
+        if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
             options["allow_text_answer"] = True
         self.agents = [
             run.agent.variant(**(options | {"family": family, "strategy": strategy, "model_id": run.models[family]}))
@@ -142,8 +143,9 @@ class Runner:
         that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
         await asyncio.to_thread(self.engine.prepare, list(self.resolved.families))
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
-        if self.suite.cases and no_args:
-            state = self.states.initial(self.suite.cases[0])
+        first = self.suite.cases[0] if self.suite.cases else None
+        if isinstance(first, NextCallCase | EpisodeCase) and no_args:  # single-turn cases run no tool
+            state = self.states.initial(first)
             await asyncio.gather(*(
                 self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.engine.concurrency)
             ))
@@ -182,7 +184,10 @@ class Runner:
         gold = tuple(tuple(answer) for answer in gold_answers(job.case, constraint.allow_parallel_calls))
         client = self.engine.client_for(SampleContext(job.sample_id, job.agent.family, constraint, gold))
         started = time.perf_counter()
-        if isinstance(job.case, NextCallCase):
+        setup_ms = 0.0
+        if isinstance(job.case, SingleTurnCase):
+            outcome = await run_single_turn(job.agent, job.case, client, self.draw(job))
+        elif isinstance(job.case, NextCallCase):
             workspace = await self.states.workspace_after_history(job.case)
             setup_ms = (time.perf_counter() - started) * 1000.0
             outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job))

@@ -20,8 +20,10 @@ from typing import Any, NamedTuple
 
 from harness.agents.agent import Agent
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.types import Message, StepResult, ToolCall
-from harness.eval.data.cases import EpisodeCase, NextCallCase
+from harness.agents.constraint import ConstraintError
+from harness.agents.tools import Tool, ToolContext
+from harness.agents.types import Message, StepResult, ToolCall, ToolResult, ToolSchema
+from harness.eval.data.cases import EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.store.records import (
     CallRecord,
     ParseErrorRecord,
@@ -32,6 +34,7 @@ from harness.eval.store.records import (
     ToolResultRecord,
     UsageRecord,
 )
+from harness.vocabulary import ErrorKind
 
 
 class RecordingClient:
@@ -54,13 +57,17 @@ class RecordingClient:
         """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
 
 
-def gold_answers(case: NextCallCase | EpisodeCase, parallel_calls: bool = False) -> list[list[ToolCall]]:
-    """What the oracle answers, request by request: a next-call case's expected call; an episode's
-    ground-truth calls, then a closing message per turn. With ``parallel_calls`` (the agent's grammar
-    allows several calls per answer) a turn's calls come in one answer, as BFCL lists them; else one
-    answer each."""
+def gold_answers(
+    case: NextCallCase | EpisodeCase | SingleTurnCase, parallel_calls: bool = False
+) -> list[list[ToolCall]]:
+    """What the oracle answers, request by request: a next-call case's expected call; a single-turn
+    case's expected calls in one answer (none: a plain answer); an episode's ground-truth calls, then a
+    closing message per turn. With ``parallel_calls`` (the agent's grammar allows several calls per
+    answer) a turn's calls come in one answer, as BFCL lists them; else one answer each."""
     if isinstance(case, NextCallCase):
         return [[case.expected.to_tool_call(f"{case.id}-gold")]]
+    if isinstance(case, SingleTurnCase):
+        return [[c.to_tool_call(f"{case.id}-gold-{i}") for i, c in enumerate(case.expected)]]
     answers: list[list[ToolCall]] = []
     for t, turn in enumerate(case.ground_truth):
         calls = [c.to_tool_call(f"{case.id}-t{t}-{i}") for i, c in enumerate(turn)]
@@ -149,11 +156,17 @@ async def run_next_call(
     agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any, draw: Draw = GREEDY
 ) -> SampleOutcome:
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
+    return await _one_step(agent, case.history(), agent.tools, client, workspace, draw)
+
+
+async def _one_step(
+    agent: Agent, messages: Sequence[Message], tools: Sequence[Tool], client: LLMClient, workspace: Any, draw: Draw
+) -> SampleOutcome:
     recorder = RecordingClient(client)
     kernel = agent.make_kernel(recorder, **draw._asdict())
     outcome = SampleOutcome(requests=recorder.requests)
     try:
-        step = await kernel.step(agent.opening(case.history()), agent.tools, workspace=workspace)
+        step = await kernel.step(agent.opening(messages), tools, workspace=workspace)
     except ModelCallError as exc:
         outcome.error_kind, outcome.error = exc.kind, str(exc)
         return outcome
@@ -161,6 +174,36 @@ async def run_next_call(
     outcome.steps.append(step_record(step, response))
     _note_rejection(outcome, [response])
     return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaOnlyTool:
+    """A tool the model may call that nothing executes: BFCL's single-turn categories judge the call,
+    not its result (their functions have no implementation)."""
+
+    schema: ToolSchema
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        return ToolResult(call_id=call.id, name=call.name, output=NOT_EXECUTED)
+
+
+NOT_EXECUTED = "(not executed: this suite judges the call, not its result)"
+EMPTY_LANGUAGE = ErrorKind.constraint_empty_language
+
+
+async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient, draw: Draw = GREEDY) -> SampleOutcome:
+    """One step on the case's messages with the case's own tools (nothing is executed). An entry with no
+    function under a grammar that forces a call has no valid answer at all (``constraint:empty_language``);
+    an entry whose tools use a keyword the strategy does not enforce gets no grammar
+    (``constraint:refused``, naming the keyword): counted, never run unconstrained."""
+    constraint = agent.constraint
+    if not case.tool_schemas() and constraint.constrained and not constraint.allow_text_answer:
+        return SampleOutcome(error_kind=EMPTY_LANGUAGE, error="no function to call and no plain answer allowed")
+    try:
+        return await _one_step(agent, case.history(), [SchemaOnlyTool(s) for s in case.tool_schemas()], client, None,
+                               draw)
+    except ConstraintError as exc:
+        return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
 
 async def run_episode(
@@ -235,13 +278,17 @@ def sample_record(
 
 
 __all__ = [
+    "EMPTY_LANGUAGE",
     "GREEDY",
+    "NOT_EXECUTED",
     "Draw",
     "RecordingClient",
     "SampleOutcome",
+    "SchemaOnlyTool",
     "gold_answers",
     "run_episode",
     "run_next_call",
+    "run_single_turn",
     "sample_record",
     "step_record",
 ]

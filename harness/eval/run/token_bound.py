@@ -56,7 +56,7 @@ def longest_gold(suite: Suite, agent: Agent) -> LongestGold | None:
     from harness.eval.run.sample import gold_answers
 
     best: LongestGold | None = None
-    text_answer = suite.kind == "episode"
+    text_answer = suite.text_answer
     variants = [agent.variant(family=family, strategy=strategy, allow_text_answer=text_answer)
                 for family in suite.spec.families for strategy in suite.spec.strategies]
     for agent in variants:

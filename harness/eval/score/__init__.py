@@ -1,8 +1,10 @@
 """Scoring a run from its saved samples alone, never an engine: each sample against its case
-(``scoring``: validity, exact_match, state_match, grammar_rejection, truncated), calls executed in the
+(``scoring``: validity, exact_match, state_match, grammar_rejection, truncated; ``verdicts``: what every
+scorer shares; BFCL's single-turn verdict: ``bfcl_ast``, BFCL's own checker, and ``bfcl_score``), calls executed in the
 sandbox (``execution``), summary.json and errors.json (``summary``), and a whole run directory scored
 or re-scored (``rescore``: ``harness score`` and the end of every run)."""
 
+from harness.eval.score.bfcl_ast import BfclVerdict, bfcl_verdict
 from harness.eval.score.execution import SandboxStates
 from harness.eval.score.rescore import run_suite_of, score_run, score_samples
 from harness.eval.score.scoring import CUT, Scorer, StateBackend, Verdict
@@ -20,10 +22,12 @@ __all__ = [
     "RATE_METRICS",
     "TARGET_METRIC",
     "TIMING_METRICS",
+    "BfclVerdict",
     "SandboxStates",
     "Scorer",
     "StateBackend",
     "Verdict",
+    "bfcl_verdict",
     "error_counts",
     "run_suite_of",
     "score_run",

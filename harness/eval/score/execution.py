@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import ToolCall
-from harness.eval.data.cases import Case, NextCallCase
+from harness.eval.data.cases import FsCase, NextCallCase
 from harness.eval.data.suite import EchoMode
 from harness.vocabulary import ErrorKind
 
@@ -34,7 +34,7 @@ class SandboxStates:
         self._after_history: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def initial(self, case: Case) -> Any:
+    def initial(self, case: FsCase) -> Any:
         from harness.sandbox import FileSystemState
 
         state = FileSystemState.from_bfcl(case.initial_fs.to_bfcl())
@@ -81,7 +81,7 @@ class SandboxStates:
 
         return Workspace.filesystem(state, echo_mode=self.echo_mode)
 
-    def workspace(self, case: Case) -> Any:
+    def workspace(self, case: FsCase) -> Any:
         """A fresh workspace on the case's initial state (episodes)."""
         return self._workspace(self.initial(case))
 

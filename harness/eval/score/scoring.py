@@ -35,65 +35,32 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.agents.types import ToolSchema
-from harness.eval.data.cases import Case, EpisodeCase, NextCallCase
+from harness.eval.data.cases import Case, EpisodeCase, FsCase, NextCallCase, SingleTurnCase
+from harness.eval.score.verdicts import (
+    CUT,
+    NOT_APPLICABLE,
+    PASS,
+    Call,
+    Verdict,
+    blame_constraint,
+    call_difference,
+    fail,
+    same_value,
+    steps_validity,
+    unparsed,
+    was_cut,
+)
 from harness.eval.store.records import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
-from harness.vocabulary import ErrorKind, Metric, Strategy
-
-CUT = ErrorKind.length_max_tokens
-"""The kind of an answer the token bound cut."""
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    value: float | None
-    error_kind: str | None = None
-
-
-PASS = Verdict(1.0)
-NOT_APPLICABLE = Verdict(None)
-
-
-def fail(kind: str) -> Verdict:
-    return Verdict(0.0, kind)
-
-
-def blame_constraint(strategy: str, verdict: Verdict) -> Verdict:
-    """Under a constrained strategy, a call that breaks its tool's schema got through the grammar: the
-    failure is the constraint's (``grammar:let_through``), not only the model's ``validity:schema``."""
-    if strategy != Strategy.none and verdict.error_kind == ErrorKind.validity_schema:
-        return Verdict(verdict.value, ErrorKind.grammar_let_through)
-    return verdict
-
-
-def was_cut(step: StepRecord) -> bool:
-    """The token bound ended this answer (the engine said ``finish_reason: length``)."""
-    return step.finish_reason == "length"
-
-
-def unparsed(verdict: Verdict) -> str | None:
-    """The kind of a validity failure where no clean call came out (a parse error, a cut answer)."""
-    kind = verdict.error_kind
-    return kind if kind is not None and (kind.startswith("parse:") or kind == CUT) else None
-
-
-class Call(Protocol):
-    """A tool call as both sides of a comparison have it: a suite's ``CallSpec``, a sample's ``CallRecord``."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def arguments(self) -> dict[str, Any]: ...
+from harness.vocabulary import ErrorKind, Metric
 
 
 class StateBackend(Protocol):
     """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.execution``)."""
 
-    def initial(self, case: Case) -> Any:
+    def initial(self, case: FsCase) -> Any:
         """A fresh state: the case's tree and working directory."""
         ...
 
@@ -104,34 +71,6 @@ class StateBackend(Protocol):
     def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
         """None when both states are equal, else ``state:tree_differs`` or (when ``cwd``) ``state:cwd_differs``."""
         ...
-
-
-# -- comparing calls ----------------------------------------------------------------------------------
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """JSON equality where a boolean never equals a number (``True == 1`` in Python) and 1 == 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
-def call_difference(predicted: Sequence[Call], gold: Sequence[Call]) -> str | None:
-    """None when the call lists are equal, else the ``exact:*`` reason of the first difference."""
-    if len(predicted) != len(gold):
-        return ErrorKind.exact_call_count
-    for p, g in zip(predicted, gold, strict=True):
-        if p.name != g.name:
-            return ErrorKind.exact_wrong_name
-        if not same_value(p.arguments, g.arguments):
-            return ErrorKind.exact_wrong_arguments
-    return None
 
 
 def _canonical(output: Any) -> str:
@@ -167,8 +106,11 @@ class Scorer:
         backend: StateBackend | None,
         concurrency: int = 8,
     ) -> None:
+        from harness.eval.score.bfcl_score import SingleTurnScoring
         from harness.sandbox.validation import argument_check
 
+        self.single_turn = SingleTurnScoring()
+        """Single-turn cases bring their own tools and BFCL's verdict."""
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
         self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
@@ -192,25 +134,9 @@ class Scorer:
     def validity(
         self, steps: Sequence[StepRecord], offered: Iterable[str], need_call: bool, text_ends_turn: bool = False
     ) -> Verdict:
-        """Every answer parsed, every call is known and schema-valid. In an episode a plain-text answer
-        ends the user turn (``text_ends_turn``): its ``parse:no_call`` is how the loop stops, not an error."""
-        offered = list(offered)
-        calls = 0
-        for step in steps:
-            errors = [
-                e for e in step.parse_errors
-                if not (text_ends_turn and e.kind == ErrorKind.parse_no_call and not step.tool_calls)
-            ]
-            if errors:
-                return fail(CUT if was_cut(step) else errors[0].kind or ErrorKind.parse_error)
-            for call in step.tool_calls:
-                calls += 1
-                problem = self.call_problem(call, offered)
-                if problem:
-                    return fail(problem)
-        if need_call and calls == 0:
-            return fail(CUT if any(was_cut(step) for step in steps) else ErrorKind.parse_no_call)
-        return PASS
+        """Every answer parsed, every call is known and schema-valid (``steps_validity``)."""
+        names = list(offered)
+        return steps_validity(steps, lambda call: self.call_problem(call, names), need_call, text_ends_turn)
 
     def validity_of(self, sample: SampleRecord) -> Verdict:
         """The sample's ``validity`` alone (no sandbox needed): what a run's progress shows as samples
@@ -220,7 +146,9 @@ class Scorer:
             return fail(ErrorKind.score_unknown_case)
         if sample.status == "error":
             return fail(sample.error_kind or ErrorKind.sample_error)
-        if isinstance(case, NextCallCase):
+        if isinstance(case, SingleTurnCase):
+            verdict = self.single_turn.validity(case, sample.steps)
+        elif isinstance(case, NextCallCase):
             verdict = self.validity(sample.steps[:1], self.schemas, need_call=True)
         else:
             verdict = self._episode_validity(case, sample.steps)
@@ -235,6 +163,8 @@ class Scorer:
         if case is None:
             missing = fail(ErrorKind.score_unknown_case)
             verdicts = {Metric.validity: missing, Metric.exact_match: missing, Metric.state_match: missing}
+        elif isinstance(case, SingleTurnCase):
+            verdicts = self.single_turn.verdicts(case, sample)
         elif sample.status == "error":
             kind = sample.error_kind or ErrorKind.sample_error
             state = fail(kind) if self._state_applies(case) else NOT_APPLICABLE
@@ -253,6 +183,7 @@ class Scorer:
                 value=verdicts[metric].value, error_kind=verdicts[metric].error_kind,
             )
             for metric in METRICS
+            if metric in verdicts  # BFCL's verdicts only where they apply
         ]
 
     def _state_applies(self, case: Case) -> bool:
@@ -420,6 +351,7 @@ __all__ = [
     "Scorer",
     "StateBackend",
     "Verdict",
+    "blame_constraint",
     "call_difference",
     "fail",
     "same_value",

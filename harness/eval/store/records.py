@@ -30,7 +30,7 @@ from harness.vocabulary import SAMPLE_METRICS, Family, Metric, Strategy
 METRICS: tuple[Metric, ...] = SAMPLE_METRICS
 """The per-sample metrics of scores.parquet; summary.json gives each one's rate under the same name."""
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
-SampleKind = Literal["next_call", "episode"]
+SampleKind = Literal["next_call", "episode", "single_turn"]
 Status = Literal["ok", "error"]
 
 
