@@ -29,7 +29,7 @@ from harness.agents.tools import Tool
 from harness.agents.types import Message
 from harness.engines.registry import Endpoint, RunEngine, SampleContext
 from harness.eval.data.cases import Case, NextCallCase, SingleTurnCase
-from harness.eval.run.sample import SchemaOnlyTool, gold_answers
+from harness.eval.run.sample import gold_answers, schema_only_tools
 from harness.eval.run.spec import RunError
 
 CONNECT_TIMEOUT_S = 3.0
@@ -105,7 +105,7 @@ def _first_prompt(agent: Agent, case: Case) -> list[Message]:
 def _tools(agent: Agent, case: Case) -> Sequence[Tool]:
     """The tools the case's samples offer: a BFCL single-turn entry brings its own."""
     if isinstance(case, SingleTurnCase):
-        return [SchemaOnlyTool(s) for s in case.tool_schemas()]
+        return schema_only_tools(case)
     return agent.tools
 
 

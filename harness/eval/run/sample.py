@@ -188,6 +188,11 @@ class SchemaOnlyTool:
 
 
 NOT_EXECUTED = "(not executed: this suite judges the call, not its result)"
+
+
+def schema_only_tools(case: SingleTurnCase) -> list[SchemaOnlyTool]:
+    """The tools a single-turn case brings, offered as they are and never run."""
+    return [SchemaOnlyTool(s) for s in case.tool_schemas()]
 EMPTY_LANGUAGE = ErrorKind.constraint_empty_language
 
 
@@ -200,8 +205,7 @@ async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient,
     if not case.tool_schemas() and constraint.constrained and not constraint.allow_text_answer:
         return SampleOutcome(error_kind=EMPTY_LANGUAGE, error="no function to call and no plain answer allowed")
     try:
-        return await _one_step(agent, case.history(), [SchemaOnlyTool(s) for s in case.tool_schemas()], client, None,
-                               draw)
+        return await _one_step(agent, case.history(), schema_only_tools(case), client, None, draw)
     except ConstraintError as exc:
         return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
@@ -290,5 +294,6 @@ __all__ = [
     "run_next_call",
     "run_single_turn",
     "sample_record",
+    "schema_only_tools",
     "step_record",
 ]
