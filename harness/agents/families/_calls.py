@@ -203,13 +203,15 @@ def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
     return {"type": "array", "items": one, "minItems": 1} if parallel else one
 
 
-def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool) -> str:
+def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool, arguments_key: str = "arguments") -> str:
     """The json_schema strategy's output: ``{"name":...,"arguments":{...}}`` (a list when parallel
     calls are allowed), ``name`` first, arguments in canonical order, compact: the only spelling vLLM's
     json_schema language allows with ``disable_any_whitespace`` (see ``harness.grammar.compile``).
-    Several calls without parallel calls render as a list, which the constraint then rejects."""
+    Several calls without parallel calls render as a list, which the constraint then rejects.
+    vLLM's own JSON array for ``tool_choice: "required"`` names the arguments ``parameters`` and is
+    always a list (``arguments_key="parameters"``, ``parallel=True``)."""
     objs = [
-        f'{{"name":{json.dumps(c.name, ensure_ascii=False)},"arguments":{json_text(c.arguments, compact=True)}}}'
+        f'{{"name":{json.dumps(c.name, ensure_ascii=False)},"{arguments_key}":{json_text(c.arguments, compact=True)}}}'
         for c in calls
     ]
     if not objs:
@@ -404,6 +406,24 @@ def _text_only(strategy: Strategy) -> ConstraintArtifact:
 
 
 # --- payload ----------------------------------------------------------------------------------------
+
+
+def server_payload(
+    family: str, tools: Sequence[ToolSchema], constraint: DecodingConstraint, extra: Mapping[str, Any],
+    stop: tuple[str, ...] = (),
+) -> RequestPayload:
+    """The request of a strategy vLLM builds itself (``required``, ``strict``): no
+    ``structured_outputs``, the strategy's ``tool_choice``/``strict``/``parallel_tool_calls``, and as
+    ``artifact`` the grammar vLLM builds from the tools the server receives (``harness.agents.vllm_tools``),
+    so the oracle, ``grammar show``, the fuzz and the benches see vLLM's own constraint."""
+    from harness.agents.vllm_tools import server_constraint, strategy_request
+
+    request = strategy_request(constraint.strategy, allow_parallel_calls=constraint.allow_parallel_calls)
+    built = server_constraint(family, [canonical_schema(t) for t in tools], request)
+    return RequestPayload(
+        extra_body=dict(extra), stop=stop, artifact=built.artifact, tool_choice=request.tool_choice,  # type: ignore[arg-type]
+        strict_tools=request.strict_tools, parallel_tool_calls=request.parallel_tool_calls, server_built=built.label,
+    )
 
 
 def make_payload(

@@ -41,6 +41,7 @@ from harness.agents.families._calls import (
     index_tools,
     json_calls_text,
     make_payload,
+    server_payload,
     ordered_schema,
     parse_output,
     satisfiable_schema,
@@ -236,6 +237,8 @@ def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
     """vLLM ``structured_outputs`` for the strategy, plus non-thinking mode for the chat template."""
+    if constraint.strategy.server_built:
+        return server_payload(FAMILY, tools, constraint, EXTRA_BODY)
     return make_payload(build_artifact(tools, constraint), EXTRA_BODY)
 
 

@@ -198,7 +198,7 @@ def open_vllm(options: EngineOptions) -> tuple[Any, list[str] | None]:
     family; without ``--family`` only function_gemma runs (the family with real weights here), or the
     families ``--model FAMILY=NAME`` names. With ``--base-url`` or ``$VLLM_BASE_URL``, a server you run
     is used instead (none is started)."""
-    from harness.engines.vllm.launch import vllm_unavailable
+    from harness.engines.vllm.launch import VllmError, launch_plan_here, vllm_unavailable
 
     if options.target is not None:
         raise EngineError("--target is for --engine oracle")
@@ -210,6 +210,10 @@ def open_vllm(options: EngineOptions) -> tuple[Any, list[str] | None]:
     why = vllm_unavailable()
     if why:
         raise EngineError(f"--engine vllm: {why}")
+    try:  # a GPU flag on a CPU (or the CUDA build without a GPU): one line, before anything starts
+        launch_plan_here(options.server_args)
+    except VllmError as exc:
+        raise EngineError(f"--engine vllm: {exc}") from None
     families = options.families or [f for f in FAMILIES if f in options.models] or None
     if options.model and (not families or len(families) != 1):
         raise EngineError("--model NAME with --engine vllm serves one model: pass one --family (its prompt and "
