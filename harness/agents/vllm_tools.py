@@ -19,8 +19,8 @@ function|parameter``. Which grammar depends on the server's tool parser:
   and ``auto`` with strict tools to nothing at all.
 
 :func:`server_constraint` predicts that for the harness's requests with the same rules, built with
-xgrammar's own structural-tag classes so the artifact is byte for byte the JSON text vLLM puts in
-``structured_outputs.structural_tag`` (``tests/real_vllm`` compares it with vLLM's own code);
+the same field order and defaults xgrammar's structural-tag classes dump, so the artifact is byte for
+byte the JSON text vLLM puts in ``structured_outputs.structural_tag`` (``tests/real_vllm`` compares it with vLLM's own code);
 :func:`vllm_own_constraint` builds it with vLLM's code where vLLM is installed.
 """
 
@@ -168,30 +168,28 @@ def json_array_schema(tools: Sequence[ToolSchema], *, parallel: bool) -> dict[st
 def hermes_structural_tag(tools: Sequence[ToolSchema], choice: str, *, strict: set[str], single: bool) -> str:
     """vLLM's ``hermes`` structural tag as the JSON text it sends to xgrammar
     (``_hermes_style_structural_tag``, then ``limit_to_single_tool_call`` when ``single``); the tools
-    named in ``strict`` get their parameters' schema, the others any JSON value."""
-    from xgrammar.structural_tag import (
-        AnyTextFormat,
-        JSONSchemaFormat,
-        StructuralTag,
-        TagFormat,
-        TagsWithSeparatorFormat,
-        TriggeredTagsFormat,
-    )
-
+    named in ``strict`` get their parameters' schema, the others any JSON value. Written as
+    ``json.dumps(StructuralTag(...).model_dump())`` of xgrammar 0.2.8 writes it (every field with its
+    default), so the text equals vLLM's and no xgrammar import is needed to build it."""
     start, end = HERMES_TAGS
     shapes = ((start + '\n{"name": "', "}\n" + end), (start + '{"name": "', "}" + end))
     tags = [
-        TagFormat(begin=begin + tool.name + '", "arguments": ',
-                  content=JSONSchemaFormat(json_schema=(tool.parameters if tool.name in strict else True)), end=close)
+        {"type": "tag", "begin": begin + tool.name + '", "arguments": ',
+         "content": {"type": "json_schema", "json_schema": tool.parameters if tool.name in strict else True,
+                     "style": "json", "any_order": False, "max_whitespace_cnt": None, "excludes": []},
+         "end": close}
         for tool in tools for begin, close in shapes
     ]
-    fmt: Any
-    if choice == "auto":
-        fmt = TriggeredTagsFormat(triggers=[start], tags=tags, stop_after_first=single) if tags else AnyTextFormat()
+    fmt: dict[str, Any]
+    if choice == "auto" and not tags:
+        fmt = {"type": "any_text", "excludes": [], "max_tokens": None, "max_chars": None}
+    elif choice == "auto":
+        fmt = {"type": "triggered_tags", "triggers": [start], "tags": tags, "at_least_one": False,
+               "stop_after_first": single, "excludes": []}
     else:
-        fmt = TagsWithSeparatorFormat(tags=tags, separator="", at_least_one=True,
-                                      stop_after_first=single or choice == "forced")
-    return json.dumps(StructuralTag(format=fmt).model_dump())
+        fmt = {"type": "tags_with_separator", "tags": tags, "separator": "", "at_least_one": True,
+               "stop_after_first": single or choice == "forced"}
+    return json.dumps({"type": "structural_tag", "format": fmt})
 
 
 def openai_tools(tools: Sequence[ToolSchema], *, strict: bool, strict_names: frozenset[str] = frozenset()) -> list[dict[str, Any]]:

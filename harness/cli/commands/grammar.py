@@ -124,14 +124,45 @@ def show(
     tools = _load_tools(tools_path)
     _, _, payload = _payload(family, strategy, tools, parallel)
     artifact = payload.artifact
-    if artifact is None:
+    if Strategy(strategy).server_built:
+        _show_server_built(family, strategy, tools, payload)
+    elif artifact is None:
         typer.echo(f"# {family} / {strategy}: no constraint (native tool calling, tools sent to the API)")
     else:
         typer.echo(f"# {family} / {strategy}: {artifact.kind}")
         typer.echo(_show_artifact(artifact))
     typer.echo("# request payload")
-    body = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    body: dict[str, Any] = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    if payload.tool_choice is not None:
+        body["tool_choice"] = payload.tool_choice
+    if payload.strict_tools:
+        body["tools"] = 'each tool with "strict": true'
+    if payload.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = payload.parallel_tool_calls
     typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+def _show_server_built(family: str, strategy: str, tools: list[Any], payload: Any) -> None:
+    """vLLM's own constraint for ``required``/``strict``: built with vLLM's code where vLLM is installed,
+    else the harness's copy of its rules, saying what is missing."""
+    from harness.agents.families import canonical_schema
+    from harness.agents.vllm_tools import ToolRequest, vllm_own_constraint
+
+    request = ToolRequest(payload.tool_choice, payload.strict_tools, payload.parallel_tool_calls)
+    try:
+        built = vllm_own_constraint(family, [canonical_schema(t) for t in tools], request)
+        source = "built with vLLM's own code (vllm.tool_parsers)"
+    except ImportError as exc:
+        built, source = None, f"vLLM is not importable here ({exc}): the harness's copy of vLLM 0.32's rules"
+    if built is None or built.artifact != payload.artifact and built.label != payload.server_built:
+        typer.echo(f"# {source}")
+        label, artifact = payload.server_built, payload.artifact
+    else:
+        typer.echo(f"# {source}")
+        label, artifact = built.label, built.artifact
+    typer.echo(f"# {family} / {strategy}: vLLM builds {label}")
+    if artifact is not None:
+        typer.echo(_show_artifact(artifact))
 
 
 @app.command("check", epilog=example(
