@@ -245,7 +245,7 @@ def vllm_own_constraint(
         return ServerConstraint("structural_tag", model_key,
                                 ConstraintArtifact("structural_tag", json.dumps(tag.model_dump())),
                                 f"{parser} has the structural tag {model_key!r}")
-    schema = get_json_schema_from_tools(chat.tool_choice, chat.tools, chat.parallel_tool_calls)
+    schema = get_json_schema_from_tools(chat.tool_choice, chat.tools, chat.parallel_tool_calls)  # type: ignore[arg-type]
     if schema is None:
         return ServerConstraint("none", None, None, f"{parser}: vLLM builds no constraint")
     text = schema if isinstance(schema, str) else json.dumps(schema)

@@ -179,13 +179,7 @@ class OracleEngine:
             content = content[:cut]  # a stop string: the text before it, as a server answers
         elif error is None and result.finish_reason == "length":
             finish = "length"
-        tool_calls: tuple[ToolCall, ...] = ()
-        if server is not None and server.built.startswith("json") and error is None:
-            from harness.engines.tool_choice import ToolChoice, calls_from_json
-
-            choice = ToolChoice("required" if server.built == "json_array" else "named", name=_named(request))
-            tool_calls = tuple(calls_from_json(content, choice) or ())  # the server parses its JSON into calls
-            content = None if tool_calls else content
+        answer, tool_calls = _as_served(server, request, content) if error is None else (content, ())
         stats = EngineStats(
             compile_ms=compile_ms,
             compile_cached=cached,
@@ -199,7 +193,7 @@ class OracleEngine:
             target_only_tokens=() if diff is None else tuple(tokenizer.token_text(i) for i in diff.target_only),
         )
         return CompletionResponse(
-            content=content,
+            content=answer,
             tool_calls=tool_calls,
             finish_reason=finish,
             latency_ms=(time.perf_counter() - started) * 1000.0,
@@ -220,6 +214,19 @@ def server_built(family: str, request: CompletionRequest) -> ServerConstraint | 
         return server_constraint(family, request.tools, fields)
     except ConstraintError as exc:
         raise ModelCallError("model:bad_request", str(exc)) from exc
+
+
+def _as_served(
+    server: ServerConstraint | None, request: CompletionRequest, content: str
+) -> tuple[str | None, tuple[ToolCall, ...]]:
+    """(content, calls) as vLLM answers: under its JSON fallback it reads the calls out of the JSON."""
+    if server is None or not server.built.startswith("json"):
+        return content, ()
+    from harness.engines.tool_choice import ToolChoice, calls_from_json
+
+    choice = ToolChoice("required" if server.built == "json_array" else "named", name=_named(request))
+    calls = tuple(calls_from_json(content, choice) or ())
+    return (None if calls else content), calls
 
 
 def _named(request: CompletionRequest) -> str | None:

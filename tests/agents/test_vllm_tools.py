@@ -12,7 +12,13 @@ import pytest
 
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.families import get_adapter
-from harness.agents.families.keywords import VLLM_COLUMNS, builder_of, check_keywords, enforces, markdown_table
+from harness.agents.families.keywords import (
+    VLLM_COLUMNS,
+    builder_of,
+    check_keywords,
+    enforces,
+    markdown_table,
+)
 from harness.agents.types import ToolSchema
 from harness.agents.vllm_tools import ToolRequest, openai_tools, server_constraint, strategy_request
 from harness.vocabulary import SERVER_STRATEGIES, Strategy

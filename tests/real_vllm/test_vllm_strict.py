@@ -24,7 +24,7 @@ from harness.agents.constraint import DecodingConstraint
 from harness.agents.families import get_adapter
 from harness.agents.families._calls import canonical_schema
 from harness.agents.types import ToolSchema
-from harness.agents.vllm_tools import ToolRequest, openai_tools, server_constraint, strategy_request
+from harness.agents.vllm_tools import openai_tools, server_constraint, strategy_request
 from harness.cli.main import app
 from harness.vocabulary import SERVER_STRATEGIES
 

@@ -47,8 +47,8 @@ from harness.agents.families._calls import (
     index_tools,
     json_calls_text,
     make_payload,
-    server_payload,
     parse_output,
+    server_payload,
 )
 from harness.agents.families._ebnf import EbnfBuilder
 from harness.agents.families._syntax import FG_SYNTAX, FG_SYNTAX_PORTABLE, ebnf_literal, rule_name

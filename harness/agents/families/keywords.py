@@ -255,9 +255,9 @@ def markdown_table(columns: tuple[tuple[str, Builder], ...] = COLUMNS) -> str:
 
 __all__ = [
     "COLUMNS",
-    "VLLM_COLUMNS",
     "KEYWORDS",
     "TABLES",
+    "VLLM_COLUMNS",
     "Builder",
     "Support",
     "builder_of",

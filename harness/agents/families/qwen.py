@@ -41,10 +41,10 @@ from harness.agents.families._calls import (
     index_tools,
     json_calls_text,
     make_payload,
-    server_payload,
     ordered_schema,
     parse_output,
     satisfiable_schema,
+    server_payload,
     strict_schema,
     with_any_json,
 )

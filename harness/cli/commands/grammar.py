@@ -145,7 +145,7 @@ def show(
 def _show_server_built(family: str, strategy: str, tools: list[Any], payload: Any) -> None:
     """vLLM's own constraint for ``required``/``strict``: built with vLLM's code where vLLM is installed,
     else the harness's copy of its rules, saying what is missing."""
-    from harness.agents.families import canonical_schema
+    from harness.agents.families._calls import canonical_schema
     from harness.agents.vllm_tools import ToolRequest, vllm_own_constraint
 
     request = ToolRequest(payload.tool_choice, payload.strict_tools, payload.parallel_tool_calls)
@@ -154,7 +154,7 @@ def _show_server_built(family: str, strategy: str, tools: list[Any], payload: An
         source = "built with vLLM's own code (vllm.tool_parsers)"
     except ImportError as exc:
         built, source = None, f"vLLM is not importable here ({exc}): the harness's copy of vLLM 0.32's rules"
-    if built is None or built.artifact != payload.artifact and built.label != payload.server_built:
+    if built is None or (built.artifact != payload.artifact and built.label != payload.server_built):
         typer.echo(f"# {source}")
         label, artifact = payload.server_built, payload.artifact
     else:
