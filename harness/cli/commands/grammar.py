@@ -191,7 +191,7 @@ def check(
     items = _load_calls(calls_path)
     adapter, constraint, payload = _payload(family, strategy, tools, parallel)
     if payload.artifact is None:
-        fail(f"strategy {strategy} built no artifact for {family}")
+        _nothing_built(family, strategy, payload, calls_path, items, parallel)
 
     from harness.agents.types import ToolCall
     from harness.bench.grammar.measure import GoldText, check_outputs
@@ -243,6 +243,22 @@ def check(
     }
     typer.echo(json.dumps(summary))
     raise typer.Exit(code=0 if unexpected == 0 else 1)
+
+
+def _nothing_built(family: str, strategy: str, payload: Any, calls_path: Path,
+                   items: list[tuple[int, list[dict[str, Any]] | str, bool]], parallel: bool) -> None:
+    """A strategy under which vLLM builds no constraint (FunctionGemma's ``strict``): every line passes,
+    so each line that expects a rejection is unexpected (what vLLM lets through)."""
+    if payload.server_built is None:
+        fail(f"strategy {strategy} built no artifact for {family}")
+    typer.echo(f"# {family} / {strategy}: vLLM builds no constraint ({payload.server_built}): every answer passes",
+               err=True)
+    unexpected = [line for line, _, accept in items if not accept]
+    for line in unexpected:
+        typer.echo(f"{calls_path}:{line}: accepted, but the line expects it rejected", err=True)
+    typer.echo(json.dumps({"family": family, "strategy": strategy, "artifact": None, "parallel": parallel,
+                           "accepted": len(items), "rejected": 0, "unexpected": len(unexpected), "total": len(items)}))
+    raise typer.Exit(code=0 if not unexpected else 1)
 
 
 # --- harness fuzz ----------------------------------------------------------------------------
