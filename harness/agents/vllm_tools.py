@@ -26,6 +26,7 @@ byte the JSON text vLLM puts in ``structured_outputs.structural_tag`` (``tests/r
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -139,6 +140,33 @@ def server_constraint(
                                 f"{parser} has no structural tag: a named function is its parameters' schema")
     return ServerConstraint("none", None, None,
                             f"{parser} has no structural tag: strict tools under tool_choice auto are not constrained")
+
+
+def check_buildable(family: str, tools: Sequence[ToolSchema], built: ServerConstraint) -> None:
+    """Refuse, naming the tool, a tool whose arguments' schema vLLM's constraint pins but xgrammar
+    cannot compile: the server would answer 400 to every request with it, which is the constraint's
+    refusal (``constraint:refused``), not the model's failure. Without xgrammar nothing is checked."""
+    if built.artifact is None:
+        return
+    pinned = built.built != "structural_tag" or '"json_schema": true' not in built.artifact.value
+    for tool in tools if pinned else ():
+        problem = _schema_problem(json.dumps(_params(tool), sort_keys=True))
+        if problem is not None:
+            raise ConstraintError(f"tool {tool.name!r}: vLLM's own constraint for {family} ({built.label}) cannot "
+                                  f"compile its parameters: {problem}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_problem(schema: str) -> str | None:
+    try:
+        import xgrammar as xgr
+    except ImportError:
+        return None
+    try:
+        xgr.Grammar.from_json_schema(schema)
+    except Exception as exc:  # xgrammar's conversion errors carry no common type
+        return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    return None
 
 
 def _params(tool: ToolSchema) -> dict[str, Any]:
@@ -258,6 +286,7 @@ __all__ = [
     "STRUCTURAL_TAG_MODEL",
     "VLLM_TOOL_PARSER",
     "ServerConstraint",
+    "check_buildable",
     "ToolRequest",
     "hermes_structural_tag",
     "json_array_schema",

@@ -139,3 +139,22 @@ def test_the_docs_keyword_table_is_the_module_table() -> None:
 def test_the_server_strategies_are_the_vocabularys() -> None:
     assert SERVER_STRATEGIES == (Strategy.required, Strategy.strict)
     assert all(s.constrained and s.server_built for s in SERVER_STRATEGIES)
+
+
+BROKEN = ToolSchema("grep", "search", {"type": "object", "properties": {"p": {"type": "string", "pattern": "("}}})
+
+
+@pytest.mark.parametrize(("family", "strategy", "refused"), [
+    ("qwen", Strategy.strict, True), ("function_gemma", Strategy.required, True),
+    ("qwen", Strategy.required, False),  # the arguments are free: nothing of the schema is compiled
+    ("function_gemma", Strategy.strict, False),  # nothing is built
+])
+def test_a_tool_vllm_cannot_compile_is_refused_naming_it(family: str, strategy: Strategy, refused: bool) -> None:
+    from harness.agents.constraint import ConstraintError
+
+    build = lambda: get_adapter(family).build_payload([CAT, BROKEN], DecodingConstraint(strategy))  # noqa: E731
+    if not refused:
+        build()
+        return
+    with pytest.raises(ConstraintError, match="tool 'grep': vLLM's own constraint .* cannot compile its parameters"):
+        build()

@@ -416,10 +416,12 @@ def server_payload(
     ``structured_outputs``, the strategy's ``tool_choice``/``strict``/``parallel_tool_calls``, and as
     ``artifact`` the grammar vLLM builds from the tools the server receives (``harness.agents.vllm_tools``),
     so the oracle, ``grammar show``, the fuzz and the benches see vLLM's own constraint."""
-    from harness.agents.vllm_tools import server_constraint, strategy_request
+    from harness.agents.vllm_tools import check_buildable, server_constraint, strategy_request
 
     request = strategy_request(constraint.strategy, allow_parallel_calls=constraint.allow_parallel_calls)
-    built = server_constraint(family, [canonical_schema(t) for t in tools], request)
+    canonical = [canonical_schema(t) for t in tools]
+    built = server_constraint(family, canonical, request)
+    check_buildable(family, canonical, built)
     return RequestPayload(
         extra_body=dict(extra), stop=stop, artifact=built.artifact, tool_choice=request.tool_choice,  # type: ignore[arg-type]
         strict_tools=request.strict_tools, parallel_tool_calls=request.parallel_tool_calls, server_built=built.label,
