@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.families import get_adapter
-from harness.agents.families._calls import canonical_schema
+from harness.agents.families import canonical_schema
 from harness.agents.types import ToolSchema
-from harness.agents.vllm_tools import openai_tools, server_constraint, strategy_request
+from harness.agents import openai_tools, server_constraint, strategy_request
 from harness.cli.main import app
 from harness.vocabulary import SERVER_STRATEGIES
 
@@ -66,7 +66,7 @@ def _bfcl_tool_sets(suite: Path) -> list[list[ToolSchema]]:
 
 
 def _differences(tool_sets: list[list[ToolSchema]]) -> list[str]:
-    from harness.agents.vllm_tools import vllm_own_constraint
+    from harness.agents import vllm_own_constraint
 
     found = []
     for tools in tool_sets:
