@@ -412,10 +412,9 @@ def server_payload(
     family: str, tools: Sequence[ToolSchema], constraint: DecodingConstraint, extra: Mapping[str, Any],
     stop: tuple[str, ...] = (),
 ) -> RequestPayload:
-    """The request of a strategy vLLM builds itself (``required``, ``strict``): no
-    ``structured_outputs``, the strategy's ``tool_choice``/``strict``/``parallel_tool_calls``, and as
-    ``artifact`` the grammar vLLM builds from the tools the server receives (``harness.agents.vllm_tools``),
-    so the oracle, ``grammar show``, the fuzz and the benches see vLLM's own constraint."""
+    """The request of a strategy vLLM builds itself (``required``, ``strict``): no ``structured_outputs``,
+    the strategy's ``tool_choice``/``strict``/``parallel_tool_calls``; ``artifact`` is the grammar vLLM
+    builds from the tools (``harness.agents.vllm_tools``), for the oracle, the fuzz and the benches."""
     from harness.agents.vllm_tools import check_buildable, server_constraint, strategy_request
 
     request = strategy_request(constraint.strategy, allow_parallel_calls=constraint.allow_parallel_calls)
