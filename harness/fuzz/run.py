@@ -36,6 +36,7 @@ from harness.fuzz.cell import (
 )
 from harness.fuzz.outcomes import CellReport, FuzzReport, Outcome, worst
 from harness.fuzz.walker import GrammarWalker
+from harness.vocabulary import Strategy
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,10 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
         return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
                           classes={outcome.value: 1}, message=message, compile_ms=grammar.compile_ms)
     error = grammar.build_errors.get(name) or grammar.build_errors.get("*")
+    if error is None and grammar.walker is None and Strategy(grammar.strategy).server_built:
+        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=Outcome.not_enforced,
+                          classes={Outcome.not_enforced.value: 1},
+                          message="vLLM builds no constraint here: every answer passes")
     if error is not None or grammar.walker is None:
         return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=Outcome.build_error,
                           classes={Outcome.build_error.value: 1}, message=error or "nothing compiled")

@@ -231,9 +231,9 @@ def call_from_json(obj: Any, known: Mapping[str, ToolSchema], text: str) -> Tool
         return failure(ErrorKind.parse_bad_arguments, "the call has no tool name", text)
     if known and name not in known:
         return failure(ErrorKind.parse_unknown_tool, f"no tool is named {name!r}", text)
-    if "arguments" not in obj:
+    args = obj.get("arguments", obj.get("parameters"))  # ``parameters``: vLLM's JSON array for tool_choice required
+    if "arguments" not in obj and "parameters" not in obj:
         return failure(ErrorKind.parse_bad_arguments, f"the call to {name!r} has no arguments field", text)
-    args = obj["arguments"]
     if isinstance(args, str):
         try:
             args = json.loads(args)
