@@ -154,12 +154,10 @@ def _show_server_built(family: str, strategy: str, tools: list[Any], payload: An
         source = "built with vLLM's own code (vllm.tool_parsers)"
     except ImportError as exc:
         built, source = None, f"vLLM is not importable here ({exc}): the harness's copy of vLLM 0.32's rules"
-    if built is None or (built.artifact != payload.artifact and built.label != payload.server_built):
-        typer.echo(f"# {source}")
-        label, artifact = payload.server_built, payload.artifact
-    else:
-        typer.echo(f"# {source}")
-        label, artifact = built.label, built.artifact
+    typer.echo(f"# {source}")
+    label, artifact = (payload.server_built, payload.artifact) if built is None else (built.label, built.artifact)
+    if built is not None and (built.label, built.artifact) != (payload.server_built, payload.artifact):
+        typer.echo("# note: the harness's copy of vLLM's rules predicts otherwise (the oracle uses its copy)")
     typer.echo(f"# {family} / {strategy}: vLLM builds {label}")
     if artifact is not None:
         typer.echo(_show_artifact(artifact))
