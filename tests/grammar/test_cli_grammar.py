@@ -220,3 +220,17 @@ def test_what_vllms_own_constraint_lets_through(tmp_path, family, strategy, pass
     assert result.exit_code == 0, result.stderr
     s = summary(result)
     assert (s["accepted"], s["unexpected"]) == (len(VALID) + len(passing), 0)
+
+
+@pytest.mark.parametrize(("family", "strategy", "built"), [
+    ("qwen", "strict", "structural_tag:hermes"), ("qwen", "required", "structural_tag:hermes"),
+    ("function_gemma", "required", "json_array"), ("function_gemma", "strict", "none"),
+])
+def test_show_prints_what_vllm_builds_and_what_is_missing(monkeypatch, family, strategy, built):
+    # vLLM made unimportable: the harness's copy of its rules is shown, saying so
+    monkeypatch.setitem(sys.modules, "vllm.entrypoints.openai.chat_completion.protocol", None)
+    result = run("show", "--family", family, "--strategy", strategy, "--tools", str(TOOLS))
+    assert result.exit_code == 0, result.stderr
+    assert "vLLM is not importable here" in result.stdout
+    assert f"# {family} / {strategy}: vLLM builds {built}" in result.stdout
+    assert ('"type": "structural_tag"' in result.stdout) == built.startswith("structural_tag")
