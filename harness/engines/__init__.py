@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from harness.engines.oracle import OracleEngine, ServedOracle
     from harness.engines.registry import (
         ENGINE_NAMES,
+        EngineContext,
         EngineError,
         EngineInfo,
-        EngineOptions,
         RunEngine,
         get_engine,
         open_engine,
@@ -32,15 +32,15 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "ServedOracle": "oracle",
     **{
         name: "registry"
-        for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineOptions", "RunEngine", "get_engine", "open_engine")
+        for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineContext", "RunEngine", "get_engine", "open_engine")
     },
 })
 
 __all__ = [
     "ENGINE_NAMES",
+    "EngineContext",
     "EngineError",
     "EngineInfo",
-    "EngineOptions",
     "LocalEngine",
     "OpenAICompatibleClient",
     "OracleEngine",

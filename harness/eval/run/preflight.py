@@ -29,8 +29,8 @@ from harness.agents.tools import Tool
 from harness.agents.types import Message
 from harness.engines.registry import Endpoint, RunEngine, SampleContext
 from harness.eval.data.cases import Case, NextCallCase, SingleTurnCase
+from harness.eval.run.resolved import RunError
 from harness.eval.run.sample import gold_answers, schema_only_tools
-from harness.eval.run.spec import RunError
 
 CONNECT_TIMEOUT_S = 3.0
 """A server that does not answer ``/models`` within this is down (or the URL is wrong)."""
