@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
+from harness.agents import CompletionRequest, CompletionResponse, LLMClient
 from harness.engines.registry import Endpoint, EngineContext, EngineError, SampleContext
 from harness.run_options import RunOptions
 
 if TYPE_CHECKING:
-    from harness.agents.bundle import ModelConfig
+    from harness.agents import ModelConfig
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 """Where the openai engine looks when neither ``--base-url``, ``$OPENAI_BASE_URL`` nor the bundle's
@@ -211,8 +211,7 @@ def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleC
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
-        from harness.grammar.compile import get_compiler
-        from harness.grammar.tokenizers import get_tokenizer
+        from harness.grammar import get_compiler, get_tokenizer
 
         for family in families:
             get_tokenizer(family)

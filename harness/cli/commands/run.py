@@ -222,12 +222,11 @@ def run(
     seconds, naming the problem."""
     import asyncio
 
-    from harness.agents.bundle import BundleError
-    from harness.agents.client import ModelCallError
+    from harness.agents import BundleError, ModelCallError
     from harness.eval.data import SuiteError
     from harness.eval.run import RunError, RunPlace, load_observer, run_suite
     from harness.eval.store import RunDirError
-    from harness.files import InputError
+    from harness.files import InputFileError
 
     options = _run_options(
         engine=engine, base_url=base_url, model=model, config=config, vllm_arg=vllm_arg, keep_server=keep_server,
@@ -243,7 +242,7 @@ def run(
     bars = _Bars()
     try:
         outcome = asyncio.run(run_suite(suite_dir, options, place, bars.factory, bars.log, observers=observers))
-    except (RunError, SuiteError, BundleError, RunDirError, InputError, ModelCallError) as exc:
+    except (RunError, SuiteError, BundleError, RunDirError, InputFileError, ModelCallError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted: the samples finished so far are saved; continue with --out DIR --resume",
@@ -272,13 +271,7 @@ def _run_options(*, engine: Engine, base_url: list[str] | None, model: list[str]
     server engines use)."""
     from pydantic import ValidationError
 
-    from harness.eval.run.config_file import (
-        ConfigError,
-        ConfigFile,
-        load_config_file,
-        parse_models,
-        split_vllm_args,
-    )
+    from harness.eval.run import ConfigError, ConfigFile, load_config_file, parse_models, split_vllm_args
     from harness.run_options import RunOptions, problems
     from harness.vocabulary import Family, Strategy
 
@@ -374,15 +367,15 @@ def score(
     """Re-score a run from its saved samples (no engine is called): rewrites scores.parquet, summary.json."""
     import asyncio
 
-    from harness.agents.bundle import BundleError
+    from harness.agents import BundleError
     from harness.eval.data import SuiteError
     from harness.eval.score import score_run
     from harness.eval.store import RunDirError
-    from harness.files import InputError
+    from harness.files import InputFileError
 
     try:
         summary = asyncio.run(score_run(run_dir, suite_dir=suite_dir))
-    except (SuiteError, BundleError, RunDirError, InputError) as exc:
+    except (SuiteError, BundleError, RunDirError, InputFileError) as exc:
         fail(str(exc))
     typer.echo(f"re-scored {run_dir}")
     print_summary(summary)

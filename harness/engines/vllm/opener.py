@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agents.client import LLMClient
+from harness.agents import LLMClient
 from harness.engines.registry import Endpoint, EngineContext, EngineError, SampleContext
 from harness.engines.vllm.models import ModelFolder
 from harness.run_options import RunOptions

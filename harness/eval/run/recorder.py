@@ -22,18 +22,19 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse
-from harness.agents.events import (
+from harness.agents import (
+    CompletionRequest,
+    CompletionResponse,
     Event,
     KernelStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
     Observer,
     StepCompleteEvent,
+    StepResult,
 )
-from harness.agents.types import StepResult
 from harness.eval.run.resolved import RunError
-from harness.eval.store.records import (
+from harness.eval.store import (
     CallRecord,
     ParseErrorRecord,
     SampleKey,

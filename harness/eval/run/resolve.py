@@ -18,18 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from harness.agents.agent import Agent
-from harness.engines import registry
-from harness.engines.registry import EngineContext, EngineInfo, RunEngine
-from harness.eval.data.suite import Suite, SuiteError, load_suite
-from harness.eval.data.validate import ToolSet, validate_loaded
+from harness.agents import Agent
+from harness.engines import EngineContext, EngineError, EngineInfo, RunEngine, get_engine, open_engine
+from harness.eval.data import Suite, SuiteError, ToolSet, load_suite, validate_loaded
 from harness.eval.run.resolved import CaseSelection, ResolvedRun, RunError
 from harness.eval.run.run_log import RunLog
 from harness.eval.run.token_bound import TokenBound, choose_token_bound
-from harness.eval.store.provenance import default_run_id
-from harness.eval.store.records import RunRecord
-from harness.eval.store.results import RUN_FILE, SAMPLES_FILE, RunDirError, read_run
-from harness.files import InputError, check_output_dir
+from harness.eval.store import RUN_FILE, SAMPLES_FILE, RunDirError, RunRecord, default_run_id, read_run
+from harness.files import InputFileError, check_output_dir
 from harness.run_options import COMPARED, RunOptions, differences
 from harness.vocabulary import Family, Strategy
 
@@ -53,8 +49,8 @@ class RunPlace:
 
 def _engine_info(name: str) -> EngineInfo:
     try:
-        return registry.get_engine(name)
-    except registry.EngineError as exc:
+        return get_engine(name)
+    except EngineError as exc:
         raise RunError(str(exc)) from None
 
 
@@ -98,7 +94,7 @@ def _settle_run_dir(place: RunPlace, options: RunOptions, suite: Suite,
     run_dir = _run_dir(place, options, suite)
     try:
         check_output_dir(run_dir)
-    except InputError as exc:
+    except InputFileError as exc:
         raise RunError(str(exc)) from None
     resuming = place.resume and (run_dir / RUN_FILE).exists()
     if not resuming and _holds_samples(run_dir / SAMPLES_FILE):
@@ -129,7 +125,7 @@ def _open_engine(options: RunOptions, agent: Agent, run_dir: Path, log: RunLog,
     context = EngineContext(run_dir=run_dir, log=log, engine_log=log.engine, bundle_model=agent.config.model)
     try:
         return open_engine(options, context)
-    except registry.EngineError as exc:
+    except EngineError as exc:
         raise RunError(str(exc)) from None
 
 
@@ -159,7 +155,7 @@ def _check_calls(suite: Suite, agent: Agent) -> None:
 def _token_bound(options: RunOptions, suite: Suite, agent: Agent, previous: RunRecord | None,
                  log: RunLog) -> TokenBound:
     """The run's bound; a resumed run keeps the recorded one with the source it recorded."""
-    from harness.grammar.tokenizers import needs_build
+    from harness.grammar import needs_build
 
     recorded = previous.options.max_tokens if previous is not None else None
     if previous is not None and recorded is not None and previous.max_tokens_source \
@@ -195,7 +191,7 @@ def _sampling(options: RunOptions, suite: Suite, previous: RunRecord | None, log
 
 async def resolve_run(
     suite_dir: Path, given: RunOptions, log: RunLog, place: RunPlace = RunPlace(),
-    open_engine: EngineOpener = registry.open_engine,
+    open_engine: EngineOpener = open_engine,
 ) -> tuple[ResolvedRun, RunEngine]:
     """``given`` resolved once (see the module doc), and its engine opened: the caller closes it
     (``aclose``). ``open_engine(options, context)`` may restrict the families (the embedded engine

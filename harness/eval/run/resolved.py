@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agents.agent import Agent
-from harness.eval.data.cases import Case
-from harness.eval.data.suite import Suite
-from harness.eval.store.records import RunRecord
+from harness.agents import Agent
+from harness.eval.data import Case, Suite
+from harness.eval.store import RunRecord
 from harness.run_options import RunOptions, Selection
 from harness.vocabulary import Family, Strategy
 

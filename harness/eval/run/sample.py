@@ -20,16 +20,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from harness.agents.agent import Agent
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.constraint import ConstraintError
-from harness.agents.events import Observer
-from harness.agents.kernel import AgentKernel
-from harness.agents.tools import Tool, ToolContext
-from harness.agents.types import Message, ToolCall, ToolResult, ToolSchema
-from harness.eval.data.cases import EpisodeCase, NextCallCase, SingleTurnCase
+from harness.agents import (
+    Agent,
+    AgentKernel,
+    CompletionRequest,
+    CompletionResponse,
+    ConstraintError,
+    LLMClient,
+    Message,
+    ModelCallError,
+    Observer,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+    ToolSchema,
+)
+from harness.eval.data import EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.run.recorder import SampleRecorder
-from harness.eval.store.records import SampleKey, SampleRecord, StepRecord
+from harness.eval.store import SampleKey, SampleRecord, StepRecord
 from harness.vocabulary import ErrorKind
 
 

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.eval.run.resolved import ResolvedRun, RunError
-from harness.eval.store.records import RunRecord, SetupIdentity
-from harness.eval.store.repeat_records import identity_with_digest, setup_differences, setup_fields
+from harness.eval.store import RunRecord, SetupIdentity, identity_with_digest, setup_differences, setup_fields
 
 CHUNK = 1 << 20
 """How much of each end of a weights file the folder digest reads."""

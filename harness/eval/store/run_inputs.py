@@ -1,5 +1,6 @@
-"""Parts of a run directory's records that the harness added for bringing one's own setup: the prompts a
-run sent (prompts.jsonl), which cases it took (``Selection``, ``Shard``: defined with the run's options in ``harness.run_options``) and the copies of its inputs
+"""What went into a run, as its records keep it: the prompts a
+run sent (prompts.jsonl), which cases it took (``Selection``, ``Shard``: defined with the run's options in
+``harness.run_options``) and the copies of its inputs
 (``RunInputs``). ``records`` uses them in ``StepRecord`` and ``RunRecord``."""
 
 from __future__ import annotations
