@@ -211,7 +211,7 @@ def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[st
     if why:
         raise EngineError(f"--engine vllm: {why}")
     try:  # a GPU flag on a CPU (or the CUDA build without a GPU): one line, before anything starts
-        launch_plan_here(options.server_args)
+        launch_plan_here(tuple(options.vllm_args or ()))
     except VllmError as exc:
         raise EngineError(f"--engine vllm: {exc}") from None
     families = [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models] or None
