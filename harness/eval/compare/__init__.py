@@ -4,7 +4,7 @@ paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``cons
 tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
 kept baseline atomically."""
 
-from harness.eval.compare.baseline import BASELINE_FILES, BaselineError, update_baseline
+from harness.eval.compare.baseline import BASELINE_FILES, BaselineError, check_baseline_update, update_baseline
 from harness.eval.compare.console import print_comparison, sample_link
 from harness.eval.compare.gate import (
     DEFAULT_MAX_DROP,
@@ -18,7 +18,14 @@ from harness.eval.compare.gate import (
     metric_kind,
     timing_gate_note,
 )
-from harness.eval.compare.outputs import Verdict, append_step_summary, markdown_summary, verdict, write_junit
+from harness.eval.compare.outputs import (
+    Verdict,
+    append_step_summary,
+    markdown_summary,
+    step_summary_target,
+    verdict,
+    write_junit,
+)
 from harness.eval.compare.paired import (
     Flip,
     PairedMetric,
@@ -56,6 +63,7 @@ __all__ = [
     "TimingGate",
     "Verdict",
     "append_step_summary",
+    "check_baseline_update",
     "compare_runs",
     "exact_mcnemar",
     "fewest_significant",
@@ -67,6 +75,7 @@ __all__ = [
     "print_comparison",
     "recorded_fields",
     "sample_link",
+    "step_summary_target",
     "timing_gate_note",
     "update_baseline",
     "verdict",
