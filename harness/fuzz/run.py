@@ -149,7 +149,7 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
     adapter = get_adapter(family)
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=options.parallel)  # type: ignore[arg-type]
     grammar = Grammar(family, strategy, adapter, constraint, list(tools))
-    built = _buildable(grammar)
+    built = _buildable(grammar, options.cell_timeout_s)
     grammar.tools = [t for t in tools if t.name not in grammar.build_errors]
     grammar.checks = {t.name: validator(strict_schema(t.parameters)) for t in grammar.tools}
     if built is None:
@@ -167,25 +167,34 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
     return grammar
 
 
-def _buildable(grammar: Grammar) -> Any:
-    """The artifact of every tool that builds (failures recorded per tool); None when none builds."""
+def _buildable(grammar: Grammar, limit_s: float) -> Any:
+    """The artifact of every tool that builds (failures recorded per tool); None when none builds. Each
+    build stops at ``limit_s`` (--cell-timeout): a builder slow on one tool (a huge enum) fails that tool."""
+    slow = f"its constraint did not build within {limit_s:g} s (--cell-timeout)"
     try:
-        return grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
-    except ConstraintError:
+        with time_limit(limit_s):
+            return grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
+    except (ConstraintError, OverTime):
         pass
     for tool in grammar.tools:
         try:
-            grammar.adapter.build_payload([tool], grammar.constraint)
+            with time_limit(limit_s):
+                grammar.adapter.build_payload([tool], grammar.constraint)
         except ConstraintError as exc:
             grammar.build_errors[tool.name] = str(exc)
+        except OverTime:
+            grammar.build_errors[tool.name] = slow
     rest = [t for t in grammar.tools if t.name not in grammar.build_errors]
     if not rest:
         return None
     try:
-        return grammar.adapter.build_payload(rest, grammar.constraint).artifact
+        with time_limit(limit_s):
+            return grammar.adapter.build_payload(rest, grammar.constraint).artifact
     except ConstraintError as exc:  # each builds alone, not together (two tools of one name...)
         grammar.build_errors["*"] = str(exc)
-        return None
+    except OverTime:
+        grammar.build_errors["*"] = slow
+    return None
 
 
 def _target_walker(family: str, artifact: Any) -> GrammarWalker | None:

@@ -100,7 +100,7 @@ def stand_in(cache: Path, tmp_path: Path) -> Iterator[tuple[KeptServer, int]]:
 @pytest.fixture()
 def stranger(cache: Path) -> Iterator[psutil.Process]:
     """A process this test starts in a session of its own (``setsid sleep``): what a reused pid names."""
-    proc = subprocess.Popen(["setsid", "sleep", "300"], start_new_session=True)
+    proc = subprocess.Popen(["setsid", "sleep", "300"])  # not a group leader: setsid execs sleep in this pid
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and psutil.Process(proc.pid).cmdline()[:1] != ["sleep"]:
         time.sleep(0.02)

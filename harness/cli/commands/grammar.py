@@ -252,7 +252,6 @@ def fuzz(
         fail("--update needs --expected FILE (the baseline to rewrite)")
     folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     try:
-        _check_fuzz_outputs(folder, junit, expected if update else None)
         loaded = load_fuzz_tools(tools_path)
         baseline = read_expected(expected) if expected is not None and not update and expected.exists() else None
     except InputError as exc:
@@ -261,6 +260,10 @@ def fuzz(
         fail(str(exc))
     if expected is not None and not update and not expected.exists():
         fail(f"{expected}: no such baseline (write one with --expected {expected} --update)")
+    try:
+        _check_fuzz_outputs(folder, junit, expected if update else None)
+    except InputError as exc:
+        fail(str(exc))
     options = FuzzOptions(
         families=tuple(families or FAMILIES), strategies=tuple(strategies or CONSTRAINED), examples=examples,
         seed=seed, walks=walks, cell_timeout_s=cell_timeout, target=target.value if target else None,
