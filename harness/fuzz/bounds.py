@@ -10,7 +10,8 @@ elsewhere it does nothing and the cooperative deadline checks still hold.
 The screen refuses, as a named problem (a ``schema_invalid`` cell), what would otherwise stop the run
 with a traceback or reach outside it: ``parameters`` that are not an object schema, a ``$ref`` that is
 not a pointer into the same schema (``http://``, ``file://``: never fetched, never read), one that
-points at nothing, and a recursive one.
+points at nothing, and a recursive one. And Hypothesis keeps its storage where it is told
+(``hypothesis_home``), never in ``.hypothesis`` of whatever folder the command runs from.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -122,4 +124,15 @@ def parameters_problem(parameters: Any) -> str | None:
     return ref_problem(parameters)
 
 
-__all__ = ["OverTime", "parameters_problem", "ref_problem", "time_limit"]
+def hypothesis_home(folder: Path) -> None:
+    """Hypothesis' storage in ``folder``, in this process and the workers it spawns (they read the
+    environment), instead of ``.hypothesis`` in whatever folder the command runs from."""
+    import os
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(folder)
+    set_hypothesis_home_dir(str(folder))
+
+
+__all__ = ["OverTime", "hypothesis_home", "parameters_problem", "ref_problem", "time_limit"]

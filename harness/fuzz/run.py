@@ -25,7 +25,7 @@ from typing import Any
 from harness.agents.constraint import ConstraintError, DecodingConstraint
 from harness.agents.families._calls import strict_schema
 from harness.agents.types import ToolSchema
-from harness.fuzz.bounds import OverTime, time_limit
+from harness.fuzz.bounds import OverTime, hypothesis_home, time_limit
 from harness.fuzz.cell import (
     CellState,
     Finding,
@@ -227,7 +227,7 @@ def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str =
     jobs = min(options.jobs, len(tools))
     run_id = uuid.uuid4().hex
     if options.hypothesis_home is not None:
-        _hypothesis_home(options.hypothesis_home)
+        hypothesis_home(options.hypothesis_home)
     by_tool: dict[int, list[CellReport]] = {}
     interrupted = False
     try:
@@ -276,17 +276,6 @@ def _in_workers(tools: Sequence[ToolSchema], options: FuzzOptions, run_id: str, 
         raise
     pool.close()
     pool.join()
-
-
-def _hypothesis_home(folder: Path) -> None:
-    """Hypothesis' storage in ``folder``, in this process and the workers it spawns (they read the
-    environment), instead of ``.hypothesis`` in whatever folder the command runs from."""
-    import os
-
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(folder)
-    set_hypothesis_home_dir(str(folder))
 
 
 _WORKER_TOOLS: list[ToolSchema] = []

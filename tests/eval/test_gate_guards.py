@@ -110,7 +110,7 @@ def test_update_baseline_with_an_unwritable_parent_is_a_clear_error(tmp_path: Pa
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(baseline_mod.tempfile, "mkdtemp", read_only)
-    code, out, verdict = cli(base, cand, "--update-baseline")
+    code, out, _verdict = cli(base, cand, "--update-baseline")
     assert code == 2 and "cannot write beside it" in out and "Read-only file system" in out
     assert files_of(base) == before
 

@@ -324,7 +324,7 @@ def test_a_very_long_conversation_is_a_named_bad_line_and_the_import_stays_fast(
         turns += [{"role": "user", "content": f"step {i}"},
                   {"role": "assistant", "content": "", "tool_calls": [{"name": "ls", "arguments": {}}]}]
     src = tmp_path / "long.jsonl"
-    line = json.dumps({"question": json.dumps(turns + [{"role": "user", "content": "end"}]),
+    line = json.dumps({"question": json.dumps([*turns, {"role": "user", "content": "end"}]),
                        "answer": json.dumps({"name": "pwd", "parameters": {}})})
     src.write_text(SHELLPER.read_text(encoding="utf-8").splitlines()[0] + "\n" + line + "\n")
     started = time.monotonic()

@@ -166,7 +166,14 @@ def compare(
     """
     from rich.console import Console
 
-    from harness.eval.compare import BaselineError, CompareError, PolicyError, compare_runs, print_comparison, verdict
+    from harness.eval.compare import (
+        BaselineError,
+        CompareError,
+        PolicyError,
+        compare_runs,
+        print_comparison,
+        verdict,
+    )
     from harness.eval.store import RunDirError
 
     try:

@@ -4,7 +4,12 @@ paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``cons
 tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
 kept baseline atomically."""
 
-from harness.eval.compare.baseline import BASELINE_FILES, BaselineError, check_baseline_update, update_baseline
+from harness.eval.compare.baseline import (
+    BASELINE_FILES,
+    BaselineError,
+    check_baseline_update,
+    update_baseline,
+)
 from harness.eval.compare.console import print_comparison, sample_link
 from harness.eval.compare.gate import (
     DEFAULT_MAX_DROP,

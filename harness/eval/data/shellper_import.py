@@ -18,7 +18,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.eval.data.cases import EMPTY_WORKSPACE, CallSpec, Case, ChatMessage, NextCallCase
-from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, slug, suite_name
+from harness.eval.data.importing import (
+    ImportFailure,
+    ImportReport,
+    check_new_suite,
+    read_lines,
+    slug,
+    suite_name,
+)
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 from harness.files import check_depth, load_json
 
