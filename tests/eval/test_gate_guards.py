@@ -19,8 +19,7 @@ from runs import score_rows, write_run_dir, write_scored_run
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.eval.store import SampleRecord, StepRecord, read_run, read_summary
-from harness.eval.store.results import sample_line
+from harness.eval.store import SampleRecord, StepRecord, read_run, read_summary, sample_line
 
 LOCAL = {"engine": "local", "model": "gemma-3-270m-base-q4km (functiongemma format)"}
 CASES = {f"c{i}": [1.0] for i in range(12)}

@@ -98,7 +98,7 @@ def _policy(path: Path | None, alpha: float | None, min_effect: float | None) ->
 
 def _check_outputs(baseline: Path, candidate: Path, junit: Path | None, update: bool) -> None:
     """What the gate will write, checked before it compares: the JUnit file, ``$GITHUB_STEP_SUMMARY`` and,
-    with --update-baseline, that BASELINE is a kept baseline CANDIDATE can replace (InputError or
+    with --update-baseline, that BASELINE is a kept baseline CANDIDATE can replace (InputFileError or
     BaselineError, naming the path)."""
     from harness.eval.compare import check_baseline_update, step_summary_target
     from harness.files import check_output_file
@@ -184,7 +184,7 @@ def compare(
             min_timing_n=min_timing_n, timings=None if timings is None else timings.value,
             allow_setup_change=allow_setup_change,
         )
-    except (RunDirError, CompareError, PolicyError, BaselineError, ValueError) as exc:  # InputError is a ValueError
+    except (RunDirError, CompareError, PolicyError, BaselineError, ValueError) as exc:  # InputFileError is a ValueError
         _refuse(str(exc))
     console = Console()
     if not console.is_terminal:

@@ -16,7 +16,7 @@ from harness.cli.errors import fail, make_app, warn
 from harness.cli.options import Families, example
 
 if TYPE_CHECKING:
-    from harness.engines.vllm.kept import KeptServer
+    from harness.engines.vllm import KeptServer
 
 app = make_app(help="vLLM servers kept up across runs (harness run --engine vllm uses a matching one at once).")
 
@@ -35,11 +35,9 @@ VllmArgsOpt = Annotated[
                                   "harness run smoke --engine vllm --family function_gemma,qwen   # no start"))
 def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt = None) -> None:
     """Start a kept vLLM server per family (or find the one already up) and wait until it serves."""
-    from harness.engines.registry import EngineError
-    from harness.engines.vllm.kept import state_dir
-    from harness.engines.vllm.launch import vllm_unavailable
-    from harness.engines.vllm.setup import VllmSetup
-    from harness.eval.run.config import ConfigError, parse_models, split_vllm_args
+    from harness.engines import EngineError
+    from harness.engines.vllm import VllmSetup, state_dir, vllm_unavailable
+    from harness.eval.run import ConfigError, parse_models, split_vllm_args
 
     why = vllm_unavailable()
     if why:
@@ -70,7 +68,7 @@ def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt =
 def _survey() -> list[KeptServer]:
     """The live kept servers (``harness.engines.vllm.kept.survey``, as a run sees them); each stale state
     file removed is named on stderr."""
-    from harness.engines.vllm.kept import survey
+    from harness.engines.vllm import survey
 
     found = survey()
     for line in found.stale:
@@ -81,7 +79,7 @@ def _survey() -> list[KeptServer]:
 @app.command("down", epilog=example("harness vllm down", "harness vllm down --family qwen"))
 def down(family: Families = None) -> None:
     """Stop the kept vLLM servers (of the families given; default: all) and remove their state files."""
-    from harness.engines.vllm.kept import stop_kept
+    from harness.engines.vllm import stop_kept
 
     servers = [s for s in _survey() if not family or s.family in family]
     if not servers:

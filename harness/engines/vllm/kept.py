@@ -40,7 +40,7 @@ from pathlib import Path
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.files import InputError, load_json, read_bytes
+from harness.files import InputFileError, load_json, read_bytes
 
 STOP_GRACE_S = 20.0
 NONCE_ENV = "HARNESS_KEPT_SERVER_NONCE"
@@ -54,7 +54,7 @@ _KEY = re.compile(r"^[0-9a-f]{16}$")
 
 def state_dir() -> Path:
     """Where kept servers' state files and logs are: ``<user cache>/vllm/servers``."""
-    from harness.grammar.tokenizer_files import cache_root
+    from harness.grammar import cache_root
 
     return cache_root() / "vllm" / "servers"
 
@@ -160,7 +160,7 @@ class KeptServer(BaseModel):
                 if answer.status_code != 200 or len(answer.content) > MAX_STATE_BYTES:
                     return False
                 listed = load_json(answer.content, f"{base}/v1/models")
-        except (httpx.HTTPError, InputError):
+        except (httpx.HTTPError, InputFileError):
             return False
         data = listed.get("data") if isinstance(listed, dict) else None
         return isinstance(data, list) and any(isinstance(m, dict) and m.get("id") == self.model for m in data)
@@ -206,7 +206,7 @@ def read_state(path: Path) -> KeptServer:
         raise ValueError("a symbolic link, not a state file the harness wrote")
     try:
         server = KeptServer.model_validate(load_json(read_bytes(path, MAX_STATE_BYTES), path))
-    except InputError as exc:
+    except InputFileError as exc:
         raise ValueError(exc.reason) from None
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]

@@ -4,12 +4,7 @@ paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``cons
 tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
 kept baseline atomically."""
 
-from harness.eval.compare.baseline import (
-    BASELINE_FILES,
-    BaselineError,
-    check_baseline_update,
-    update_baseline,
-)
+from harness.eval.compare.baseline import BaselineError, check_baseline_update, update_baseline
 from harness.eval.compare.console import print_comparison, sample_link
 from harness.eval.compare.gate import (
     DEFAULT_MAX_DROP,
@@ -20,24 +15,14 @@ from harness.eval.compare.gate import (
     Diff,
     TimingGate,
     compare_runs,
-    metric_kind,
-    timing_gate_note,
 )
-from harness.eval.compare.outputs import (
-    Verdict,
-    append_step_summary,
-    markdown_summary,
-    step_summary_target,
-    verdict,
-    write_junit,
-)
+from harness.eval.compare.outputs import Verdict, append_step_summary, step_summary_target, verdict, write_junit
 from harness.eval.compare.paired import (
     Flip,
     PairedMetric,
     exact_mcnemar,
     fewest_significant,
     min_detectable_effect,
-    paired_bootstrap,
 )
 from harness.eval.compare.policy import (
     DEFAULT_ALPHA,
@@ -49,7 +34,6 @@ from harness.eval.compare.policy import (
 from harness.eval.compare.setup_check import CompareError, SetupCheck, recorded_fields
 
 __all__ = [
-    "BASELINE_FILES",
     "DEFAULT_ALPHA",
     "DEFAULT_MAX_DROP",
     "DEFAULT_MAX_SLOWDOWN",
@@ -73,15 +57,11 @@ __all__ = [
     "exact_mcnemar",
     "fewest_significant",
     "load_policy",
-    "markdown_summary",
-    "metric_kind",
     "min_detectable_effect",
-    "paired_bootstrap",
     "print_comparison",
     "recorded_fields",
     "sample_link",
     "step_summary_target",
-    "timing_gate_note",
     "update_baseline",
     "verdict",
     "write_junit",

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.eval.store.results import ERRORS_FILE, RUN_FILE, SCORES_FILE, SUMMARY_FILE
+from harness.eval.store import ERRORS_FILE, RUN_FILE, SCORES_FILE, SUMMARY_FILE
 
 BASELINE_FILES = (RUN_FILE, SUMMARY_FILE, SCORES_FILE, ERRORS_FILE)
 REQUIRED = (RUN_FILE, SUMMARY_FILE, SCORES_FILE)
@@ -102,7 +102,7 @@ def _refuse_folder(baseline: Path, candidate: Path) -> None:
 
 def _check_candidate(candidate: Path) -> None:
     """BaselineError unless every file the baseline would take from ``candidate`` reads as its record."""
-    from harness.eval.store.results import RunDirError, read_errors, read_run, read_scores, read_summary
+    from harness.eval.store import RunDirError, read_errors, read_run, read_scores, read_summary
 
     missing = [name for name in REQUIRED if not (candidate / name).is_file()]
     if missing:

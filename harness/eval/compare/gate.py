@@ -43,12 +43,15 @@ from harness.eval.compare.policy import (
     TimingGate,
 )
 from harness.eval.compare.setup_check import CompareError, SetupCheck, check_runs, recorded_fields
-from harness.eval.store.records import Machine, RunRecord, ScoreRow, SummaryRow
-from harness.eval.store.results import (
+from harness.eval.store import (
     SCORES_FILE,
     SUMMARY_FILE,
+    Machine,
     RunDirError,
+    RunRecord,
     SampleLog,
+    ScoreRow,
+    SummaryRow,
     read_errors,
     read_run,
     read_samples,

@@ -29,8 +29,7 @@ from harness.eval.compare.console import (
 from harness.eval.compare.gate import Comparison
 from harness.eval.compare.paired import PairedMetric
 from harness.eval.compare.policy import Policy
-from harness.eval.store.records import SampleRecord, ScoreRow
-from harness.eval.store.results import read_samples
+from harness.eval.store import SampleRecord, ScoreRow, read_samples
 from harness.files import xml_text
 from harness.vocabulary import Metric
 
@@ -147,7 +146,7 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
 def step_summary_target(environ: dict[str, str] | None = None) -> Path | None:
-    """``$GITHUB_STEP_SUMMARY`` when it is set, checked to take the summary (InputError otherwise: a
+    """``$GITHUB_STEP_SUMMARY`` when it is set, checked to take the summary (InputFileError otherwise: a
     directory, FIFO or device, or an unwritable folder); None when it is not set."""
     from harness.files import check_output_file
 

@@ -23,12 +23,17 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from harness.agents.agent import Agent
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.tools import Tool
-from harness.agents.types import Message
-from harness.engines.registry import Endpoint, RunEngine, SampleContext
-from harness.eval.data.cases import Case, NextCallCase, SingleTurnCase
+from harness.agents import (
+    Agent,
+    CompletionRequest,
+    CompletionResponse,
+    LLMClient,
+    Message,
+    ModelCallError,
+    Tool,
+)
+from harness.engines import Endpoint, RunEngine, SampleContext
+from harness.eval.data import Case, NextCallCase, SingleTurnCase
 from harness.eval.run.sample import gold_answers, schema_only_tools
 from harness.eval.run.spec import RunError
 from harness.files import load_json
@@ -88,7 +93,7 @@ async def fits_family(endpoint: Endpoint, call_start: str, http: httpx.AsyncClie
     try:
         response = await http.post(f"{root}/tokenize", json=body, headers=_headers(endpoint), timeout=30.0)
         tokens = load_json(response.content, f"{root}/tokenize")["tokens"] if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):  # InputError (too deep, not JSON) is a ValueError
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):  # InputFileError (too deep, not JSON) is a ValueError
         tokens = None  # not a vLLM server: nothing to check here
     if not isinstance(tokens, list):
         tokens = None
