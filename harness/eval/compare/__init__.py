@@ -16,7 +16,13 @@ from harness.eval.compare.gate import (
     TimingGate,
     compare_runs,
 )
-from harness.eval.compare.outputs import Verdict, append_step_summary, step_summary_target, verdict, write_junit
+from harness.eval.compare.outputs import (
+    Verdict,
+    append_step_summary,
+    step_summary_target,
+    verdict,
+    write_junit,
+)
 from harness.eval.compare.paired import (
     Flip,
     PairedMetric,
