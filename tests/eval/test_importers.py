@@ -271,3 +271,66 @@ def test_cli_import_of_bad_input_exits_2(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert res.output.startswith("harness import shellper: error: ")
     assert f"{src}:1: invalid JSON" in res.output
+
+
+# -- bad inputs the importers must name, and what they must never overwrite (issue 30) -------------------
+
+
+def _bfcl_entry(tmp_path: Path, values: Any) -> tuple[Path, Path]:
+    entries, answers = tmp_path / "simple_python.json", tmp_path / "answers.json"
+    function = {"name": "area", "description": "Area.", "parameters": {
+        "type": "dict", "properties": {"r": {"type": "integer", "description": "radius"}}, "required": ["r"]}}
+    entries.write_text(json.dumps({"id": "simple_python_0", "question": [[{"role": "user", "content": "r=2"}]],
+                                   "function": [function]}) + "\n")
+    answers.write_text(json.dumps({"id": "simple_python_0", "ground_truth": [{"area": {"r": values}}]}) + "\n")
+    return entries, answers
+
+
+@pytest.mark.parametrize(("values", "named"), [(2, "got int"), ("2", "got str"), ({"a": 1}, "got dict"), (None, "got NoneType")])
+def test_bfcl_ground_truth_values_that_are_not_lists_are_named(tmp_path: Path, values: Any, named: str) -> None:
+    entries, answers = _bfcl_entry(tmp_path, values)
+    res = CliRunner().invoke(app, ["import", "bfcl", str(entries), "--answers", str(answers), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "ground_truth[0].area.r: expected a list of acceptable values" in res.output and named in res.output
+
+
+def _existing(out: Path, tmp_path: Path) -> None:
+    import_shellper(SHELLPER, out)
+
+
+def _linked(out: Path, tmp_path: Path) -> None:
+    out.mkdir()
+    (tmp_path / "elsewhere.yaml").write_text("mine\n")
+    (out / "suite.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+
+
+@pytest.mark.parametrize("make", [_existing, _linked])
+def test_an_import_never_overwrites_a_suite_nor_writes_through_a_link(tmp_path: Path, make: Any) -> None:
+    out = tmp_path / "suite"
+    make(out, tmp_path)
+    before = {p: (p.read_bytes(), p.is_symlink()) for p in tmp_path.rglob("*") if p.is_file()}
+    res = CliRunner().invoke(app, ["import", "shellper", str(SHELLPER), "--out", str(out)])
+    assert res.exit_code == 2 and "already holds suite.yaml" in res.output, res.output
+    assert {p: (p.read_bytes(), p.is_symlink()) for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_very_long_conversation_is_a_named_bad_line_and_the_import_stays_fast(tmp_path: Path) -> None:
+    import time
+
+    from harness.eval.data.shellper_import import MAX_CONVERSATION_MESSAGES
+
+    turns = []
+    for i in range(5_000):  # 10,000 messages: once hours and ~40 GB
+        turns += [{"role": "user", "content": f"step {i}"},
+                  {"role": "assistant", "content": "", "tool_calls": [{"name": "ls", "arguments": {}}]}]
+    src = tmp_path / "long.jsonl"
+    line = json.dumps({"question": json.dumps([*turns, {"role": "user", "content": "end"}]),
+                       "answer": json.dumps({"name": "pwd", "parameters": {}})})
+    src.write_text(SHELLPER.read_text(encoding="utf-8").splitlines()[0] + "\n" + line + "\n")
+    started = time.monotonic()
+    with pytest.raises(ImportFailure) as info:
+        import_shellper(src, tmp_path / "out")
+    assert time.monotonic() - started < 10
+    assert info.value.problems == [f"{src}:2: question: 10001 messages, over the bound of {MAX_CONVERSATION_MESSAGES} "
+                                   "(MAX_CONVERSATION_MESSAGES): each call becomes a point holding its whole history"]
+    assert import_shellper(src, tmp_path / "out", skip_invalid=True).cases > 0

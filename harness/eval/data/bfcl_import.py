@@ -37,7 +37,7 @@ from harness.eval.data.bfcl_data import (
 )
 from harness.eval.data.cases import CallSpec, Case, EpisodeCase
 from harness.eval.data.fs_tools import PARAM_ORDER
-from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
+from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, suite_name
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 
 GORILLA_CLASS = "GorillaFileSystem"
@@ -184,6 +184,7 @@ def import_bfcl(
     (``source``: a file, or a category of the installed package; see ``bfcl_sources``)."""
     questions, answers = bfcl_sources(source, answers)
     out = Path(out)
+    check_new_suite(out)
     report = ImportReport(out_dir=out, source=str(questions))
     problems: list[str] = []
     truth: dict[str, Any] = {}

@@ -26,6 +26,7 @@ unknown fields; problems are reported as ``<file>:<line>: <field path>: <message
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -341,12 +342,15 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     optional = ("max_tokens", "temperature", "top_p", "seed", "allow_text_answer")  # left out when not set, as the suite always read
     unset = {name for name in optional if getattr(spec, name) is None} | ({"models"} if not spec.models else set())
     data = spec.model_dump(mode="json", exclude=unset or None)
-    (out / "suite.yaml").write_text(
-        yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
-    )
-    with (out / spec.cases).open("w", encoding="utf-8") as fh:
+    # Each file through a temp file and a rename: a link in its place is replaced, never written through.
+    cases_tmp = out / f".{spec.cases}.tmp"
+    with cases_tmp.open("w", encoding="utf-8") as fh:
         for case in cases:
             fh.write(dump_case(case) + "\n")
+    os.replace(cases_tmp, out / spec.cases)
+    suite_tmp = out / ".suite.yaml.tmp"
+    suite_tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
+    os.replace(suite_tmp, out / "suite.yaml")
     return out
 
 
