@@ -22,7 +22,8 @@ _SUITE_DIR = typer.Argument(
 _SHELLPER_FILE = typer.Argument(..., metavar="FILE", help="A distil-SHELLper JSONL file (question/answer lines).")
 _BFCL_SOURCE = typer.Argument(
     ..., metavar="CATEGORY_OR_FILE",
-    help="A category of the installed bfcl-eval package: multi-turn (base, miss_param, miss_func, long_context), "
+    help="A category of the installed bfcl-eval package: multi-turn (base, miss_param, miss_func, long_context, or "
+    "multi_turn for all four: one suite each under --out, sharing the bundle of BFCL's classes in --out/bundle), "
     "single-turn (simple_python, multiple, parallel, parallel_multiple, live_simple, live_multiple, live_parallel, "
     "live_parallel_multiple, irrelevance, live_irrelevance), or single_turn for all ten (one suite each under "
     "--out); or a file of entries (one JSON object per line).",
@@ -135,11 +136,12 @@ def import_bfcl_cmd(
     skip_invalid: bool = _SKIP,
     text_answer: bool = _TEXT_ANSWER,
 ) -> None:
-    """Import BFCL entries as BFCL runs them. Multi-turn: GorillaFileSystem-only entries as episodes
-    (long-context file systems expanded, miss_func tools added at their turn; others skipped and
-    counted). Single-turn: each entry with its own tools, judged by BFCL's own checker; entries whose
+    """Import BFCL entries as BFCL runs them. Multi-turn: every entry as an episode on BFCL's own API
+    classes (run in the tool worker, judged by BFCL's multi_turn_checker; long-context states loaded as
+    BFCL loads them, miss_func tools added at their turn; counts per class set). Single-turn: each entry with its own tools, judged by BFCL's own checker; entries whose
     listed answers do not fit the converted schema are kept and tagged bad_entry."""
     from harness.eval.data import import_bfcl
+    from harness.eval.data.bfcl_import import MULTI_TURN, import_bfcl_multi_turn
     from harness.eval.data.bfcl_single import ALL, SINGLE_TURN, import_bfcl_single_turn, is_single_turn
 
     if source == ALL:
@@ -149,6 +151,18 @@ def import_bfcl_cmd(
     elif is_single_turn(source):
         _run_import(lambda: import_bfcl_single_turn(
             source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid, text_answer=text_answer), out)
+    elif source == MULTI_TURN:
+        for report in _import_all(lambda: import_bfcl_multi_turn(out, skip_invalid=skip_invalid)):
+            _finish(report.summary(), report.out_dir, report.errors)
     else:
-        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "bfcl",
+        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "./bundle",
                                         skip_invalid=skip_invalid), out)
+
+
+def _import_all(do_import: Callable[[], list[Any]]) -> list[Any]:
+    from harness.eval.data import ImportFailure
+
+    try:
+        return do_import()
+    except (ImportFailure, OSError) as exc:
+        fail("\n".join(getattr(exc, "problems", None) or [str(exc)]))

@@ -40,6 +40,7 @@ from harness.eval.run.sample import (
 )
 from harness.eval.run.spec import ResolvedRun, RunSpec
 from harness.eval.store.prompts import PromptLog
+from harness.tools import WorkerFailure
 from harness.eval.store.provenance import git_commit, machine, utc_now, versions
 from harness.eval.store.records import (
     RunInputs,
@@ -122,9 +123,10 @@ class Runner:
 
         self.resolved, self.suite, self.engine = run, run.suite, engine
         self.tools = run.agent.tools
-        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None)
-        """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         self.states = SandboxStates(self.tools, echo_mode=self.suite.spec.echo_mode)
+        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None,
+                              owners=self.states.owners)
+        """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
         if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
             options["allow_text_answer"] = True
@@ -144,7 +146,7 @@ class Runner:
         await asyncio.to_thread(self.engine.prepare, list(self.resolved.families))
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
         first = self.suite.cases[0] if self.suite.cases else None
-        if isinstance(first, NextCallCase | EpisodeCase) and no_args:  # single-turn cases run no tool
+        if isinstance(first, NextCallCase | EpisodeCase) and no_args and self.states.python is None:  # single-turn cases run no tool
             state = self.states.initial(first)
             await asyncio.gather(*(
                 self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.engine.concurrency)
@@ -192,10 +194,13 @@ class Runner:
             setup_ms = (time.perf_counter() - started) * 1000.0
             outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job))
         else:
-            workspace = self.states.workspace(job.case)
-            setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_episode(job.agent, job.case, client, workspace, self.resolved.max_steps_per_turn,
-                                        self.draw(job))
+            try:
+                async with self.states.episode_workspace(job.case) as workspace:
+                    setup_ms = (time.perf_counter() - started) * 1000.0
+                    outcome = await run_episode(job.agent, job.case, client, workspace,
+                                                self.resolved.max_steps_per_turn, self.draw(job))
+            except WorkerFailure as exc:  # the case's Python classes could not be loaded: a named error
+                outcome = SampleOutcome(error_kind=exc.kind, error=str(exc))
         outcome.setup_ms = setup_ms
         return outcome
 
