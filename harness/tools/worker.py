@@ -16,7 +16,7 @@ original stdout: a tool's ``print`` goes to stderr instead):
 - ``call``: one method of a session's instances (the later class wins a name two classes share, as in
   BFCL).
 - ``snapshot``: each instance's public attributes (what BFCL's ``state_checker`` compares).
-- ``bfcl_check``: BFCL's ``multi_turn_checker`` (and its irrelevance checker) on the model's calls.
+- ``bfcl_check``: BFCL's ``multi_turn_checker`` on the model's calls, as BFCL's runner calls it.
 """
 
 from __future__ import annotations
@@ -174,10 +174,8 @@ class Worker:
         utils = importlib.import_module(BFCL_UTILS)
         tag = f"harness_check_{next(_checks)}"
         entry, model, truth = request["entry"], request["model"], request["truth"]
-        try:
+        try:  # BFCL's runner calls multi_turn_checker alone (it imports its irrelevance checker, unused)
             result = checker.multi_turn_checker(model, truth, entry, entry["id"].rsplit("_", 1)[0], tag)
-            if result.get("valid"):
-                result = checker.multi_turn_irrelevance_checker(model, truth)
         finally:
             _forget(utils, tag)
         return {"valid": bool(result.get("valid")), "error_type": result.get("error_type"),
@@ -187,7 +185,7 @@ class Worker:
 def _forget(utils: Any, tag: str) -> None:
     """Drop the instances BFCL's executor keeps in its module globals under ``tag`` (it keys them by a
     model name, which the harness makes unique per session and per check)."""
-    for key in [k for k in vars(utils) if k.startswith(tag) and k.endswith("_instance")]:
+    for key in [k for k in vars(utils) if k.startswith(f"{tag}_") and k.endswith("_instance")]:
         del vars(utils)[key]
 
 

@@ -45,7 +45,7 @@ from harness.eval.data.bfcl_data import (
     multi_turn_classes,
     tool_schemas,
 )
-from harness.eval.data.cases import CallSpec, Case, EpisodeCase
+from harness.eval.data.cases import BAD_ENTRY, CallSpec, Case, EpisodeCase
 from harness.eval.data.fs_tools import PARAM_ORDER
 from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
@@ -157,7 +157,7 @@ def _classes_of(entry: dict[str, Any], known: Mapping[str, MultiTurnClass]) -> l
 
 
 def _bfcl_case(entry: dict[str, Any], gt: Any, known: Mapping[str, MultiTurnClass],
-               long_context: Callable[[], LongContextData]) -> EpisodeCase:
+               long_context: Callable[[], LongContextData], file_system_only: bool = False) -> EpisodeCase:
     cid = entry["id"]
     classes = _classes_of(entry, known)
     config = entry.get("initial_config") or {}
@@ -171,13 +171,51 @@ def _bfcl_case(entry: dict[str, Any], gt: Any, known: Mapping[str, MultiTurnClas
         "id": cid, "turns": turns, "ground_truth": ground, "held_out_tools": held, "involved_classes": classes,
         "initial_config": config, "long_context": is_long_context(cid), "bfcl_ground_truth": gt,
     }
+    problem = _schema_problem(ground, classes, known) or _early_problem(ground, held)
+    if problem:  # kept and run: BFCL's checker passes it, but a grammar of the schema cannot emit it
+        fields["tags"], fields["note"] = [BAD_ENTRY], f"bad entry: {problem}"
     if classes == [GORILLA_CLASS]:
         fields["initial_fs"] = _file_system(cid, config.get(GORILLA_CLASS), long_context)
+    if file_system_only:  # the .pym file-system tools run it, on initial_fs: BFCL's checker is not asked
+        for key in ("involved_classes", "initial_config", "long_context", "bfcl_ground_truth"):
+            del fields[key]
     try:
         return EpisodeCase.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ValueError(f"{cid}: {format_loc(err['loc'])}: {err['msg']}") from None
+
+
+@functools.cache
+def _checks(target: str, docs: str) -> dict[str, Any]:
+    """Argument checks of one class's tools, converted as BFCL converts them (by the class's docs)."""
+    from harness.sandbox.validation import argument_check
+
+    return {t.name: argument_check(t.parameters) for t in tool_schemas(json.loads(docs))}
+
+
+def _schema_problem(ground: list[list[dict[str, Any]]], classes: list[str], known: Mapping[str, MultiTurnClass]) -> str:
+    """The first ground-truth call whose arguments its converted schema refuses, said; "" when none."""
+    checks: dict[str, Any] = {}
+    for name in classes:
+        checks.update(_checks(known[name].target, json.dumps(known[name].docs)))
+    for t, turn in enumerate(ground):
+        for k, call in enumerate(turn):
+            check = checks.get(call["name"])
+            if check is not None and not check.is_valid(call["arguments"]):
+                return f"ground_truth[{t}][{k}] {call['name']}({call['arguments']}) does not fit its converted schema"
+    return ""
+
+
+def _early_problem(ground: list[list[dict[str, Any]]], held: Mapping[int, list[str]]) -> str:
+    """A ground-truth call of a tool before the turn BFCL reveals it, said; "" when none (BFCL's
+    executor runs any method of the instances, offered or not; the harness offers only what BFCL offers)."""
+    for start, names in held.items():
+        for t, turn in enumerate(ground[:start]):
+            for call in turn:
+                if call["name"] in names:
+                    return f"ground_truth[{t}] calls {call['name']!r} before BFCL offers it (turn {start})"
+    return ""
 
 
 def _file_system(cid: str, config: Any, long_context: Callable[[], LongContextData]) -> dict[str, Any]:
@@ -216,11 +254,13 @@ def bfcl_sources(source: str | Path, answers: str | Path | None = None) -> tuple
 
 def import_bfcl(
     source: str | Path, answers: str | Path | None, out: str | Path, *, name: str | None = None,
-    bundle: str = "./bundle", skip_invalid: bool = False,
+    bundle: str = "./bundle", skip_invalid: bool = False, file_system_only: bool = False,
 ) -> ImportReport:
     """Convert BFCL multi-turn entries + their possible answers into an episode suite in ``out``
     (``source``: a file, or a category of the installed package; see ``bfcl_sources``). With the
-    default ``bundle``, the bundle of BFCL's classes is written to ``out/bundle``."""
+    default ``bundle``, the bundle of BFCL's classes is written to ``out/bundle``. ``file_system_only``:
+    the GorillaFileSystem-only entries alone (others skipped and counted), as cases of ``.pym``
+    file-system tools (a bundle like ``bundles/bfcl``)."""
     questions, answers = bfcl_sources(source, answers)
     out = Path(out)
     try:
@@ -239,6 +279,9 @@ def import_bfcl(
         if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
             problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
             continue
+        if file_system_only and raw.get("involved_classes") != [GORILLA_CLASS]:
+            report.skipped["involve classes other than GorillaFileSystem"] += 1
+            continue
         if raw["id"] in seen:
             problems.append(f"{where}: {raw['id']}: duplicate id")
             continue
@@ -246,17 +289,19 @@ def import_bfcl(
             problems.append(f"{where}: {raw['id']}: no ground truth in {answers}")
             continue
         try:
-            case = _bfcl_case(raw, truth[raw["id"]], known, long_context)
+            case = _bfcl_case(raw, truth[raw["id"]], known, long_context, file_system_only)
         except ValueError as exc:
             problems.append(f"{where}: {exc}")
             continue
         cases.append(case)
         seen.add(raw["id"])
-        report.notes[f"with classes {'+'.join(case.involved_classes)}"] += 1
-        if case.long_context:
-            report.notes["long-context (instances loaded with long_context=True)"] += 1
+        report.notes[f"with classes {'+'.join(raw['involved_classes'])}"] += 1
+        if is_long_context(case.id):
+            report.notes["long-context (states loaded as BFCL loads them)"] += 1
         if case.held_out_tools:
             report.notes["with tools held out until a later turn (missed_function)"] += 1
+        if BAD_ENTRY in case.tags:
+            report.notes["tagged bad_entry (a ground-truth call its converted schema refuses)"] += 1
     if problems and not skip_invalid:
         raise ImportFailure(problems)
     report.errors = problems
@@ -271,7 +316,7 @@ def import_bfcl(
         licence="Apache-2.0 (BFCL, ShishirPatil/gorilla)",
     )
     write_suite(out, spec, cases)
-    if bundle == "./bundle":
+    if bundle == "./bundle" and not file_system_only:
         write_bfcl_bundle(out / "bundle", known)
     return report
 

@@ -198,6 +198,8 @@ class EpisodeCase(_CaseBase):
     bfcl_ground_truth: list[list[str]] | None = None
     """BFCL's own ground-truth calls per turn, as its file writes them: a case with them is judged by
     BFCL's ``multi_turn_checker`` (run in the tool worker). ``ground_truth`` holds the same calls parsed."""
+    note: str = ""
+    """Why the episode is tagged (``bad_entry``: which ground-truth call its tool's schema refuses)."""
     expected_state: dict[str, dict[str, Any]] | None = None
     """Python-class episodes without BFCL's checker: public attributes each instance must hold at the
     end (class -> attribute -> value), checked besides the ground truth's end state."""
