@@ -53,8 +53,8 @@ _SOURCES: dict[tuple[str, str], Any] = {}
 
 
 def _python_source(file: Path, config: BundleConfig) -> Any:
+    from harness.agents.python_tools import PythonClassSource, WorkerFailure, WorkerSettings
     from harness.sandbox.runtime.script_limits import parse_size
-    from harness.tools import PythonClassSource, WorkerFailure, WorkerSettings
 
     python = config.python
     assert python is not None

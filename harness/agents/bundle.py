@@ -112,7 +112,7 @@ CLASS_TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 class PythonToolsConfig(_Strict):
     """Python classes as the bundle's tools (``python:`` in bundle.yaml): each public method a tool, one
     instance per class the state of a sample. They run in a worker process with the user's privileges
-    (``harness.tools``); ``.pym`` tools are the sandboxed option. ``python: mymodule:MyClass`` is short
+    (``harness.agents.python_tools``); ``.pym`` tools are the sandboxed option. ``python: mymodule:MyClass`` is short
     for one class named as it is called."""
 
     classes: dict[str, str] = Field(min_length=1)

@@ -35,6 +35,8 @@ def scaffold(folder: Path, name: str, template: Path = TEMPLATE) -> list[Path]:
         if not source.is_file() or "__pycache__" in source.parts:
             continue
         target = folder / source.relative_to(template)
+        if target.suffix == ".template":  # a Python file of the template, not a module of the harness
+            target = target.with_suffix("")
         target.parent.mkdir(parents=True, exist_ok=True)
         text = source.read_text(encoding="utf-8").replace("__NAME__", name).replace("__DIR__", str(folder))
         target.write_text(text, encoding="utf-8")

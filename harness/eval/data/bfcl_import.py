@@ -393,8 +393,8 @@ def write_bfcl_bundle(folder: Path, classes: Mapping[str, MultiTurnClass]) -> No
 
 __all__ = [
     "BFCL_ADDED_TOOLS_PROMPT",
-    "MULTI_TURN",
     "GORILLA_CLASS",
+    "MULTI_TURN",
     "CallSyntaxError",
     "bfcl_sources",
     "import_bfcl",

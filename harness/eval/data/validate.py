@@ -65,8 +65,8 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
         if config.python is not None:
             from harness.bundles import python_tools
 
-            tools = python_tools(file, config)
-            return ToolSet({t.schema.name: t.schema for t in tools}, f"{file}: python", classes=frozenset(config.python.classes))
+            return ToolSet({t.schema.name: t.schema for t in python_tools(file, config)}, f"{file}: python",
+                           classes=frozenset(config.python.classes))
         folder = tools_folder(file, config)
     except BundleError as exc:
         return _builtin([f"{exc.path}: {p}" for p in exc.problems], file.parent / "tools")

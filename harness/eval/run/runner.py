@@ -22,6 +22,7 @@ from typing import Protocol
 
 from harness.agents.agent import Agent, AgentOptions
 from harness.agents.client import CompletionRequest
+from harness.agents.python_tools import WorkerFailure
 from harness.engines import registry
 from harness.engines.registry import RunEngine, SampleContext
 from harness.eval.data.cases import Case, EpisodeCase, NextCallCase, SingleTurnCase
@@ -40,7 +41,6 @@ from harness.eval.run.sample import (
 )
 from harness.eval.run.spec import ResolvedRun, RunSpec
 from harness.eval.store.prompts import PromptLog
-from harness.tools import WorkerFailure
 from harness.eval.store.provenance import git_commit, machine, utc_now, versions
 from harness.eval.store.records import (
     RunInputs,
@@ -194,13 +194,10 @@ class Runner:
             setup_ms = (time.perf_counter() - started) * 1000.0
             outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job))
         else:
-            try:
-                async with self.states.episode_workspace(job.case) as workspace:
-                    setup_ms = (time.perf_counter() - started) * 1000.0
-                    outcome = await run_episode(job.agent, job.case, client, workspace,
-                                                self.resolved.max_steps_per_turn, self.draw(job))
-            except WorkerFailure as exc:  # the case's Python classes could not be loaded: a named error
-                outcome = SampleOutcome(error_kind=exc.kind, error=str(exc))
+            async with self.states.episode_workspace(job.case) as workspace:  # WorkerFailure: see run_sample
+                setup_ms = (time.perf_counter() - started) * 1000.0
+                outcome = await run_episode(job.agent, job.case, client, workspace,
+                                            self.resolved.max_steps_per_turn, self.draw(job))
         outcome.setup_ms = setup_ms
         return outcome
 
@@ -215,8 +212,9 @@ class Runner:
                 outcome = SampleOutcome(
                     error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.sample_timeout_s:g} s"
                 )
-            except Exception as exc:  # a bug or a broken engine: counted on the sample, never hidden
-                outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
+            except Exception as exc:  # a bug, a broken engine, Python classes that cannot load: counted, never hidden
+                kind = exc.kind if isinstance(exc, WorkerFailure) else ErrorKind.harness_exception
+                outcome = SampleOutcome(error_kind=kind, error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
             return self._with_prompts(sample_record(job.key(self.suite), outcome, started, attempts, self.draw(job).seed),

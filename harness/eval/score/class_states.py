@@ -21,9 +21,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.agents.python_tools import PythonClassSource, PythonSession, WorkerFailure
 from harness.eval.data.cases import EpisodeCase
 from harness.eval.score.verdicts import PASS, Call, Verdict, fail
-from harness.tools import PythonClassSource, PythonSession, WorkerFailure
 from harness.vocabulary import ErrorKind, bfcl_error_kind
 
 

@@ -29,7 +29,7 @@ class SandboxStates:
     its workspaces (``workspace``, ``workspace_after_history``)."""
 
     def __init__(self, tools: Sequence[Tool], echo_mode: EchoMode = "overwrite") -> None:
-        from harness.tools import python_source
+        from harness.agents.python_tools import python_source
 
         self.tools = {t.schema.name: t for t in tools}
         self.python = python_source(tools)
@@ -97,7 +97,7 @@ class SandboxStates:
             yield self.workspace(case)
             return
         if self.python is None:
-            from harness.tools import WorkerFailure
+            from harness.agents.python_tools import WorkerFailure
 
             raise WorkerFailure(ErrorKind.tool_unavailable, f"the case uses classes ({', '.join(case.involved_classes)}) "
                                 "but the bundle's tools are .pym scripts")

@@ -1,4 +1,4 @@
-"""The harness's side of the Python-tool worker (``harness.tools.worker``): start it, talk to it, bound it.
+"""The harness's side of the Python-tool worker (``harness.agents.python_tools.worker``): start it, talk to it, bound it.
 
 One ``WorkerClient`` owns one worker process, started when first needed. Every request is one JSON
 line out and one back, under a wall-clock bound (the bundle's ``limits.wall_clock`` for a call). When
@@ -81,10 +81,10 @@ class WorkerClient:
 
     # -- the process -----------------------------------------------------------------------------
     def _start(self) -> None:
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        command = [sys.executable, "-m", "harness.tools.worker", str(self.settings.memory),
+        command = [sys.executable, "-m", "harness.agents.python_tools.worker", str(self.settings.memory),
                    *(str(p) for p in self.settings.search_path)]
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

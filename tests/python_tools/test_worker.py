@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness.tools import PythonClassSource, WorkerFailure, WorkerSettings
-from harness.tools.signatures import json_type
+from harness.agents.python_tools import PythonClassSource, WorkerFailure, WorkerSettings
+from harness.agents.python_tools.signatures import json_type
 
 HOSTILE = textwrap.dedent('''
     import os, time

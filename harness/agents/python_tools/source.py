@@ -1,6 +1,6 @@
 """Python classes as a tool source: each public method a tool, one instance the state, all in a worker.
 
-``PythonClassSource`` owns one worker (``harness.tools.client``) for a bundle's classes. Its tools
+``PythonClassSource`` owns one worker (``harness.agents.python_tools.client``) for a bundle's classes. Its tools
 (``WorkerTool``, the kernel's ``Tool`` protocol) carry their class; a sample opens a
 ``PythonSession`` (the case's classes, loaded from its initial configs) and passes it to the kernel as
 the workspace, so the calls of the sample act on the sample's instances in the worker. A call that the
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.agents.python_tools.client import WorkerClient, WorkerFailure, WorkerSettings
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall, ToolResult, ToolSchema
-from harness.tools.client import WorkerClient, WorkerFailure, WorkerSettings
 from harness.vocabulary import ErrorKind
 
 
