@@ -283,3 +283,58 @@ BFCL_BAD = {"multi_turn_base_173", "multi_turn_miss_param_173", "multi_turn_long
 
 
 random.seed(0)
+
+
+# -- grammars of BFCL's 128 functions ----------------------------------------------------------------------
+
+
+def gold_answers_accepted(cases: list[EpisodeCase], imported: Path) -> tuple[int, list[str]]:
+    """Each turn's ground truth, as one answer of parallel calls (the bundle allows them), through every
+    constrained cell built from the tools the turn offers (the case's classes' tools); (answers checked,
+    rejections of entries not tagged bad_entry)."""
+    from harness.agents import DecodingConstraint, ToolCall, ToolSchema
+    from harness.agents.families import get_adapter
+    from harness.eval.run.sample import episode_tools
+    from harness.fuzz.walker import GrammarWalker
+    from harness.grammar import compile_artifact, get_tokenizer
+    from harness.vocabulary import CONSTRAINED_STRATEGIES, FAMILIES
+
+    owned = json.loads((imported / "bundle" / "tools.json").read_text())
+    tools = [_Owned(ToolSchema.from_openai(t), owner) for owner, ts in owned.items() for t in ts]
+    walkers: dict[tuple[str, ...], GrammarWalker] = {}
+    checked, rejected = 0, []
+    for case in cases:
+        for t, turn in enumerate(case.ground_truth):
+            offered = [tool.schema for tool in episode_tools(case, tools, t)]  # type: ignore[arg-type]
+            calls = [ToolCall.create(c.name, c.arguments) for c in turn]
+            if not calls:
+                continue
+            for family in FAMILIES:
+                adapter = get_adapter(family)
+                for strategy in CONSTRAINED_STRATEGIES:
+                    constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=True, allow_text_answer=True)
+                    key = (*sorted(s.name for s in offered), family, strategy)
+                    if key not in walkers:
+                        artifact = adapter.build_payload(offered, constraint).artifact
+                        walkers[key] = GrammarWalker(compile_artifact(artifact, family).compiled, get_tokenizer(family))
+                    checked += 1
+                    if not walkers[key].accepts_text(adapter.render_output(calls, constraint)).accepted:
+                        rejected.append(f"{case.id} turn {t} {family}/{strategy}")
+    return checked, [r for r in rejected if r.split()[0] not in BFCL_BAD]
+
+
+class _Owned:
+    def __init__(self, schema: Any, owner: str) -> None:
+        self.schema, self.owner = schema, owner
+
+
+def test_grammars_accept_the_gold_answers_of_a_sample(cases: dict[str, EpisodeCase], imported: Path) -> None:
+    checked, rejected = gold_answers_accepted([cases[cid] for cid in sorted(cases)[::50]], imported)
+    assert checked > 200 and not rejected, rejected[:10]
+
+
+@pytest.mark.slow
+def test_grammars_of_128_functions_accept_every_gold_answer(cases: dict[str, EpisodeCase], imported: Path) -> None:
+    """All 8 classes' tools, in all 6 constrained cells: every turn of every entry but BFCL's bad ones."""
+    checked, rejected = gold_answers_accepted(list(cases.values()), imported)
+    assert checked > 10_000 and not rejected, f"{len(rejected)}: {rejected[:10]}"
