@@ -110,9 +110,13 @@ def test_cli_imports_a_category_by_name(tmp_path: Path, monkeypatch: pytest.Monk
     from harness.cli.main import app
 
     monkeypatch.chdir(ROOT)  # the bare bundle name resolves to ./bundles/bfcl
-    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "lc")])
+    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "lc"),
+                                      "--file-system-only", "--bundle", "bfcl"])
     assert result.exit_code == 0, result.output
-    assert "wrote 13 cases" in result.output and "13 long-context file systems expanded" in result.output
+    assert "wrote 13 cases" in result.output and "13 long-context (states loaded as BFCL loads them)" in result.output
+    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    assert "wrote 200 cases" in result.output and "200 long-context" in result.output
 
 
 # -- state_match against BFCL's multi-turn checker --------------------------------------------------------

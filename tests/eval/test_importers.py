@@ -259,11 +259,15 @@ def test_cli_import_then_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     res = runner.invoke(app, ["import", "shellper", str(SHELLPER), "--out", str(tmp_path / "sp")])
     assert res.exit_code == 0, res.output
     assert "wrote 5 cases" in res.output
-    res = runner.invoke(app, ["import", "bfcl", str(BFCL_Q), "--answers", str(BFCL_A), "--out", str(tmp_path / "bf")])
+    res = runner.invoke(app, ["import", "bfcl", str(BFCL_Q), "--answers", str(BFCL_A), "--out", str(tmp_path / "bf"),
+                              "--file-system-only", "--bundle", "bfcl"])
     assert res.exit_code == 0, res.output
     assert "skipped 1: involve classes other than GorillaFileSystem" in res.output
     res = runner.invoke(app, ["validate", str(tmp_path / "bf")])
     assert res.exit_code == 0 and "3 episodes" in res.output
+    res = runner.invoke(app, ["import", "bfcl", str(BFCL_Q), "--answers", str(BFCL_A), "--out", str(tmp_path / "all")])
+    assert res.exit_code == 0, res.output  # every entry, on BFCL's classes (the bundle written beside)
+    assert "wrote 4 cases" in res.output and "1 with classes GorillaFileSystem+TwitterAPI" in res.output
 
 
 def test_cli_import_of_bad_input_exits_2(tmp_path: Path) -> None:

@@ -126,7 +126,14 @@ _BFCL_BUNDLE = typer.Option(
 )
 
 
-@import_app.command("bfcl", epilog=example("harness import bfcl single_turn --out suites/bfcl"))
+_FS_ONLY = typer.Option(
+    False, "--file-system-only",
+    help="Multi-turn: only the GorillaFileSystem-only entries, as cases of the .pym file-system tools (with "
+    "--bundle bfcl: the sandboxed tools; others skipped and counted).",
+)
+
+
+@import_app.command("bfcl", epilog=example("harness import bfcl multi_turn --out suites/bfcl-mt"))
 def import_bfcl_cmd(
     source: str = _BFCL_SOURCE,
     answers: Path | None = _ANSWERS,
@@ -135,6 +142,7 @@ def import_bfcl_cmd(
     bundle: str | None = _BFCL_BUNDLE,
     skip_invalid: bool = _SKIP,
     text_answer: bool = _TEXT_ANSWER,
+    file_system_only: bool = _FS_ONLY,
 ) -> None:
     """Import BFCL entries as BFCL runs them. Multi-turn: every entry as an episode on BFCL's own API
     classes (run in the tool worker, judged by BFCL's multi_turn_checker; long-context states loaded as
@@ -156,7 +164,7 @@ def import_bfcl_cmd(
             _finish(report.summary(), report.out_dir, report.errors)
     else:
         _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "./bundle",
-                                        skip_invalid=skip_invalid), out)
+                                        skip_invalid=skip_invalid, file_system_only=file_system_only), out)
 
 
 def _import_all(do_import: Callable[[], list[Any]]) -> list[Any]:

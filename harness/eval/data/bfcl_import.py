@@ -263,6 +263,8 @@ def import_bfcl(
     file-system tools (a bundle like ``bundles/bfcl``)."""
     questions, answers = bfcl_sources(source, answers)
     out = Path(out)
+    if file_system_only and bundle == "./bundle":
+        bundle = "bfcl"  # the .pym file-system tools
     try:
         known = multi_turn_classes()
     except BfclDataError as exc:
