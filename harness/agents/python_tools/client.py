@@ -20,6 +20,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -73,6 +74,7 @@ class WorkerClient:
     def __init__(self, settings: WorkerSettings) -> None:
         self.settings = settings
         self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
         self._buffer = b""
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
@@ -86,8 +88,9 @@ class WorkerClient:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         command = [sys.executable, "-m", "harness.agents.python_tools.worker", str(self.settings.memory),
                    *(str(p) for p in self.settings.search_path)]
+        self._stderr = tempfile.TemporaryFile()  # the tools' prints and a dying worker's last words
         self._process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=env, start_new_session=True,  # its own process group: killed whole, with what tools started
         )
         self._buffer = b""
@@ -106,6 +109,7 @@ class WorkerClient:
         except ProcessLookupError:
             pass
         process.wait()
+        self._stderr.close()
         for pipe in (process.stdin, process.stdout):
             if pipe is not None:
                 pipe.close()
@@ -129,11 +133,19 @@ class WorkerClient:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     code = process.wait()
-                    raise WorkerFailure(ErrorKind.tool_internal_error, f"the tool worker died (exit status {code})")
+                    raise WorkerFailure(ErrorKind.tool_internal_error,
+                                        f"the tool worker died (exit status {code}){self._last_words()}")
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         answer: dict[str, Any] = json.loads(line)
         return answer
+
+    def _last_words(self) -> str:
+        """The end of the worker's stderr (a traceback where Python itself failed), for the error message."""
+        self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, self._stderr.tell() - 400))
+        text = self._stderr.read().decode(errors="replace").strip()
+        return f": ...{text.splitlines()[-1]}" if text else ""
 
     def _restart(self) -> None:
         """A new worker with every open session rebuilt (its calls replayed, their answers ignored)."""
