@@ -22,12 +22,13 @@ from harness.agents.types import ToolCall, ToolResult, ToolSchema
 from harness.vocabulary import ErrorKind
 
 
-def call_text(name: str, arguments: Mapping[str, Any]) -> str:
-    """A call as Python source, the way BFCL's decoded calls read: ``cd(folder='x')``. Values are JSON
-    values, so each ``repr`` is a Python literal."""
-    if not name.isidentifier() or not all(str(k).isidentifier() for k in arguments):
+def call_text(name: str, arguments: Mapping[str, Any], *, checked: bool = True) -> str:
+    """A call as Python source, the way BFCL's decoding writes a model's call: ``cd(folder='x')``. Values
+    are JSON values, so each ``repr`` is a Python literal. ``checked``: ValueError unless the name and
+    the keys are identifiers (unchecked, a call BFCL cannot execute fails there, as it does in BFCL)."""
+    if checked and (not name.isidentifier() or not all(str(k).isidentifier() for k in arguments)):
         raise ValueError(f"not a Python call: {name}({', '.join(map(str, arguments))})")
-    return f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
+    return f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})"
 
 
 @dataclass(frozen=True)

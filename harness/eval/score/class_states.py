@@ -21,16 +21,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.agents.python_tools import PythonClassSource, PythonSession, WorkerFailure
+from harness.agents.python_tools import PythonClassSource, PythonSession, WorkerFailure, call_text
 from harness.eval.data.cases import EpisodeCase
 from harness.eval.score.verdicts import PASS, Call, Verdict, fail
 from harness.vocabulary import ErrorKind, bfcl_error_kind
-
-
-def decoded_text(call: Call) -> str:
-    """A model's call as BFCL's decoding writes it (``name(key=repr(value), ...)``), unchecked: a call BFCL
-    cannot execute fails there, as it does in BFCL."""
-    return f"{call.name}({','.join(f'{k}={v!r}' for k, v in call.arguments.items())})"
 
 
 def bfcl_entry(case: EpisodeCase) -> dict[str, Any]:
@@ -43,7 +37,7 @@ async def class_verdict(source: PythonClassSource, case: EpisodeCase,
     """The state verdict of one episode (see the module doc)."""
     try:
         if case.bfcl_ground_truth is not None:
-            model = [[[decoded_text(c) for c in step] for step in turn if step] for turn in steps_by_turn]
+            model = [[[call_text(c.name, c.arguments, checked=False) for c in step] for step in turn if step] for turn in steps_by_turn]
             valid, error_type = await source.bfcl_check(bfcl_entry(case), model, case.bfcl_ground_truth)
             return PASS if valid else fail(bfcl_error_kind(str(error_type)))
         return await _harness_rules(source, case, steps_by_turn)
@@ -102,4 +96,4 @@ async def _harness_rules(source: PythonClassSource, case: EpisodeCase,
         await gold.close()
 
 
-__all__ = ["bfcl_entry", "class_verdict", "decoded_text"]
+__all__ = ["bfcl_entry", "class_verdict"]
