@@ -121,8 +121,9 @@ def import_shellper_cmd(
 
 _BFCL_BUNDLE = typer.Option(
     None, "--bundle", metavar="BUNDLE",
-    help="Bundle as written in suite.yaml: a bare name or a path relative to --out (default: bfcl; single-turn "
-    "categories whose answers hold one call: bfcl-one-call).",
+    help="Bundle as written in suite.yaml: a bare name or a path relative to --out (default: multi-turn "
+    "./bundle, the bundle of BFCL's classes written there; with --file-system-only: bfcl; single-turn: bfcl, "
+    "or bfcl-one-call for categories whose answers hold one call).",
 )
 
 

@@ -303,7 +303,7 @@ def import_bfcl(
         if case.held_out_tools:
             report.notes["with tools held out until a later turn (missed_function)"] += 1
         if BAD_ENTRY in case.tags:
-            report.notes["tagged bad_entry (a ground-truth call its converted schema refuses)"] += 1
+            report.notes["tagged bad_entry (ground truth no model can give as BFCL offers the tools; the note says why)"] += 1
     if problems and not skip_invalid:
         raise ImportFailure(problems)
     report.errors = problems
