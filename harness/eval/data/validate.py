@@ -184,6 +184,9 @@ def validate_loaded(suite: Suite, tools: ToolSet | None = None) -> list[str]:
             if BAD_ENTRY in getattr(case, "tags", ()) and ".arguments" in field:
                 continue  # an episode tagged bad_entry: its ground truth breaks a schema, and says so
             problems.append(f"{where}:{lines.get(case.id, 0)}: {field}: {msg}")
+        if isinstance(case, EpisodeCase) and tools.classes is not None and not case.involved_classes:
+            problems.append(f"{where}:{lines.get(case.id, 0)}: involved_classes: the bundle's tools are Python "
+                            f"classes: name the ones this episode uses ({', '.join(sorted(tools.classes))})")
         if isinstance(case, EpisodeCase) and case.involved_classes:
             missing = [c for c in case.involved_classes if tools.classes is None or c not in tools.classes]
             if missing:
