@@ -45,7 +45,7 @@ from harness.agents.events import (
     ToolResultEvent,
 )
 from harness.agents.kernel import AgentKernel, trim_history
-from harness.agents.tools import Tool, ToolContext
+from harness.agents.tools import Tool, ToolContext, ToolSource
 from harness.agents.types import (
     Message,
     ParseFailure,
@@ -113,6 +113,7 @@ __all__ = [
     "ToolCall",
     "ToolCallEvent",
     "ToolContext",
+    "ToolSource",
     "ToolLoader",
     "ToolResult",
     "ToolResultEvent",

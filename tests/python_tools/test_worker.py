@@ -99,6 +99,13 @@ async def test_a_hostile_call_is_a_tool_error_and_the_state_survives(source: Any
         await session.close()
 
 
+def test_a_python_source_is_a_tool_source(source: Any) -> None:
+    from harness.agents import ToolSource
+
+    assert isinstance(source, ToolSource)
+    assert {t.schema.name for t in source.tools} >= {"add", "fork", "huge"}
+
+
 async def test_tools_run_in_another_process(source: Any) -> None:
     session = await source.open(["Counter"], {})
     pid, kind, _ = await session.call("pid", {})

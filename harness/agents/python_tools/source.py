@@ -85,7 +85,8 @@ class WorkerTool:
 
 
 class PythonClassSource:
-    """A bundle's Python classes behind one worker: their tools, sessions, and BFCL's checker."""
+    """A bundle's Python classes behind one worker: their tools, sessions, and BFCL's checker (a
+    ``harness.agents.ToolSource``)."""
 
     def __init__(self, settings: WorkerSettings, tools_json: Mapping[str, Sequence[Mapping[str, Any]]] | None = None):
         self.settings = settings
