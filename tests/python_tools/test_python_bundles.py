@@ -37,6 +37,11 @@ def test_init_python_runs_on_the_oracle_from_an_empty_folder(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     got = accuracy(tmp_path / "runs" / "a")
     assert len(got) == 2 * 4 * 3 and set(got.values()) == {1.0}
+    kept = tmp_path / "runs" / "a" / "inputs" / "bundle"
+    assert {p.name for p in kept.iterdir()} == {"bundle.yaml", "notebook_tools.py"}  # the class travels with the run
+    (tmp_path / "mytools" / "notebook_tools.py").unlink()
+    assert harness(tmp_path, "score", "runs/a").returncode == 0  # re-scored from the run's own copy
+    assert accuracy(tmp_path / "runs" / "a") == got
 
 
 HOSTILE = textwrap.dedent('''
