@@ -23,11 +23,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Unpack
 
-from harness.agents.agent import Agent, AgentOptions
-from harness.agents.bundle import BundleConfig, BundleError, bundle_file, load_bundle_config
-from harness.agents.client import LLMClient
-from harness.agents.tools import Tool
-from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
+from harness.agents import (
+    Agent,
+    AgentOptions,
+    BundleConfig,
+    BundleError,
+    LLMClient,
+    Tool,
+    bundle_file,
+    load_bundle_config,
+)
+from harness.sandbox import bundle_limits, load_bundle_tools
 
 
 def load_bundle(path: str | Path) -> BundleConfig:
@@ -53,16 +59,18 @@ _SOURCES: dict[tuple[str, str], Any] = {}
 
 
 def _python_source(file: Path, config: BundleConfig) -> Any:
-    from harness.agents.python_tools import PythonClassSource, WorkerFailure, WorkerSettings
-    from harness.sandbox.runtime.script_limits import parse_size
+    from pydantic import ValidationError
+
+    from harness.agents import PythonClassSource, WorkerFailure, WorkerSettings
+    from harness.sandbox import Limits
 
     python = config.python
     assert python is not None
     limits, _ = bundle_limits(file, config)
-    try:
-        memory = parse_size(python.memory) or 0
-    except ValueError as exc:
-        raise BundleError(file, [f"python.memory: {exc}"]) from None
+    try:  # a size as the sandbox's limits read one ('2gb', bytes)
+        memory = Limits.model_validate({"max_memory": python.memory}).max_memory or 0
+    except ValidationError as exc:
+        raise BundleError(file, [f"python.memory: {exc.errors()[0]['msg']}"]) from None
     tools_json = None
     if python.tools_json is not None:
         tools_json = _read_tools_json(file, file.parent / python.tools_json)
@@ -128,7 +136,7 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
         tools_folder(file, config)
 
     def connect() -> LLMClient:
-        from harness.engines.remote.client import OpenAICompatibleClient  # imports openai
+        from harness.engines.remote import OpenAICompatibleClient  # imports openai
 
         assert config.model.base_url is not None
         return OpenAICompatibleClient(config.model.base_url, api_key_env=config.model.api_key_env)

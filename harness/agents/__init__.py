@@ -19,7 +19,9 @@ from harness.agents.client import (
 )
 from harness.agents.constraint import (
     CONSTRAINED_STRATEGIES,
+    REJECTED_GOLD,
     STRATEGIES,
+    STRATEGY_OF_ARTIFACT,
     ConstraintArtifact,
     ConstraintError,
     DecodingConstraint,
@@ -32,7 +34,6 @@ from harness.agents.events import (
     KernelStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
-    NullObserver,
     Observer,
     ObserverErrorEvent,
     RecordingObserver,
@@ -59,23 +60,55 @@ from harness.agents.types import (
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harness.agents.agent import Agent, ToolLoader
-    from harness.agents.bundle import BundleConfig, BundleError, load_bundle_config
+    from harness.agents.agent import Agent, AgentOptions, ToolLoader
+    from harness.agents.bundle import (
+        BundleConfig,
+        BundleError,
+        ModelConfig,
+        bundle_file,
+        field_path,
+        load_bundle_config,
+        validation_problems,
+    )
+    from harness.agents.python_tools import (
+        PythonClassSource,
+        PythonSession,
+        WorkerFailure,
+        WorkerSettings,
+        WorkerTool,
+        call_text,
+        python_source,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "AgentOptions": "agent",
+    "ModelConfig": "bundle",
+    "bundle_file": "bundle",
+    "field_path": "bundle",
+    "validation_problems": "bundle",
     "Agent": "agent",
     "ToolLoader": "agent",
     "BundleConfig": "bundle",
     "BundleError": "bundle",
     "load_bundle_config": "bundle",
+    "PythonClassSource": "python_tools",
+    "PythonSession": "python_tools",
+    "WorkerFailure": "python_tools",
+    "WorkerSettings": "python_tools",
+    "WorkerTool": "python_tools",
+    "call_text": "python_tools",
+    "python_source": "python_tools",
 })
 
 
 __all__ = [
     "CONSTRAINED_STRATEGIES",
+    "REJECTED_GOLD",
     "STRATEGIES",
+    "STRATEGY_OF_ARTIFACT",
     "Agent",
     "AgentKernel",
+    "AgentOptions",
     "BundleConfig",
     "BundleError",
     "CompletionRequest",
@@ -91,13 +124,15 @@ __all__ = [
     "Message",
     "ModelAdapter",
     "ModelCallError",
+    "ModelConfig",
     "ModelRequestEvent",
     "ModelResponseEvent",
-    "NullObserver",
     "Observer",
     "ObserverErrorEvent",
     "ParseFailure",
     "ParsedResponse",
+    "PythonClassSource",
+    "PythonSession",
     "RecordingObserver",
     "RequestPayload",
     "RunResult",
@@ -113,11 +148,19 @@ __all__ = [
     "ToolCall",
     "ToolCallEvent",
     "ToolContext",
-    "ToolSource",
     "ToolLoader",
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
+    "ToolSource",
+    "WorkerFailure",
+    "WorkerSettings",
+    "WorkerTool",
+    "bundle_file",
+    "call_text",
+    "field_path",
     "load_bundle_config",
+    "python_source",
     "trim_history",
+    "validation_problems",
 ]

@@ -37,8 +37,7 @@ def notebook(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="module")
 def file_system() -> Any:
     pytest.importorskip("bfcl_eval", reason="BFCL's package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
-    from harness.eval.data.bfcl_data import multi_turn_classes
-    from harness.eval.data.bfcl_data import tool_schemas
+    from harness.eval.data.bfcl_data import multi_turn_classes, tool_schemas
 
     docs = multi_turn_classes()["GorillaFileSystem"].docs
     tools = {"GorillaFileSystem": [t.to_openai() for t in tool_schemas(docs)]}

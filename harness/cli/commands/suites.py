@@ -147,11 +147,18 @@ def import_bfcl_cmd(
 ) -> None:
     """Import BFCL entries as BFCL runs them. Multi-turn: every entry as an episode on BFCL's own API
     classes (run in the tool worker, judged by BFCL's multi_turn_checker; long-context states loaded as
-    BFCL loads them, miss_func tools added at their turn; counts per class set). Single-turn: each entry with its own tools, judged by BFCL's own checker; entries whose
-    listed answers do not fit the converted schema are kept and tagged bad_entry."""
-    from harness.eval.data import import_bfcl
-    from harness.eval.data.bfcl_import import MULTI_TURN, import_bfcl_multi_turn
-    from harness.eval.data.bfcl_single import ALL, SINGLE_TURN, import_bfcl_single_turn, is_single_turn
+    BFCL loads them, miss_func tools added at their turn; counts per class set). Single-turn: each entry
+    with its own tools, judged by BFCL's own checker; entries whose listed answers do not fit the
+    converted schema are kept and tagged bad_entry."""
+    from harness.eval.data import (
+        ALL,
+        MULTI_TURN,
+        SINGLE_TURN,
+        import_bfcl,
+        import_bfcl_multi_turn,
+        import_bfcl_single_turn,
+        is_single_turn,
+    )
 
     if source == ALL:
         for category in SINGLE_TURN:

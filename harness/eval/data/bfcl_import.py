@@ -189,7 +189,7 @@ def _bfcl_case(entry: dict[str, Any], gt: Any, known: Mapping[str, MultiTurnClas
 @functools.cache
 def _checks(target: str, docs: str) -> dict[str, Any]:
     """Argument checks of one class's tools, converted as BFCL converts them (by the class's docs)."""
-    from harness.sandbox.validation import argument_check
+    from harness.sandbox import argument_check
 
     return {t.name: argument_check(t.parameters) for t in tool_schemas(json.loads(docs))}
 

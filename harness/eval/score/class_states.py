@@ -21,8 +21,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.agents.python_tools import PythonClassSource, PythonSession, WorkerFailure, call_text
-from harness.eval.data.cases import EpisodeCase
+from harness.agents import PythonClassSource, PythonSession, WorkerFailure, call_text
+from harness.eval.data import EpisodeCase
 from harness.eval.score.verdicts import PASS, Call, Verdict, fail
 from harness.vocabulary import ErrorKind, bfcl_error_kind
 

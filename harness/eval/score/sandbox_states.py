@@ -13,10 +13,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from harness.agents.tools import Tool, ToolContext
-from harness.agents.types import ToolCall
-from harness.eval.data.cases import EpisodeCase, FsCase, NextCallCase
-from harness.eval.data.suite import EchoMode
+from harness.agents import Tool, ToolCall, ToolContext
+from harness.eval.data import EchoMode, EpisodeCase, FsCase, NextCallCase
 from harness.vocabulary import ErrorKind
 
 _ids = itertools.count(1)
@@ -29,7 +27,7 @@ class SandboxStates:
     its workspaces (``workspace``, ``workspace_after_history``)."""
 
     def __init__(self, tools: Sequence[Tool], echo_mode: EchoMode = "overwrite") -> None:
-        from harness.agents.python_tools import python_source
+        from harness.agents import python_source
 
         self.tools = {t.schema.name: t for t in tools}
         self.python = python_source(tools)
@@ -51,7 +49,7 @@ class SandboxStates:
 
     async def run_call(self, state: Any, name: str, arguments: Mapping[str, Any]) -> Any:
         """Run one call on ``state`` in place; returns the ToolResult (an unknown tool is an error)."""
-        from harness.agents.types import ToolResult
+        from harness.agents import ToolResult
 
         call = ToolCall(id=f"score_{next(_ids)}", name=name, arguments=dict(arguments))
         tool = self.tools.get(name)
@@ -97,7 +95,7 @@ class SandboxStates:
             yield self.workspace(case)
             return
         if self.python is None:
-            from harness.agents.python_tools import WorkerFailure
+            from harness.agents import WorkerFailure
 
             raise WorkerFailure(ErrorKind.tool_unavailable, f"the case uses classes ({', '.join(case.involved_classes)}) "
                                 "but the bundle's tools are .pym scripts")
