@@ -125,6 +125,11 @@ class Syntax:
     the whitespace after the opening brace and the one before the closing brace."""
     arr_empty: str = ""
     """The same for the empty array."""
+    string_open: str = '"\\""'
+    """The delimiters of a string whose characters a rule spells (``format``, ``pattern``, lengths)."""
+    string_close: str = '"\\""'
+    raw_strings: bool = False
+    """A string's text is written as it is (FunctionGemma), not with JSON's escapes."""
 
 
 def _json_string_rules(string: str, rest: str, then: str) -> dict[str, str]:
@@ -242,6 +247,9 @@ FG_SYNTAX = Syntax(
     text=fg_text,
     key_text=lambda k: k,
     bare_keys=True,
+    string_open=ebnf_literal(ESCAPE),
+    string_close=ebnf_literal(ESCAPE),
+    raw_strings=True,
 )
 """FunctionGemma's syntax as xgrammar reads it: "any text without ``<escape>``" is xgrammar's
 ``TagDispatch`` with ``excludes`` (what its structural tags compile ``any_text`` to; ~10 ms to compile

@@ -151,8 +151,10 @@ def check(
 ) -> None:
     """Walk each line's rendered calls through the compiled grammar; print a JSON summary last.
 
-    Exit 0: every line as expected (accepted, unless the line says "expect": "rejected"); 1: a line
-    not (listed on stderr); 2: bad input."""
+    A tool the strategy refuses (a keyword it cannot enforce) is named on stderr and left out; lines
+    calling it are counted as ``constraint:refused`` and the rest are walked. Exit 0: every walked
+    line as expected (accepted, unless the line says "expect": "rejected"); 1: a line not (listed on
+    stderr); 2: bad input (or every tool refused)."""
     from harness.agents.constraint import ConstraintError
 
     family, strategy = family_choice.value, strategy_choice.value
@@ -169,7 +171,14 @@ def check(
     texts: list[GoldText] = []
     wanted: dict[str, bool] = {}
     unexpected = 0
+    refused = dict(payload.artifact.refused)
+    for name, why in refused.items():
+        typer.echo(f"{tools_path}: refused: {why}", err=True)
+    refused_lines = 0
     for line, calls, accept in items:
+        if not isinstance(calls, str) and any(c.get("name") in refused for c in calls):
+            refused_lines += 1  # constraint:refused: the tool is left out, the line is not walked
+            continue
         wanted[str(line)] = accept
         if isinstance(calls, str):
             texts.append(GoldText(str(line), calls))
@@ -205,7 +214,9 @@ def check(
         "artifact": payload.artifact.kind,
         "parallel": parallel,
         "accepted": accepted,
-        "rejected": len(items) - accepted,
+        "rejected": len(items) - refused_lines - accepted,
+        "constraint:refused": refused_lines,
+        "refused_tools": sorted(refused),
         "unexpected": unexpected,
         "total": len(items),
         **result.figures().dump(),
