@@ -297,7 +297,7 @@ class EbnfBuilder:
         keys = list(values)
         n = len(keys)
         cap = high if high is not None else low
-        extra_pair = None if extra is None else f"{s.generic_key} {s.kv_sep} {extra}"
+        extra_pair = None if extra is None else f"{self._other_key(keys, hint)} {s.kv_sep} {extra}"
         names: dict[tuple[int, int, bool], str] = {}
         for i in range(n, -1, -1):
             for count in range(cap, -1, -1):
@@ -329,6 +329,38 @@ class EbnfBuilder:
         if (0, 0, True) not in names:
             raise NoValue(f"no object satisfies the property counts at {hint}")
         return names[(0, 0, True)]
+
+    def _other_key(self, keys: list[str], hint: str) -> str:
+        """A key of the syntax that is none of ``keys`` (a trie of their texts: at each node a listed
+        character goes on, any other ends the match with the rest of a key). JSON keys written with an
+        escape that a listed key spells plainly (``"\\u0061"`` for ``"a"``) count as other keys."""
+        if not keys:
+            return self.syntax.generic_key
+        texts = [self.syntax.key_text(k) for k in keys]
+        raw = self.syntax.bare_keys
+        if not raw:
+            texts = [t[1:-1] for t in texts]  # between the quotes
+        rest = None if raw else self.syntax.base_rules[self.syntax.string].split()[-1]  # e.g. jrest: to the quote
+
+        def node(prefix: str) -> str:
+            children = sorted({t[len(prefix)] for t in texts if t.startswith(prefix) and len(t) > len(prefix)})
+            alts = [f"{ebnf_literal(c)} {node(prefix + c)}" for c in children]
+            if raw:
+                cls = "[^:{}\\[\\],<>\\u0000-\\u0020" + "".join(_class_escape(c) for c in children) + "]"
+                alts.append(f"{cls} {_FG_KEY_CHAR}*")
+                if prefix and prefix not in texts:
+                    alts.append(_EMPTY)
+            else:
+                cls = '[^"\\\\\\u0000-\\u001f' + "".join(_class_escape(c) for c in children) + "]"
+                alts.append(f"{cls} {rest}")
+                if "\\" not in children:
+                    alts.append(f'"\\\\" {rest}esc {rest}')
+                if prefix not in texts:
+                    alts.append('"\\""')
+            return self.add(f"{hint}-k{len(prefix)}", " | ".join(alts))
+
+        first = node("")
+        return first if raw else self.add(f"{hint}-key", f'"\\"" {first}')
 
     def choice(self, entries: list[tuple[str, str]], hint: str) -> str:
         """A rule choosing among ``(literal head, rest)`` alternatives (a tool's name, then its
@@ -364,6 +396,8 @@ class EbnfBuilder:
 
 
 _EMPTY = '""'
+_FG_KEY_CHAR = "[^:{}\\[\\],<>\\u0000-\\u0020]"
+"""A character of a bare FunctionGemma key (``FG_SYNTAX``'s ``fgkey``)."""
 
 
 def _repeat(expr: str, low: int, high: int | None) -> str:
@@ -373,6 +407,12 @@ def _repeat(expr: str, low: int, high: int | None) -> str:
     if high <= 0:
         return ""
     return f"({expr}){{{low},{high}}}"
+
+
+def _class_escape(ch: str) -> str:
+    if ch in "\\]^-[":
+        return "\\" + ch
+    return ch if ord(ch) >= 0x20 else f"\\u{ord(ch):04x}"  # \\x takes every hex digit after it
 
 
 def _common_prefix(texts: list[str]) -> str:

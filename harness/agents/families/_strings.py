@@ -93,12 +93,10 @@ def _class_char(code: int) -> str:
     ch = chr(code)
     if ch in "\\]^-[":
         return "\\" + ch
-    if code < 0x20 or code == 0x7F:
-        return f"\\x{code:02x}"
     if code > 0xFFFF:
         return f"\\U{code:08x}"
-    if code >= 0x80:
-        return f"\\u{code:04x}"
+    if code < 0x20 or code >= 0x7F:
+        return f"\\u{code:04x}"  # fixed width: xgrammar reads every hex digit after \\x
     return ch
 
 
