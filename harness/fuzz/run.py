@@ -150,9 +150,12 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
 def _buildable(grammar: Grammar) -> Any:
     """The artifact of every tool that builds (failures recorded per tool); None when none builds."""
     try:
-        return grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
+        artifact = grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
     except ConstraintError:
         pass
+    else:  # a refusal is per tool: the refused ones are named in the artifact, the rest built
+        grammar.build_errors.update(dict(artifact.refused) if artifact is not None else {})
+        return artifact
     for tool in grammar.tools:
         try:
             grammar.adapter.build_payload([tool], grammar.constraint)

@@ -128,7 +128,15 @@ def json_chars(ranges: Ranges) -> str:
 
 
 def fg_chars(ranges: Ranges) -> str:
-    """One character of ``ranges`` in FunctionGemma's raw string text."""
+    """One character of ``ranges`` in FunctionGemma's raw string text. ``<`` is left out of a class
+    that holds other characters too: a string's text must not hold ``<escape>`` (it would end the
+    string), and a rule spelt by character cannot say "not that word" (xgrammar has no negative
+    lookahead); so such a string may hold ``<`` only where its pattern names it alone (stricter than
+    the schema, docs/schemas.md)."""
+    if len(ranges) > 1 or ranges[0][0] != ranges[0][1]:
+        ranges = subtract(ranges, ((0x3C, 0x3C),))
+        if not ranges:
+            raise RegexError("a character class of '<' alone and characters FunctionGemma cannot write")
     return class_text(ranges)
 
 

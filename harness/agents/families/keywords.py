@@ -245,8 +245,10 @@ NOTES: dict[tuple[str, str], str] = {
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
     ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
     ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
+    ("xgrammar", "pattern"): "enforced (an invalid one, backreferences, lookaround refused by name)",
     ("harness", "multipleOf"): "enforced for integer steps (with bounds: up to 2,000 multiples listed)",
-    ("harness", "minimum"): "enforced, fractions exact (a bounded number is written without exponent)",
+    **{("harness", k): "enforced, fractions exact (a bounded number is written without exponent)"
+       for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
     ("harness", "$ref"): "enforced, recursive ones included (a cycle with no base case refused)",
     ("xgrammar", "$ref"): "enforced (definitions hoisted when the parameters are embedded)",
 }
