@@ -13,12 +13,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, ConstraintError, DecodingConstraint
-from harness.agents.families import FAMILIES
-from harness.agents.families import get_adapter
+from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall, ToolSchema
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     red = "red"
     green = "green"
 

@@ -31,12 +31,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.agents.constraint import ConstraintError
-from harness.agents.families._numbers import multiple_rule, number_range
-from harness.agents.families._refs import resolve
-from harness.agents.families._strings import string_rule
 from harness.agents.families._syntax import NUMBER_RULES, Syntax, ebnf_literal, rule_name
 from harness.agents.families._types import NoValue, fits_type, integer_bounds, integer_range
 from harness.agents.families._values import canonical_keys, check_fg_name
+from harness.agents.families.schema import multiple_rule, number_range, resolve, string_rule
 
 
 class EbnfBuilder:
@@ -254,7 +252,7 @@ class EbnfBuilder:
                 if key in required:
                     raise ConstraintError(f"required argument {key!r} can have no value: {exc}") from None
         low, high = schema.get("minProperties"), schema.get("maxProperties")
-        counted = isinstance(low, int) and low > 0 or isinstance(high, int)
+        counted = (isinstance(low, int) and low > 0) or isinstance(high, int)
         if closed and not counted:
             return self._listed(values, set(required), hint, allow_empty)
         extra = None if closed else self.value(schema.get("additionalProperties", True), f"{hint}-value")

@@ -1,5 +1,5 @@
 """Which JSON-schema keywords each constrained strategy enforces: the table ``harness fuzz`` checks
-its findings against and the README prints.
+its findings against and docs/schemas.md prints.
 
 Two builders make the constraints: the harness's own EBNF builder (``_ebnf``: both families' ``ebnf``
 and FunctionGemma's ``structural_tag``) and xgrammar's JSON-schema converter (``json_schema`` for both
@@ -8,16 +8,18 @@ spells and falls back to it per tool otherwise). A keyword is, per builder:
 
 - ``enforced``: the grammar allows a value only when the keyword allows it;
 - ``defective``: enforced, but ``harness fuzz`` finds values the grammar gets wrong (xgrammar's
-  ``email`` format, some fractions under number bounds, escapes in length-bounded strings: the README
+  ``email`` format, some fractions under number bounds, escapes in length-bounded strings: docs/schemas.md
   lists them); the fuzz reports those as validation or invalidation errors;
-- ``refused``: building the constraint fails with a ``ConstraintError`` naming the tool, the place and
-  the keyword (``check_keywords``, called before every build), never a grammar that ignores it.
+- ``refused``: the tool is refused, named with the place and the keyword (``tool_problem``, asked
+  before every build): it is left out of the constraint (the artifact's ``refused``) and the other
+  tools are constrained; never a grammar that ignores the keyword.
 
 A keyword that constrains one type only is vacuous on a schema of other types (``minItems`` on an
 integer) and refused nowhere; a ``format`` no validator checks is an annotation.
 Annotations (``description``, ``title``, ``default``, ``examples``, ``$comment``...) constrain
-nothing and are not listed. Objects that declare ``properties`` are closed by design in every
-strategy (``strict_schema``): the fuzz judges calls against that strict schema.
+nothing and are not listed. A tool's arguments, and objects that list properties without saying
+``additionalProperties``, are closed in every strategy while the ``close_objects`` setting is on
+(``strict_schema``): the fuzz judges calls against that strict schema.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from harness.agents.constraint import ConstraintError
-from harness.agents.families._strings import format_problem
+from harness.agents.families.schema import format_problem
 
 Support = Literal["enforced", "defective", "refused"]
 Builder = Literal["harness", "xgrammar"]
@@ -40,7 +42,7 @@ KEYWORDS: tuple[str, ...] = (
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "anyOf", "oneOf", "allOf", "not", "if", "$ref",
 )
-"""Every validation keyword the table speaks of, in the README's order."""
+"""Every validation keyword the table speaks of, in docs/schemas.md's order."""
 
 _ENFORCED_BY_BOTH = ("type", "enum", "const", "nullable", "properties", "required", "additionalProperties",
                      "items", "anyOf", "minItems", "maxItems", "oneOf", "allOf", "minProperties", "maxProperties",
@@ -59,7 +61,7 @@ _XGRAMMAR: dict[str, Support] = {
                                 "exclusiveMaximum")},
 }
 """xgrammar 0.2.8's converter, as ``harness fuzz`` probed it value by value. ``defective``: enforced,
-but the fuzz finds values it gets wrong (the README lists them); ``oneOf`` of disjoint branches and
+but the fuzz finds values it gets wrong (docs/schemas.md lists them); ``oneOf`` of disjoint branches and
 ``allOf`` of one schema are enforced, other forms refused."""
 
 TABLES: dict[Builder, dict[str, Support]] = {"harness": _HARNESS, "xgrammar": _XGRAMMAR}
@@ -209,7 +211,7 @@ def _checked_format(name: Any) -> bool:
 def pattern_problem(pattern: Any) -> str | None:
     """Why ``pattern`` is refused in every strategy (not a regular expression, or one no grammar
     spells: backreferences, lookaround...); None when it can be enforced."""
-    from harness.agents.families._regex import RegexError, regex_rule
+    from harness.agents.families.schema import RegexError, regex_rule
 
     try:
         regex_rule(pattern, lambda _ranges: "c", lambda hint, _body: hint, "pattern")
@@ -221,7 +223,7 @@ def pattern_problem(pattern: Any) -> str | None:
 def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
     """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
     ``$ref`` cycle with no base case), naming the tool and the place; None when it builds."""
-    from harness.agents.families._refs import check_refs
+    from harness.agents.families.schema import check_refs
 
     builder = builder_of(family, strategy)
     found = refused_keyword(tool.parameters, builder)
@@ -261,7 +263,7 @@ COLUMNS: tuple[tuple[str, Builder], ...] = (
 
 
 def markdown_table() -> str:
-    """The README's table: keyword x strategy."""
+    """docs/schemas.md's table: keyword x strategy."""
     lines = ["| keyword | " + " | ".join(name for name, _ in COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
     for keyword in KEYWORDS:
         cells = [NOTES.get((builder, keyword), TABLES[builder].get(keyword, "refused")) for _, builder in COLUMNS]

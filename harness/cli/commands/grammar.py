@@ -134,6 +134,37 @@ def show(
     typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
 
 
+def _gold_texts(adapter: Any, constraint: Any, items: list[tuple[int, Any, bool]], refused: dict[str, str],
+                calls_path: Path) -> tuple[list[Any], dict[str, bool], int, int]:
+    """Each line rendered as the model writes it (texts, what each line expects, lines that cannot be
+    rendered though they expect acceptance, lines calling a refused tool: ``constraint:refused``)."""
+    from harness.agents.constraint import ConstraintError
+    from harness.agents.types import ToolCall
+    from harness.bench.grammar.measure import GoldText
+
+    texts: list[GoldText] = []
+    wanted: dict[str, bool] = {}
+    unexpected = refused_lines = 0
+    for line, calls, accept in items:
+        if not isinstance(calls, str) and any(c.get("name") in refused for c in calls):
+            refused_lines += 1  # the tool is left out of the constraint: the line is not walked
+            continue
+        wanted[str(line)] = accept
+        if isinstance(calls, str):
+            texts.append(GoldText(str(line), calls))
+            continue
+        try:
+            rendered = adapter.render_output(
+                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
+            )
+        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
+            unexpected += accept
+            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
+            continue
+        texts.append(GoldText(str(line), rendered))
+    return texts, wanted, unexpected, refused_lines
+
+
 @app.command("check", epilog=example(
     "harness grammar check --family function_gemma --strategy structural_tag --tools bundles/shellper/tools \\",
     "    --calls calls.jsonl"))
@@ -164,34 +195,13 @@ def check(
     if payload.artifact is None:
         fail(f"strategy {strategy} built no artifact for {family}")
 
-    from harness.agents.types import ToolCall
-    from harness.bench.grammar.measure import GoldText, check_outputs
+    from harness.bench.grammar.measure import check_outputs
     from harness.grammar.tokenizers import TokenizerUnavailable
 
-    texts: list[GoldText] = []
-    wanted: dict[str, bool] = {}
-    unexpected = 0
     refused = dict(payload.artifact.refused)
-    for name, why in refused.items():
+    for why in refused.values():
         typer.echo(f"{tools_path}: refused: {why}", err=True)
-    refused_lines = 0
-    for line, calls, accept in items:
-        if not isinstance(calls, str) and any(c.get("name") in refused for c in calls):
-            refused_lines += 1  # constraint:refused: the tool is left out, the line is not walked
-            continue
-        wanted[str(line)] = accept
-        if isinstance(calls, str):
-            texts.append(GoldText(str(line), calls))
-            continue
-        try:
-            rendered = adapter.render_output(
-                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
-            )
-        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
-            unexpected += accept
-            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
-            continue
-        texts.append(GoldText(str(line), rendered))
+    texts, wanted, unexpected, refused_lines = _gold_texts(adapter, constraint, items, refused, calls_path)
     try:
         result = check_outputs(payload.artifact, family, texts)
     except TokenizerUnavailable as exc:

@@ -17,8 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.families._regex import ANY, Ranges, RegexError, complement, intersect, regex_rule, subtract
 from harness.agents.families._syntax import ebnf_literal
+from harness.agents.families.schema._regex import (
+    ANY,
+    Ranges,
+    RegexError,
+    complement,
+    intersect,
+    regex_rule,
+    subtract,
+)
 
 _D = "[0-9]"
 _YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
@@ -42,7 +50,7 @@ _IPV6 = "|".join((
     f"(({_H16}:){{0,6}}{_H16})?::",
 ))
 _HEX = "[0-9a-fA-F]"
-_LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_LABEL = "[A-Za-z\\d]([A-Za-z\\d-]{0,61}[A-Za-z\\d])?"
 _POINTER = "(/([^/~]|~[01])*)*"
 
 FORMAT_REGEXES: dict[str, str] = {
@@ -54,7 +62,7 @@ FORMAT_REGEXES: dict[str, str] = {
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "uuid": f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}",
-    "hostname": f"({_LABEL}\\.)*{_LABEL}\\.?",
+    "hostname": f"({_LABEL}\\.)*{_LABEL}\\.?\\n?",
     "json-pointer": _POINTER,
     "relative-json-pointer": f"(0|[1-9][0-9]*)(#|{_POINTER})",
 }
@@ -66,11 +74,26 @@ rule); ``ipv4`` refuses leading zeros as Python's ``ipaddress`` does; ``hostname
 name's total length to 253 characters."""
 
 
+def format_regex(name: str) -> str | None:
+    """The regular expression of ``format: name`` (None: none here). ``uri`` and ``uri-reference`` are
+    the validator's own (``rfc3986_validator``'s expressions, matched with ``$``), where it is installed."""
+    if name in FORMAT_REGEXES:
+        return FORMAT_REGEXES[name]
+    if name in ("uri", "uri-reference"):
+        try:
+            import rfc3986_validator as rfc
+        except ImportError:
+            return None
+        body = rfc.URI_RE if name == "uri" else f"{rfc.URI_RE}|{rfc.RELATIVE_REF_RE}"
+        return f"(?x)(?:{body})\\n?"
+    return None
+
+
 def format_problem(name: str) -> str | None:
     """Why ``format: name`` cannot be enforced by the EBNF builder (None: it can, or it is an annotation)."""
     from jsonschema import Draft202012Validator
 
-    if name in FORMAT_REGEXES or name not in Draft202012Validator.FORMAT_CHECKER.checkers:
+    if format_regex(name) is not None or name not in Draft202012Validator.FORMAT_CHECKER.checkers:
         return None
     return f"format {name!r} (no grammar spells what its checker accepts)"
 
@@ -145,17 +168,23 @@ def string_rule(add: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> 
     RegexError naming the place when it cannot be spelt (a pattern with lengths, or a pattern and a
     known format together, are refused: their intersection is not built)."""
     fmt = schema.get("format")
-    fmt = fmt if isinstance(fmt, str) and fmt in FORMAT_REGEXES else None
+    fmt_regex = format_regex(fmt) if isinstance(fmt, str) else None
+    fmt = fmt if fmt_regex is not None else None
     pattern = schema.get("pattern")
     low, high = schema.get("minLength"), schema.get("maxLength")
-    lengths = isinstance(low, int) and low > 0 or isinstance(high, int)
+    lengths = (isinstance(low, int) and low > 0) or isinstance(high, int)
     if fmt is None and pattern is None and not lengths:
         return None
-    chars = fg_chars if syntax.raw_strings else json_chars
+    spell = fg_chars if syntax.raw_strings else json_chars
+
+    def chars(ranges: Ranges) -> str:  # a class with its escapes as a rule of its own: inline in a
+        one = spell(ranges)  # repetition, xgrammar took ~7 s to compile maxLength 8 for Qwen, as a rule ~10 ms
+        return add(f"{syntax.name}-char", one) if " | " in one else one
+
     if sum((fmt is not None, pattern is not None, bool(lengths))) > 1:
         raise RegexError(f"{hint}: format, pattern and lengths together (their intersection is not built)")
-    if fmt is not None:
-        inner = regex_rule(FORMAT_REGEXES[fmt], chars, add, f"{hint}-{fmt}", full=True)
+    if fmt_regex is not None:
+        inner = regex_rule(fmt_regex, chars, add, f"{hint}-{fmt}", full=True)
     elif pattern is not None:
         inner = regex_rule(pattern, chars, add, f"{hint}-pattern")
     else:
@@ -169,4 +198,5 @@ def string_rule(add: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> 
     return add(f"{hint}-str", f"{syntax.string_open} {inner} {syntax.string_close}")
 
 
-__all__ = ["FORMAT_REGEXES", "RegexError", "class_text", "fg_chars", "format_problem", "json_chars", "string_rule"]
+__all__ = ["FORMAT_REGEXES", "RegexError", "class_text", "fg_chars", "format_problem", "format_regex", "json_chars",
+           "string_rule"]

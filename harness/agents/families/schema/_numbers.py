@@ -57,7 +57,7 @@ Digits = tuple[list[str], bool]
 
 def _ge(lo: str, strict: bool) -> Digits:
     if not lo:
-        return ([_NONZERO] if strict else [f"[0-9]+"]), not strict
+        return ([_NONZERO] if strict else ["[0-9]+"]), not strict
     d = int(lo[0])
     alts = [f"[{d + 1}-9] {_ANY}"] if d < 9 else []
     rest, _ = _ge(lo[1:], strict)
@@ -200,10 +200,10 @@ def multiple_rule(builder: Any, schema: Mapping[str, Any], hint: str, *, number:
         if r == 0:
             alts.append('""')
         builder.rules.setdefault(states[r], " | ".join(alts))  # shared by every multipleOf k
-    first: dict[int, list[int]] = {}
+    leading: dict[int, list[int]] = {}
     for d in range(1, 10):
-        first.setdefault(d % k, []).append(d)
-    start = " | ".join(f"{_digit_class(ds)} {states[t]}" for t, ds in first.items())
+        leading.setdefault(d % k, []).append(d)
+    start = " | ".join(f"{_digit_class(ds)} {states[t]}" for t, ds in leading.items())
     return add(f"{hint}-multiple", f'("0" | "-"? ({start})){zeros}')
 
 

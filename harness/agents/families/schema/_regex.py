@@ -133,7 +133,7 @@ class _Converter:
         parts = [p for p in parts if p]
         return " ".join(parts) if parts else '""'
 
-    def node(self, op: Any, arg: Any) -> str:  # noqa: PLR0911 - one branch per regex construct
+    def node(self, op: Any, arg: Any) -> str:
         if op is sre.LITERAL:
             return self.spell(((arg, arg),))
         if op is sre.NOT_LITERAL:
