@@ -341,7 +341,10 @@ def build_artifact_with(
     def build(chosen: Sequence[ToolSchema]) -> ConstraintArtifact:
         if not chosen:
             raise ConstraintError("; ".join(problems.values()) or "a constraint needs at least one tool")
-        return _artifact(chosen, constraint, ebnf, structural_tag)
+        try:
+            return _artifact(chosen, constraint, ebnf, structural_tag)
+        except RecursionError:
+            raise ConstraintError("a schema nested too deeply to build (past Python's recursion limit)") from None
 
     try:
         artifact = build(kept)

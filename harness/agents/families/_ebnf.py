@@ -295,6 +295,9 @@ class EbnfBuilder:
         keys = list(values)
         n = len(keys)
         cap = high if high is not None else low
+        if (n + 1) * (cap + 1) > MAX_COUNTED_STATES:
+            raise ConstraintError(f"{hint}: {n} properties counted up to {cap} (minProperties/maxProperties): over "
+                                  f"{MAX_COUNTED_STATES:,} grammar states")
         extra_pair = None if extra is None else f"{self._other_key(keys, hint)} {s.kv_sep} {extra}"
         names: dict[tuple[int, int, bool], str] = {}
         for i in range(n, -1, -1):
@@ -394,6 +397,8 @@ class EbnfBuilder:
 
 
 _EMPTY = '""'
+MAX_COUNTED_STATES = 50_000
+"""Most rules an object with ``minProperties``/``maxProperties`` may take (listed keys x count)."""
 _FG_KEY_CHAR = "[^:{}\\[\\],<>\\u0000-\\u0020]"
 """A character of a bare FunctionGemma key (``FG_SYNTAX``'s ``fgkey``)."""
 

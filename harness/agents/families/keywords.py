@@ -226,7 +226,10 @@ def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
     from harness.agents.families.schema import check_refs
 
     builder = builder_of(family, strategy)
-    found = refused_keyword(tool.parameters, builder)
+    try:
+        found = refused_keyword(tool.parameters, builder)
+    except RecursionError:
+        return f"tool {tool.name!r}: its schema is nested too deeply to read (past Python's recursion limit)"
     if found is not None:
         return (f"tool {tool.name!r}: {found} is not enforced by {strategy} for {family}: "
                 "refused rather than ignored (see docs/schemas.md)")
