@@ -15,7 +15,7 @@ from harness.agents import ToolCall, ToolSchema
 from harness.agents.families import get_adapter
 from harness.agents.families._calls import strict_schema
 from harness.agents.families.keywords import KEYWORDS, TABLES, builder_of, enforces
-from harness.files import InputError
+from harness.files import InputFileError
 from harness.fuzz.inputs import load_fuzz_tools
 from harness.fuzz.keep import read_expected, write_calls_files, write_expected, write_junit
 from harness.fuzz.mutants import escaping_mutant, judge, value_mutants
@@ -211,7 +211,7 @@ def test_tools_that_cannot_be_read_are_named_not_fatal(tmp_path: Path) -> None:
 def test_a_path_without_tools_is_an_input_error(tmp_path: Path, name: str) -> None:
     (tmp_path / "empty.json").write_text("[]")
     (tmp_path / "dir").mkdir()
-    with pytest.raises(InputError, match=name):
+    with pytest.raises(InputFileError, match=name):
         load_fuzz_tools(tmp_path / name)
 
 
@@ -254,7 +254,7 @@ def test_integer_ranges_hold_exactly_their_integers(low: int | None, high: int |
     """The EBNF of integer bounds (plain literals, classes and repetitions, so read here as a regex)."""
     import re
 
-    from harness.agents.families._types import integer_range
+    from harness.agents.families.schema import integer_range
 
     pattern = re.compile(_as_regex(integer_range(low, high)))
     for value in [*range(-1100, 1100), 10**6, 10**6 + 1, -(10**6), 12345678]:

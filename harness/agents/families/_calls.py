@@ -19,14 +19,14 @@ from typing import Any
 
 from harness.agents.adapter import ParsedResponse
 from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
-from harness.agents.families._values import canonical_keys, json_text
-from harness.agents.families.schema import embedded_schema
-from harness.agents.families.schema import (
-    standalone_schema as standalone_schema,  # re-exported: the families use it
+from harness.agents.families._strict import embedded_schema
+from harness.agents.families._strict import (
+    standalone_schema as standalone_schema,  # re-exported for the families
 )
-from harness.agents.families.schema import (
+from harness.agents.families._strict import (
     strict_schema as strict_schema,  # re-exported: its callers import it here
 )
+from harness.agents.families._values import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Strategy
 

@@ -32,9 +32,17 @@ from typing import Any
 
 from harness.agents.constraint import ConstraintError
 from harness.agents.families._syntax import NUMBER_RULES, Syntax, ebnf_literal, rule_name
-from harness.agents.families._types import NoValue, fits_type, integer_bounds, integer_range
 from harness.agents.families._values import canonical_keys, check_fg_name
-from harness.agents.families.schema import multiple_rule, number_range, resolve, string_rule
+from harness.agents.families.schema import (
+    NoValue,
+    fits_type,
+    integer_bounds,
+    integer_range,
+    multiple_rule,
+    number_range,
+    resolve,
+    string_rule,
+)
 
 
 class EbnfBuilder:

@@ -13,30 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.agents.families._types import fits_type
 from harness.agents.families._values import ESCAPE, MAX_JSON_WS, fg_text, json_text
-
-
-def ebnf_literal(text: str) -> str:
-    """``text`` as an EBNF string literal (quotes, backslashes and control characters escaped)."""
-    out = ['"']
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+from harness.agents.families.schema import (
+    ebnf_literal as ebnf_literal,  # re-exported: the families spell literals
+)
+from harness.agents.families.schema import fits_type
 
 
 def _class_char(ch: str) -> str:

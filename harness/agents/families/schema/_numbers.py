@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from harness.agents.constraint import ConstraintError
-from harness.agents.families._types import NoValue, integer_bounds, integer_range, naturals
+from harness.agents.families.schema._types import NoValue, integer_bounds, integer_range, naturals
 
 MAX_MODULUS = 1000
 MAX_LISTED = 2000

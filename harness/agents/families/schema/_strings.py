@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.families._syntax import ebnf_literal
 from harness.agents.families.schema._regex import (
     ANY,
     Ranges,
@@ -27,6 +26,7 @@ from harness.agents.families.schema._regex import (
     regex_rule,
     subtract,
 )
+from harness.agents.families.schema._text import ebnf_literal
 
 _D = "[0-9]"
 _YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
@@ -192,7 +192,7 @@ def string_rule(add: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> 
         one = chars(ANY)
         inner = f"({one}){{{low},{high}}}" if isinstance(high, int) else f"({one}){{{low},}}"
         if isinstance(high, int) and high < low:
-            from harness.agents.families._types import NoValue
+            from harness.agents.families.schema._types import NoValue
 
             raise NoValue(f"no string is at least {low} and at most {high} characters long ({hint})")
     return add(f"{hint}-str", f"{syntax.string_open} {inner} {syntax.string_close}")

@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.agents.constraint import ConstraintError
-from harness.agents.families._types import fits_type
 from harness.agents.families._values import canonical_keys
-from harness.agents.families.schema._refs import embeddable
+from harness.agents.families.schema import embeddable, fits_type
 
 
 def strict_schema(schema: Any, *, closed: bool = True, close_objects: bool = True) -> Any:
