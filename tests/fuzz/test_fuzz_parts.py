@@ -137,7 +137,8 @@ def test_keyword_table_speaks_of_known_keywords_only() -> None:
     for table in TABLES.values():
         assert set(table) <= set(KEYWORDS)
     assert builder_of("qwen", "structural_tag") == "xgrammar" and builder_of("function_gemma", "structural_tag") == "harness"
-    assert enforces("qwen", "ebnf", "enum") and not enforces("qwen", "ebnf", "format")
+    assert enforces("qwen", "ebnf", "enum") and enforces("qwen", "ebnf", "format")
+    assert not enforces("qwen", "ebnf", "uniqueItems") and not enforces("qwen", "json_schema", "uniqueItems")
 
 
 def test_call_prefix_is_the_text_before_the_arguments() -> None:
