@@ -113,6 +113,24 @@ JSON_VALUES: list[tuple[dict[str, Any], list[str], list[str]]] = [
 ]
 
 
+# FunctionGemma's raw string text: lengths count characters, and the text never holds <escape>
+FG_VALUES: list[tuple[dict[str, Any], list[str], list[str]]] = [
+    ({"type": "string", "maxLength": 4}, ["", "<", "a<b", "<esc"], ["abcde", "<escape>"]),
+    ({"type": "string", "minLength": 2}, ["a<b", "x" * 40], ["<", "ab<escape>"]),
+    ({"type": "string", "format": "date"}, ["2024-02-29"], ["2023-02-29"]),
+]
+
+
+@pytest.mark.parametrize("case", FG_VALUES, ids=lambda c: str(c[0])[:50])
+def test_function_gemma_strings_follow_the_schema(case: Any) -> None:
+    schema, good, bad = case
+    grammar = value_grammar(FG_SYNTAX, schema)
+    for text in good:
+        assert accepts(grammar, f"<escape>{text}<escape>"), text
+    for text in bad:
+        assert not accepts(grammar, f"<escape>{text}<escape>"), text
+
+
 @pytest.mark.parametrize("case", JSON_VALUES, ids=lambda c: str(c[0])[:50])
 def test_json_values_follow_the_schema(case: Any) -> None:
     schema, good, bad = case

@@ -164,7 +164,7 @@ class EbnfBuilder:
     def _typed(self, schema: Mapping[str, Any], type_: str, hint: str) -> str:
         s = self.syntax
         if type_ == "string":
-            return string_rule(self.add, s, schema, hint) or s.string
+            return string_rule(self, s, schema, hint) or s.string
         if type_ == "integer":
             if (multiple := multiple_rule(self, schema, hint, number=False)) is not None:
                 return multiple

@@ -163,7 +163,7 @@ def fg_chars(ranges: Ranges) -> str:
     return class_text(ranges)
 
 
-def string_rule(add: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> str | None:
+def string_rule(builder: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> str | None:
     """A rule for a string schema's ``format``/``pattern``/lengths in ``syntax`` (None: none applies).
     RegexError naming the place when it cannot be spelt (a pattern with lengths, or a pattern and a
     known format together, are refused: their intersection is not built)."""
@@ -175,6 +175,7 @@ def string_rule(add: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> 
     lengths = (isinstance(low, int) and low > 0) or isinstance(high, int)
     if fmt is None and pattern is None and not lengths:
         return None
+    add = builder.add
     spell = fg_chars if syntax.raw_strings else json_chars
 
     def chars(ranges: Ranges) -> str:  # a class with its escapes as a rule of its own: inline in a
@@ -189,13 +190,49 @@ def string_rule(add: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> 
         inner = regex_rule(pattern, chars, add, f"{hint}-pattern")
     else:
         low = low if isinstance(low, int) else 0
-        one = chars(ANY)
-        inner = f"({one}){{{low},{high}}}" if isinstance(high, int) else f"({one}){{{low},}}"
         if isinstance(high, int) and high < low:
             from harness.agents.families.schema._types import NoValue
 
             raise NoValue(f"no string is at least {low} and at most {high} characters long ({hint})")
+        if syntax.raw_strings and (high if isinstance(high, int) else low) <= MAX_COUNTED_TEXT:
+            inner = _counted_text(builder, low, high if isinstance(high, int) else None, hint)
+        else:
+            one = chars(ANY)
+            inner = f"({one}){{{low},{high}}}" if isinstance(high, int) else f"({one}){{{low},}}"
     return add(f"{hint}-str", f"{syntax.string_open} {inner} {syntax.string_close}")
+
+
+MAX_COUNTED_TEXT = 1000
+"""Longest bound a FunctionGemma string's length is spelt exactly up to (8 rules per character)."""
+_WORD = "<escape>"
+
+
+def _counted_text(builder: Any, low: int, high: int | None, hint: str) -> str:
+    """FunctionGemma text of ``low`` to ``high`` characters (None: no upper bound) that holds no
+    ``<escape>``: one rule per (characters of ``<escape>`` matched so far, characters counted, capped
+    at the bound that matters), so ``<`` is allowed wherever it does not start the delimiter."""
+    cap = high if high is not None else low
+    names = {(k, c): builder.reserve(f"{hint}-x{k}-{c}") for k in range(len(_WORD)) for c in range(cap + 1)}
+    special = sorted(set(_WORD))
+    other = class_text(complement(tuple((ord(ch), ord(ch)) for ch in special)))
+    for (k, c), name in names.items():
+        alts = ['""'] if c >= low else []
+        if high is None or c < high:
+            nxt_c = min(c + 1, cap)
+            for ch in special:
+                nxt = _step(k, ch)
+                if nxt < len(_WORD):
+                    alts.append(f"{ebnf_literal(ch)} {names[(nxt, nxt_c)]}")
+            alts.append(f"{other} {names[(0, nxt_c)]}")
+        builder.rules[name] = " | ".join(alts)
+    return names[(0, 0)]
+
+
+def _step(state: int, ch: str) -> int:
+    """The KMP step of ``<escape>`` (it has no border: a mismatch restarts, or starts over at ``<``)."""
+    if _WORD[state] == ch:
+        return state + 1
+    return 1 if ch == "<" else 0
 
 
 __all__ = ["FORMAT_REGEXES", "RegexError", "class_text", "fg_chars", "format_problem", "format_regex", "json_chars",
