@@ -202,3 +202,20 @@ def test_check_refuses_a_bad_expect(tmp_path):
     calls = write_jsonl(tmp_path / "calls.jsonl", [{"calls": [], "expect": "maybe"}])
     result = run("check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls))
     assert result.exit_code == 2 and "calls.jsonl:1" in result.output
+
+
+@pytest.mark.parametrize(("family", "strategy"), COMBOS)
+def test_check_names_a_refused_tool_and_walks_the_rest(tmp_path, family, strategy):
+    """One tool no strategy can constrain (uniqueItems) among the SHELLper tools: it is named, its
+    lines count as constraint:refused, the other tools' lines are walked."""
+    tools = json.loads(TOOLS.read_text(encoding="utf-8")) + [{"type": "function", "function": {
+        "name": "tag", "description": "Tag.", "parameters": {"type": "object", "properties": {
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}}}]
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps(tools), encoding="utf-8")
+    calls = write_jsonl(tmp_path / "calls.jsonl", [*VALID[:2], {"calls": [{"name": "tag", "arguments": {"tags": ["a"]}}]}])
+    result = run("check", "--family", family, "--strategy", strategy, "--tools", str(tools_file), "--calls", str(calls))
+    assert result.exit_code == 0, result.stderr
+    assert "refused: tool 'tag': parameters.tags: uniqueItems" in result.stderr
+    s = summary(result)
+    assert (s["accepted"], s["constraint:refused"], s["refused_tools"], s["total"]) == (2, 1, ["tag"], 3)
