@@ -208,9 +208,9 @@ def test_check_refuses_a_bad_expect(tmp_path):
 def test_check_names_a_refused_tool_and_walks_the_rest(tmp_path, family, strategy):
     """One tool no strategy can constrain (uniqueItems) among the SHELLper tools: it is named, its
     lines count as constraint:refused, the other tools' lines are walked."""
-    tools = json.loads(TOOLS.read_text(encoding="utf-8")) + [{"type": "function", "function": {
-        "name": "tag", "description": "Tag.", "parameters": {"type": "object", "properties": {
-            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}}}]
+    tag = {"type": "function", "function": {"name": "tag", "description": "Tag.", "parameters": {
+        "type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}}}
+    tools = [*json.loads(TOOLS.read_text(encoding="utf-8")), tag]
     tools_file = tmp_path / "tools.json"
     tools_file.write_text(json.dumps(tools), encoding="utf-8")
     calls = write_jsonl(tmp_path / "calls.jsonl", [*VALID[:2], {"calls": [{"name": "tag", "arguments": {"tags": ["a"]}}]}])
