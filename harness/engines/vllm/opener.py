@@ -99,12 +99,15 @@ class VllmServers:
 
     def _launch(self, family: str) -> None:
         """Find the kept server this family's command asks for, or launch one."""
-        from harness.engines.vllm.kept import find_kept, server_key
+        from harness.engines.vllm.kept import find_kept, server_key, survey
         from harness.engines.vllm.launch import VllmServer, server_args, server_env
 
         model = self.resolve(family)
         key = server_key(server_args(model, 0, extra=self.extra_args), server_env())
-        kept = find_kept(key)
+        found = survey()  # the one answer to "which kept servers exist" (as vllm list and down)
+        for line in found.stale:
+            self.log(f"vllm: {line}")
+        kept = find_kept(key, found)
         if kept is not None:
             self.servers[family] = kept
             self.log(f"vllm: using the kept server for {family} ({kept.model}) at {kept.base_url}, pid {kept.pid}; "

@@ -188,6 +188,16 @@ async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient,
         return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
 
+def episode_tools(case: EpisodeCase, tools: Sequence[Tool], turn: int) -> list[Tool]:
+    """The tools user turn ``turn`` offers: those of the case's classes (``.pym`` tools when it names
+    none; a later class wins a name two classes share, as in BFCL), neither excluded nor held out."""
+    order = {name: i for i, name in enumerate(case.involved_classes)}
+    mine = [t for t in tools if case.uses(getattr(t, "owner", None))]
+    by_name = {t.schema.name: t for t in sorted(mine, key=lambda t: order.get(getattr(t, "owner", None) or "", 0))}
+    offered = set(case.offered(by_name, turn))
+    return [t for name, t in by_name.items() if name in offered]
+
+
 async def run_episode(
     agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None,
     draw: Draw = GREEDY, observers: Sequence[Observer] = (),
@@ -206,8 +216,7 @@ async def run_episode(
     bound = max_steps or agent.config.kernel.max_steps
     outcome = SampleOutcome(steps=recorder.steps, requests=recorder.requests)
     for index, user_messages in enumerate(case.turns):
-        offered = set(case.offered([t.schema.name for t in agent.tools], index))
-        tools = [t for t in agent.tools if t.schema.name in offered]
+        tools = episode_tools(case, agent.tools, index)
         history.extend(Message(role=m.role, content=m.content) for m in user_messages)
         seen = len(recorder.responses)
         try:
@@ -263,6 +272,7 @@ __all__ = [
     "Draw",
     "SampleOutcome",
     "SchemaOnlyTool",
+    "episode_tools",
     "gold_answers",
     "refused_gold",
     "run_episode",
