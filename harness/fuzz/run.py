@@ -173,11 +173,10 @@ def _buildable(grammar: Grammar, limit_s: float) -> Any:
     try:
         with time_limit(limit_s):
             artifact = grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
+        grammar.build_errors.update(artifact.refused if artifact is not None else ())  # refusals are per tool
+        return artifact
     except (ConstraintError, OverTime):
         pass
-    else:  # a refusal is per tool: the refused ones are named in the artifact, the rest built
-        grammar.build_errors.update(dict(artifact.refused) if artifact is not None else {})
-        return artifact
     for tool in grammar.tools:
         try:
             with time_limit(limit_s):
