@@ -85,6 +85,9 @@ class ConstraintConfig(_Strict):
     """Send the tools in the request's ``tools`` field (the server's chat template declares them)."""
     allow_text_answer: bool = False
     """Let the grammar allow a plain-text answer instead of calls (a way to end a turn)."""
+    close_objects: bool = True
+    """Close a tool's arguments, and objects listing properties without ``additionalProperties``, to
+    the listed properties (stricter than JSON Schema, which leaves them open; see docs/schemas.md)."""
 
     def build(self, strategy: str | None = None, allow_text_answer: bool | None = None) -> DecodingConstraint:
         """The constraint, with ``strategy`` and ``allow_text_answer`` overridden when given."""
@@ -93,6 +96,7 @@ class ConstraintConfig(_Strict):
             allow_parallel_calls=self.allow_parallel_calls,
             send_tools_to_api=self.send_tools_to_api,
             allow_text_answer=self.allow_text_answer if allow_text_answer is None else allow_text_answer,
+            close_objects=self.close_objects,
         )
 
 

@@ -48,6 +48,12 @@ class DecodingConstraint:
     """Let the model answer in plain text instead of calling a tool. A constrained grammar that forces a
     call leaves a model no way to end a turn, so episode suites (the agent loop) set this: the grammars
     then allow either the calls or a plain-text answer (under ``json_schema``, a JSON string)."""
+    close_objects: bool
+    """Close a tool's arguments, and every object that lists properties without saying
+    ``additionalProperties``, to the properties it lists (the default). JSON Schema leaves such objects
+    open: with this setting the grammars are stricter than the schema; off, only
+    ``additionalProperties: false`` closes an object. Objects that say ``additionalProperties: true``
+    or give it a schema are open either way."""
 
     def __init__(
         self,
@@ -55,13 +61,15 @@ class DecodingConstraint:
         allow_parallel_calls: bool = False,
         send_tools_to_api: bool = True,
         allow_text_answer: bool = False,
+        close_objects: bool = True,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ConstraintError(f"unknown decoding strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
         if strategy == Strategy.none and not send_tools_to_api:
             raise ConstraintError("strategy 'none' relies on native tool calling: send_tools_to_api must be true")
         for name, value in (("strategy", Strategy(strategy)), ("allow_parallel_calls", allow_parallel_calls),
-                            ("send_tools_to_api", send_tools_to_api), ("allow_text_answer", allow_text_answer)):
+                            ("send_tools_to_api", send_tools_to_api), ("allow_text_answer", allow_text_answer),
+                            ("close_objects", close_objects)):
             object.__setattr__(self, name, value)  # frozen: set once, here
 
     @property
@@ -79,6 +87,9 @@ class ConstraintArtifact:
 
     kind: ArtifactKind
     value: str
+    refused: tuple[tuple[str, str], ...] = ()
+    """Tools the strategy refused, each with why (a keyword it cannot enforce, named with its place):
+    they are left out of ``value`` and the rest are constrained; a call to one is ``constraint:refused``."""
 
 
 @dataclass(frozen=True, slots=True)

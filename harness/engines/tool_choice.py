@@ -28,7 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.agents import ServerConstraint, ToolCall, ToolRequest, ToolSchema, json_array_schema, server_constraint
+from harness.agents import (
+    ServerConstraint,
+    ToolCall,
+    ToolRequest,
+    ToolSchema,
+    json_array_schema,
+    server_constraint,
+)
 
 ToolMode = Literal["none", "auto", "required", "named"]
 

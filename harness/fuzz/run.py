@@ -172,7 +172,9 @@ def _buildable(grammar: Grammar, limit_s: float) -> Any:
     slow = f"its constraint did not build within {limit_s:g} s (--cell-timeout)"
     try:
         with time_limit(limit_s):
-            return grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
+            artifact = grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
+        grammar.build_errors.update(artifact.refused if artifact is not None else ())  # refusals are per tool
+        return artifact
     except (ConstraintError, OverTime):
         pass
     for tool in grammar.tools:

@@ -120,7 +120,15 @@ def values_for(schema: Any) -> st.SearchStrategy[Any]:
     from hypothesis_jsonschema._resolve import resolve_all_refs
 
     check = validator(schema).is_valid
-    return _values(resolve_all_refs(known_formats(schema))).filter(check)
+    try:
+        resolved = resolve_all_refs(known_formats(schema))
+    except RecursionError:  # a recursive $ref: its resolver inlines it forever
+        return st.just(None).map(_recursive)
+    return _values(resolved).filter(check)
+
+
+def _recursive(_value: Any) -> Any:
+    raise ValueError("a recursive $ref: hypothesis-jsonschema cannot draw values from it")
 
 
 def _values(schema: Any) -> st.SearchStrategy[Any]:

@@ -156,5 +156,5 @@ def test_a_tool_vllm_cannot_compile_is_refused_naming_it(family: str, strategy: 
     if not refused:
         build()
         return
-    with pytest.raises(ConstraintError, match="tool 'grep': vLLM's own constraint .* cannot compile its parameters"):
+    with pytest.raises(ConstraintError, match=r"tool 'grep': vLLM's own constraint .* cannot compile its parameters"):
         build()

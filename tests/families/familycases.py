@@ -10,12 +10,12 @@ from typing import Any
 from jsoncheck import same
 
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
-from harness.agents.constraint import CONSTRAINED_STRATEGIES
 from harness.agents.families import FAMILIES as REGISTERED_FAMILIES
 from harness.agents.families import get_adapter
+from harness.vocabulary import HARNESS_STRATEGIES
 
 FAMILIES = REGISTERED_FAMILIES
-CONSTRAINED = CONSTRAINED_STRATEGIES
+CONSTRAINED = HARNESS_STRATEGIES  # the grammars the harness builds (vLLM builds required/strict: tests/agents/test_vllm_tools.py)
 
 TOOLS_FILE = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
 

@@ -25,6 +25,7 @@ def accepts(ebnf: str, text: str) -> bool:
 
 def value_grammar(syntax: Any, schema: Any) -> str:
     builder = EbnfBuilder(syntax)
+    builder.root = schema
     return builder.render(builder.value(schema, "v"))
 
 
@@ -69,9 +70,65 @@ JSON_VALUES: list[tuple[dict[str, Any], list[str], list[str]]] = [
         ['{"b": 1}', '{"a": "x", "b": 1}', '{ "a" : "x" , "b" : 1 }'],
         ['{"b": 1, "a": "x"}', '{"a": "x"}', '{"b": 1, "c": 2}', '{"b": 1, "b": 2}', '{"b":   1}'],
     ),
-    ({"type": "object", "properties": {}}, ["{}"], ['{"a": 1}']),
+    ({"type": "object", "properties": {}}, ["{}", '{"a": 1}'], ['{"a"}']),
     ({}, ['"s"', "1", "[true]", '{"a": {}}'], ["nul"]),
+    # objects the schema opens, and counted members
+    ({"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": True},
+     ['{"b": 1}', '{"a": [1], "b": 1, "c": null}', "{}"], ['{"b": "x"}']),
+    ({"type": "object", "additionalProperties": {"type": "integer"}, "properties": {"k": {"type": "string"}}},
+     ['{"k": "s", "z": 2}', '{"a": 1}'], ['{"a": "1"}', '{"k": 1}']),
+    ({"type": "object", "minProperties": 1}, ['{"a": 1}', '{"a": 1, "b": 2}'], ["{}"]),
+    ({"type": "object", "maxProperties": 1, "properties": {"a": {}, "b": {}}, "additionalProperties": False},
+     ["{}", '{"b": 1}'], ['{"a": 1, "b": 2}']),
+    ({"type": "object", "minProperties": 2, "properties": {"a": {}, "b": {}, "c": {}}},
+     ['{"a": 1, "c": 2}'], ['{"b": 1}', "{}"]),
+    # arrays
+    ({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
+     ["[]", "[1]", '[1, "a"]'], ['[1, "a", 2]', '["a"]']),
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "boolean"}, "minItems": 2},
+     ["[1, true]", "[1, true, false]"], ["[1]", "[1, 2]"]),
+    # strings: format, pattern, lengths (an escape is one character)
+    ({"type": "string", "format": "date"}, ['"2024-02-29"', '"2023-12-31"'],
+     ['"2023-02-29"', '"2023-13-01"', '"0000-01-01"', '"2024-1-01"']),
+    ({"type": "string", "format": "date-time"}, ['"2024-01-01T23:59:59.5+01:00"', '"2024-01-01t00:00:00z"'],
+     ['"2024-01-01T23:59:60Z"', '"2024-01-01T24:00:00Z"']),
+    ({"type": "string", "format": "email"}, ['"a@b"', '"weird name@x y"'], ['"ab"']),
+    ({"type": "string", "format": "ipv4"}, ['"192.168.0.1"', '"0.0.0.0"'], ['"192.168.00.1"', '"256.1.1.1"']),
+    ({"type": "string", "format": "ipv6"}, ['"::1"', '"1:2:3:4:5:6:7:8"', '"::ffff:1.2.3.4"', '"1::"'],
+     ['"1:2:3:4:5:6:7:8:9"', '"1:::2"', '"12345::"']),
+    ({"type": "string", "format": "uuid"}, ['"123e4567-e89b-12d3-a456-426614174000"'], ['"123e4567e89b12d3a456426614174000"']),
+    ({"type": "string", "format": "hostname"}, ['"example.com"', '"a-b.c"'], ['"-a.com"', '"a..b"']),
+    ({"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2}$"}, ['"ABC-12"', '"ABC-12\\n"'], ['"ABC-1"', '"xABC-12"']),
+    ({"type": "string", "pattern": "b+"}, ['"b"', '"abba"'], ['"ac"']),
+    ({"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"a\\n"', '"\\u00e9\\"x"'], ['"a"', '"abcd"']),
+    # numbers: exact bounds, fractions included; multipleOf
+    ({"type": "number", "minimum": 0.5, "exclusiveMaximum": 30}, ["0.5", "0.50", "29.999", "1"],
+     ["0.49", "30", "30.0", "-1", "0"]),
+    ({"type": "number", "exclusiveMinimum": -1.25, "maximum": -0.5}, ["-1.2", "-0.5", "-1"], ["-1.25", "-0.4", "0"]),
+    ({"type": "integer", "multipleOf": 5}, ["0", "-15", "1005"], ["7", "-3"]),
+    ({"type": "integer", "multipleOf": 3, "minimum": 1, "maximum": 10}, ["3", "9"], ["0", "12", "4"]),
+    # $ref, recursive
+    ({"$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"},
+     ["{}", '{"k": {"k": {}}}'], ['{"k": 1}']),
 ]
+
+
+# FunctionGemma's raw string text: lengths count characters, and the text never holds <escape>
+FG_VALUES: list[tuple[dict[str, Any], list[str], list[str]]] = [
+    ({"type": "string", "maxLength": 4}, ["", "<", "a<b", "<esc"], ["abcde", "<escape>"]),
+    ({"type": "string", "minLength": 2}, ["a<b", "x" * 40], ["<", "ab<escape>"]),
+    ({"type": "string", "format": "date"}, ["2024-02-29"], ["2023-02-29"]),
+]
+
+
+@pytest.mark.parametrize("case", FG_VALUES, ids=lambda c: str(c[0])[:50])
+def test_function_gemma_strings_follow_the_schema(case: Any) -> None:
+    schema, good, bad = case
+    grammar = value_grammar(FG_SYNTAX, schema)
+    for text in good:
+        assert accepts(grammar, f"<escape>{text}<escape>"), text
+    for text in bad:
+        assert not accepts(grammar, f"<escape>{text}<escape>"), text
 
 
 @pytest.mark.parametrize("case", JSON_VALUES, ids=lambda c: str(c[0])[:50])

@@ -137,7 +137,8 @@ def test_keyword_table_speaks_of_known_keywords_only() -> None:
     for table in TABLES.values():
         assert set(table) <= set(KEYWORDS)
     assert builder_of("qwen", "structural_tag") == "xgrammar" and builder_of("function_gemma", "structural_tag") == "harness"
-    assert enforces("qwen", "ebnf", "enum") and not enforces("qwen", "ebnf", "format")
+    assert enforces("qwen", "ebnf", "enum") and enforces("qwen", "ebnf", "format")
+    assert not enforces("qwen", "ebnf", "uniqueItems") and not enforces("qwen", "json_schema", "uniqueItems")
 
 
 def test_call_prefix_is_the_text_before_the_arguments() -> None:
@@ -235,7 +236,7 @@ def test_values_for_never_raises_while_building(schema: dict[str, Any]) -> None:
 def test_the_documented_keyword_table_is_the_module_table() -> None:
     from harness.agents.families.keywords import markdown_table
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "fuzz.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "schemas.md").read_text(encoding="utf-8")
     assert markdown_table() in page
 
 
@@ -254,7 +255,7 @@ def test_integer_ranges_hold_exactly_their_integers(low: int | None, high: int |
     """The EBNF of integer bounds (plain literals, classes and repetitions, so read here as a regex)."""
     import re
 
-    from harness.agents.families._types import integer_range
+    from harness.agents.families.schema import integer_range
 
     pattern = re.compile(_as_regex(integer_range(low, high)))
     for value in [*range(-1100, 1100), 10**6, 10**6 + 1, -(10**6), 12345678]:

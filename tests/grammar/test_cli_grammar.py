@@ -234,3 +234,20 @@ def test_show_prints_what_vllm_builds_and_what_is_missing(monkeypatch, family, s
     assert "vLLM is not importable here" in result.stdout
     assert f"# {family} / {strategy}: vLLM builds {built}" in result.stdout
     assert ('"type": "structural_tag"' in result.stdout) == built.startswith("structural_tag")
+
+
+@pytest.mark.parametrize(("family", "strategy"), COMBOS)
+def test_check_names_a_refused_tool_and_walks_the_rest(tmp_path, family, strategy):
+    """One tool no strategy can constrain (uniqueItems) among the SHELLper tools: it is named, its
+    lines count as constraint:refused, the other tools' lines are walked."""
+    tag = {"type": "function", "function": {"name": "tag", "description": "Tag.", "parameters": {
+        "type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}}}
+    tools = [*json.loads(TOOLS.read_text(encoding="utf-8")), tag]
+    tools_file = tmp_path / "tools.json"
+    tools_file.write_text(json.dumps(tools), encoding="utf-8")
+    calls = write_jsonl(tmp_path / "calls.jsonl", [*VALID[:2], {"calls": [{"name": "tag", "arguments": {"tags": ["a"]}}]}])
+    result = run("check", "--family", family, "--strategy", strategy, "--tools", str(tools_file), "--calls", str(calls))
+    assert result.exit_code == 0, result.stderr
+    assert "refused: tool 'tag': parameters.tags: uniqueItems" in result.stderr
+    s = summary(result)
+    assert (s["accepted"], s["constraint:refused"], s["refused_tools"], s["total"]) == (2, 1, ["tag"], 3)

@@ -20,11 +20,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.families import get_adapter
-from harness.agents.families import canonical_schema
-from harness.agents.types import ToolSchema
 from harness.agents import openai_tools, server_constraint, strategy_request
+from harness.agents.constraint import DecodingConstraint
+from harness.agents.families import canonical_schema, get_adapter
+from harness.agents.types import ToolSchema
 from harness.cli.main import app
 from harness.vocabulary import SERVER_STRATEGIES
 

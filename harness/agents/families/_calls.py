@@ -19,7 +19,13 @@ from typing import Any
 
 from harness.agents.adapter import ParsedResponse
 from harness.agents.constraint import ConstraintArtifact, ConstraintError, DecodingConstraint, RequestPayload
-from harness.agents.families._types import fits_type
+from harness.agents.families._strict import embedded_schema
+from harness.agents.families._strict import (
+    standalone_schema as standalone_schema,  # re-exported for the families
+)
+from harness.agents.families._strict import (
+    strict_schema as strict_schema,  # re-exported: its callers import it here
+)
 from harness.agents.families._values import canonical_keys, json_text
 from harness.agents.types import ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Strategy
@@ -64,44 +70,7 @@ def canonical_schema(tool: ToolSchema) -> ToolSchema:
     return dataclasses.replace(tool, parameters=ordered_schema(tool.parameters))
 
 
-# --- strict JSON schemas (json_schema strategy, JSON structural tags) ----------------------------
-
-
-def strict_schema(schema: Any, *, closed: bool = True) -> Any:
-    """A copy of ``schema`` whose objects list properties in canonical order and, where they declare
-    properties (or required names, which declare properties of any value; or at the top, ``closed``),
-    forbid others: what the EBNF grammars enforce."""
-    if not isinstance(schema, Mapping):
-        return schema
-    out: dict[str, Any] = {}
-    for key, val in schema.items():
-        if key == "properties" and isinstance(val, Mapping):
-            out[key] = {k: strict_schema(val[k], closed=False) for k in canonical_keys(val)}
-        elif key in ("items", "additionalProperties") and isinstance(val, Mapping):
-            out[key] = strict_schema(val, closed=False)
-        elif key in ("anyOf", "oneOf", "allOf") and isinstance(val, list):
-            out[key] = [strict_schema(v, closed=False) for v in val]
-        else:
-            out[key] = val
-    if out.get("nullable") is True and "type" in out and "enum" not in out and "const" not in out:
-        types = out["type"] if isinstance(out["type"], list) else [out["type"]]
-        out["type"] = types if "null" in types else [*types, "null"]  # OpenAPI's nullable, as JSON Schema
-    if isinstance(out.get("enum"), list) and "type" in out:
-        # values outside the type: xgrammar's converter lets them through (BFCL has strings on booleans)
-        out["enum"] = [v for v in out["enum"] if fits_type(v, out)]
-    is_object = out.get("type") == "object" or "properties" in out
-    if is_object and ("properties" in out or closed or out.get("required")):
-        required = [r for r in out.get("required") or () if isinstance(r, str)]
-        if isinstance(out.get("properties"), dict):  # an optional argument no value fits cannot appear
-            out["properties"] = {k: v for k, v in out["properties"].items()
-                                 if k in required or not (isinstance(v, dict) and v.get("enum") == [])}
-        out["properties"] = {**{r: {} for r in required if r not in (out.get("properties") or {})},
-                             **(out.get("properties") or {})}
-        out["additionalProperties"] = False
-    if closed:
-        out.setdefault("type", "object")
-    return out
-
+# --- strict JSON schemas (json_schema strategy, JSON structural tags): ``schema._strict`` -----------
 
 ANY_JSON_DEF = "harness_any_json"
 ANY_JSON_SCHEMA: dict[str, Any] = {"anyOf": [
@@ -152,50 +121,35 @@ TEXT_ANSWER_EBNF = "[^<]+"
 a call tag that the grammar did not check."""
 
 
-def call_schema(tools: Iterable[Any], *, parallel: bool, text_answer: bool = False) -> dict[str, Any]:
+def call_schema(tools: Iterable[Any], *, parallel: bool, text_answer: bool = False,
+                close_objects: bool = True) -> dict[str, Any]:
     """The JSON schema of ``{"name": NAME, "arguments": {...}}`` over ``tools`` (a list when parallel);
-    with ``text_answer``, a JSON string (a plain-text answer) is the other alternative."""
-    calls = _calls_schema(tools, parallel=parallel)
-    if not text_answer:
-        return calls
-    return {"anyOf": [calls, {"type": "string"}]}
+    with ``text_answer``, a JSON string (a plain-text answer) is the other alternative. Each tool's
+    definitions are hoisted to this schema's ``$defs`` (``embedded_schema``), named ``t<i>_<n>``."""
+    defs: dict[str, Any] = {}
+    arguments = []
+    for i, tool in enumerate(tools):
+        params, tool_defs = embedded_schema(tool, f"t{i}_", close_objects)
+        arguments.append((tool, params))
+        defs.update(tool_defs)
+    calls = _calls_schema(arguments, parallel=parallel)
+    out = {"anyOf": [calls, {"type": "string"}]} if text_answer else calls
+    return {**out, "$defs": defs} if defs else out
 
 
-def satisfiable_schema(tool: Any) -> Any:
-    """``tool``'s strict schema; ConstraintError naming the place when a required value has no possible
-    value (an enum of which no value has the declared type: BFCL has arrays whose enum holds strings)."""
-    schema = strict_schema(tool.parameters)
-
-    def empty(node: Any, where: str) -> str | None:
-        if not isinstance(node, Mapping):
-            return None
-        if node.get("enum") == []:
-            return where
-        for key in node.get("required") or ():
-            found = empty((node.get("properties") or {}).get(key), f"{where}.{key}")
-            if found:
-                return found
-        return empty(node.get("items"), f"{where}[]") if node.get("minItems", 0) else None
-
-    found = empty(schema, "parameters")
-    if found is not None:
-        raise ConstraintError(f"tool {tool.name!r}: {found}: no value satisfies the schema (enum values outside its type)")
-    return schema
-
-
-def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
+def _calls_schema(arguments: list[tuple[Any, Any]], *, parallel: bool) -> dict[str, Any]:
     one = {
         "anyOf": [
             {
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "const": t.name},
-                    "arguments": satisfiable_schema(t),
+                    "arguments": params,
                 },
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
             }
-            for t in tools
+            for t, params in arguments
         ]
     }
     if not one["anyOf"]:
@@ -372,26 +326,53 @@ def build_artifact_with(
     family: str,
 ) -> ConstraintArtifact | None:
     """The strategy's artifact from a family's two grammar builders (json_schema is the same for all
-    families); None for ``none``. A schema keyword the strategy's builder would not enforce is refused
-    first (``keywords.check_keywords``). With no tool and a plain answer allowed, the language is that
-    answer alone (a BFCL entry may offer no function at all)."""
-    from harness.agents.families.keywords import check_keywords
+    families); None for ``none``. A refusal is per tool: a tool whose schema uses a keyword the
+    strategy's builder would not enforce (``keywords.tool_problem``), or that fails to build alone, is
+    left out and named in the artifact's ``refused``; the rest are constrained. ConstraintError when
+    every tool is refused. With no tool and a plain answer allowed, the language is that answer alone
+    (a BFCL entry may offer no function at all)."""
+    from harness.agents.families.keywords import tool_problem
 
     if not tools and constraint.allow_text_answer and constraint.strategy.constrained:
         return _text_only(constraint.strategy)
-    if constraint.strategy != "none":
-        check_keywords(tools, family, constraint.strategy)
-    parallel, text = constraint.allow_parallel_calls, constraint.allow_text_answer
+    if constraint.strategy == Strategy.none:
+        return None
+    problems = {t.name: p for t in tools if (p := tool_problem(t, family, constraint.strategy)) is not None}
+    kept = [t for t in tools if t.name not in problems]
+
+    def build(chosen: Sequence[ToolSchema]) -> ConstraintArtifact:
+        if not chosen:
+            raise ConstraintError("; ".join(problems.values()) or "a constraint needs at least one tool")
+        try:
+            return _artifact(chosen, constraint, ebnf, structural_tag)
+        except RecursionError:
+            raise ConstraintError("a schema nested too deeply to build (past Python's recursion limit)") from None
+
+    try:
+        artifact = build(kept)
+    except ConstraintError:
+        if len(kept) < 2:
+            raise
+        for tool in kept:  # which ones: each alone
+            try:
+                build([tool])
+            except ConstraintError as exc:
+                problems[tool.name] = f"tool {tool.name!r}: {exc}"
+        artifact = build([t for t in kept if t.name not in problems])
+    return dataclasses.replace(artifact, refused=tuple(problems.items())) if problems else artifact
+
+
+def _artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint, ebnf: GrammarBuilder,
+              structural_tag: GrammarBuilder) -> ConstraintArtifact:
+    parallel, text, close = constraint.allow_parallel_calls, constraint.allow_text_answer, constraint.close_objects
     if constraint.strategy == Strategy.ebnf:
-        return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text))
+        return ConstraintArtifact("grammar", ebnf(tools, parallel=parallel, text_answer=text, close_objects=close))
     if constraint.strategy == Strategy.structural_tag:
-        return ConstraintArtifact("structural_tag", structural_tag(tools, parallel=parallel, text_answer=text))
-    if constraint.strategy == Strategy.json_schema:
-        index_tools(tools)
-        return ConstraintArtifact(
-            "json", json.dumps(with_any_json(call_schema(tools, parallel=parallel, text_answer=text)), ensure_ascii=False)
-        )
-    return None
+        return ConstraintArtifact("structural_tag", structural_tag(
+            tools, parallel=parallel, text_answer=text, close_objects=close))
+    index_tools(tools)
+    schema = call_schema(tools, parallel=parallel, text_answer=text, close_objects=close)
+    return ConstraintArtifact("json", json.dumps(with_any_json(schema), ensure_ascii=False))
 
 
 def _text_only(strategy: Strategy) -> ConstraintArtifact:

@@ -10,13 +10,17 @@ One builder serves both value syntaxes of the families' call formats:
 Objects follow one canonical key order everywhere: ``canonical_keys`` (case-insensitive sort, ties
 broken case-sensitively) -- the order FunctionGemma's chat template (``dictsort``) writes arguments in.
 Grammars, renderers, strict JSON schemas and the declared tools all use it, so a renderer that sees
-only a call (no schema) still emits what the grammar accepts. Objects that declare ``properties``
-are closed (only those keys); required keys must appear; each key at most once.
+only a call (no schema) still emits what the grammar accepts. A tool's arguments, and objects that
+list properties without saying ``additionalProperties``, are closed (only those keys) while the
+``close_objects`` setting is on (the default; JSON Schema leaves them open); objects that say
+``additionalProperties: true`` or give it a schema, or list no property, are open. Required keys must
+appear; each listed key at most once.
 
 Supported schema keywords: type (or a list of types), enum, const, anyOf/oneOf, a one-element
-allOf, properties/required/additionalProperties, items/minItems/maxItems, nullable. Every other
-validation keyword is refused before a grammar is built (``keywords.check_keywords``), never ignored;
-``$ref`` raises ``ConstraintError`` here too.
+allOf, properties/required/additionalProperties/minProperties/maxProperties, items/prefixItems/
+minItems/maxItems, nullable, ``$ref`` (recursive ones too), and on scalars ``format``, ``pattern``,
+lengths (``_strings``), bounds and ``multipleOf`` (``_numbers``). Every other validation keyword is
+refused before a grammar is built (``keywords.check_keywords``), never ignored.
 Nothing here imports xgrammar: grammars are text.
 """
 
@@ -28,15 +32,28 @@ from typing import Any
 
 from harness.agents.constraint import ConstraintError
 from harness.agents.families._syntax import NUMBER_RULES, Syntax, ebnf_literal, rule_name
-from harness.agents.families._types import NoValue, fits_type, integer_bounds, integer_range
 from harness.agents.families._values import canonical_keys, check_fg_name
+from harness.agents.families.schema import (
+    NoValue,
+    fits_type,
+    integer_bounds,
+    integer_range,
+    multiple_rule,
+    number_range,
+    resolve,
+    string_rule,
+)
 
 
 class EbnfBuilder:
     """Collects the rules of one grammar; ``value`` turns a JSON schema into an expression."""
 
-    def __init__(self, syntax: Syntax) -> None:
+    def __init__(self, syntax: Syntax, *, close_objects: bool = True) -> None:
         self.syntax = syntax
+        self.close_objects = close_objects
+        self.root: Any = None
+        """The schema ``$ref`` pointers resolve from (the tool's parameters, set by ``arguments``)."""
+        self._refs: dict[tuple[int, Any], str] = {}
         self.rules: dict[str, str] = {}
         self._base = {**NUMBER_RULES, **syntax.base_rules}
         self._by_body: dict[str, str] = {}
@@ -79,6 +96,17 @@ class EbnfBuilder:
                 alts.append(lit)
         return alts[0] if len(alts) == 1 else self.add(hint, " | ".join(alts))
 
+    def arguments(self, schema: Any, hint: str) -> str:
+        """The members of a tool's arguments object (between its braces): ``members`` with the tool's
+        parameters as the root its ``$ref`` pointers resolve from; closed unless the schema or the
+        ``close_objects`` setting opens it."""
+        self.root = schema
+        seen: set[str] = set()
+        while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
+            seen.add(schema["$ref"])  # a model at the top (pydantic's recursive models): its definition
+            schema = resolve(self.root, schema["$ref"], hint)
+        return self.members(schema, hint, closed=self._closed(schema, top=True))
+
     def value(self, schema: Any, hint: str) -> str:
         """An expression matching the values ``schema`` allows."""
         if schema is True or schema is None or schema == {}:
@@ -86,7 +114,7 @@ class EbnfBuilder:
         if not isinstance(schema, Mapping):
             raise ConstraintError(f"unsupported schema at {hint}: {schema!r}")
         if "$ref" in schema:
-            raise ConstraintError(f"$ref is not supported in tool schemas ({hint})")
+            return self._ref(schema["$ref"], hint)
         if "const" in schema or "enum" in schema:
             values = [schema["const"]] if "const" in schema else list(schema["enum"] or ())
             fitting = [v for v in values if fits_type(v, schema)]
@@ -103,9 +131,9 @@ class EbnfBuilder:
             return self.value(schema["allOf"][0], hint)
         types = schema.get("type")
         if types is None:
-            if "properties" in schema:
+            if "properties" in schema or "additionalProperties" in schema:
                 types = "object"
-            elif "items" in schema:
+            elif "items" in schema or "prefixItems" in schema:
                 types = "array"
             else:
                 return self.any_value()
@@ -115,61 +143,114 @@ class EbnfBuilder:
         alts = [self._typed(schema, t, hint if len(type_list) == 1 else f"{hint}-{t}") for t in type_list]
         return alts[0] if len(alts) == 1 else self.add(hint, " | ".join(alts))
 
+    def _ref(self, pointer: Any, hint: str) -> str:
+        """One rule per pointer target (a recursive one refers to itself by name)."""
+        key = (id(self.root), pointer)
+        if key not in self._refs:
+            name = self._refs[key] = self.reserve(f"ref-{pointer}")
+            self.rules[name] = self.value(resolve(self.root, pointer, hint), name)
+        return self._refs[key]
+
+    def reserve(self, hint: str) -> str:
+        """A fresh rule name (its body set later: a rule that refers to itself)."""
+        name = base = rule_name(hint)
+        n = 1
+        while name in self.rules or name in self._base or name == "root":
+            n += 1
+            name = f"{base}-{n}"
+        self.rules[name] = '""'
+        return name
+
     def _typed(self, schema: Mapping[str, Any], type_: str, hint: str) -> str:
         s = self.syntax
         if type_ == "string":
-            return s.string
+            return string_rule(self, s, schema, hint) or s.string
         if type_ == "integer":
+            if (multiple := multiple_rule(self, schema, hint, number=False)) is not None:
+                return multiple
             low, high = integer_bounds(schema)
             return "int" if low is None and high is None else self.add(f"{hint}-range", integer_range(low, high))
         if type_ == "number":
-            return "num"
+            if (multiple := multiple_rule(self, schema, hint, number=True)) is not None:
+                return multiple
+            bounded = number_range(schema, hint)
+            return "num" if bounded is None else self.add(f"{hint}-range", bounded)
         if type_ == "boolean":
             return "bool"
         if type_ == "null":
             return "null"
         if type_ == "array":
-            item = self.value(schema.get("items", True), f"{hint}-item")
-            low, high = int(schema.get("minItems", 0) or 0), schema.get("maxItems")
-            if high == 0:
-                return self.add(hint, s.arr_empty or f"{s.arr_open} {s.arr_close}")
-            more = _repeat(f"{s.item_sep} {item}", max(low - 1, 0), None if high is None else int(high) - 1)
-            required = low >= 1
-            if s.arr_empty:
-                full = f"{s.arr_open} {item} {more} {s.arr_close}"
-                return self.add(hint, full if required else f"{full} | {s.arr_empty}")
-            inner = f"{item} {more}" if required else f"({item} {more})?"
-            return self.add(hint, f"{s.arr_open} {inner} {s.arr_close}")
+            return self._array(schema, hint)
         if type_ == "object":
+            closed = self._closed(schema, top=False)
             if s.obj_empty:
-                members = self.members(schema, hint, allow_empty=False)
+                members = self.members(schema, hint, closed=closed, allow_empty=False)
                 if not members:
                     return self.add(hint, s.obj_empty)
                 full = f"{s.obj_open} {members} {s.obj_close}"
                 return self.add(hint, full if schema.get("required") else f"{full} | {s.obj_empty}")
-            members = self.members(schema, hint)
+            members = self.members(schema, hint, closed=closed)
             body = f"{s.obj_open} {members} {s.obj_close}" if members else f"{s.obj_open} {s.obj_close}"
             return self.add(hint, body)
         raise ConstraintError(f"unsupported type {type_!r} at {hint}")
 
+    def _closed(self, schema: Mapping[str, Any], *, top: bool) -> bool:
+        """Whether an object accepts only the properties it lists: ``additionalProperties: false``, or
+        (with ``close_objects``) the tool's arguments and any object listing properties without saying
+        ``additionalProperties`` (JSON Schema leaves those open: the grammar is stricter there)."""
+        extra = schema.get("additionalProperties")
+        if extra is False:
+            return True
+        if extra is not None or not self.close_objects:
+            return False
+        return top or bool(schema.get("properties")) or bool(schema.get("required"))
+
+    def _array(self, schema: Mapping[str, Any], hint: str) -> str:
+        s = self.syntax
+        prefix = [self.value(sub, f"{hint}-p{i}") for i, sub in enumerate(schema.get("prefixItems") or ())]
+        rest = schema.get("items", True)
+        item = None if rest is False else self.value(rest, f"{hint}-item")
+        low, high = int(schema.get("minItems", 0) or 0), schema.get("maxItems")
+        high = None if high is None else int(high)
+        if item is None:
+            high = len(prefix) if high is None else min(high, len(prefix))
+        if high == 0:
+            return self.add(hint, s.arr_empty or f"{s.arr_open} {s.arr_close}")
+        if prefix:
+            return self.add(hint, f"{s.arr_open} {self._items(prefix, item, low, high, hint)} {s.arr_close}")
+        more = _repeat(f"{s.item_sep} {item}", max(low - 1, 0), None if high is None else high - 1)
+        required = low >= 1
+        if s.arr_empty:
+            full = f"{s.arr_open} {item} {more} {s.arr_close}"
+            return self.add(hint, full if required else f"{full} | {s.arr_empty}")
+        inner = f"{item} {more}" if required else f"({item} {more})?"
+        return self.add(hint, f"{s.arr_open} {inner} {s.arr_close}")
+
+    def _items(self, prefix: list[str], item: str | None, low: int, high: int | None, hint: str) -> str:
+        """The items of an array with ``prefixItems`` (then ``item``, None: no more), ``low`` to ``high``."""
+        sep = self.syntax.item_sep
+        k = len(prefix)
+        tail = ""
+        if item is not None and (high is None or high > k):
+            extra_high = None if high is None else high - k
+            tail = _repeat(f"{sep} {item}", max(low - k, 0), extra_high)
+        after = tail or '""'
+        for i in range(k - 1, 0, -1):  # after i items: the (i+1)th, or the end once low is reached
+            step = f"{sep} {prefix[i]} {after}"
+            after = self.add(f"{hint}-after{i}", step if i < low else f"{step} | {_EMPTY}")
+        first = f"{prefix[0]} {after}"
+        return first if low >= 1 else f"({first})?"
+
     def members(self, schema: Mapping[str, Any], hint: str, *, closed: bool = False, allow_empty: bool = True) -> str:
         """An expression for the members of an object (between its braces); "" when none may appear.
 
-        ``closed``: only the listed properties (tool parameters are always closed). ``allow_empty``
-        False: at least one member (the caller spells the empty object itself).
+        ``closed``: only the listed properties; otherwise other keys too, their values matching
+        ``additionalProperties``. ``allow_empty`` False: at least one member (the caller spells the
+        empty object itself). Listed keys come in canonical order; another key may stand anywhere.
         """
-        s = self.syntax
         props = schema.get("properties")
-        if not isinstance(props, Mapping) and schema.get("required"):
-            props = {}  # required names declare properties (of any value): the object is closed to others
-        if not isinstance(props, Mapping) or (not props and not schema.get("required")):
-            if props is not None or closed or schema.get("additionalProperties") is False:
-                return ""
-            extra = schema.get("additionalProperties", True)
-            val = self.value(extra, f"{hint}-value")
-            pair = f"{s.generic_key} {s.kv_sep} {val}"
-            return self.add(hint + "-members", f"({pair} ({s.item_sep} {pair})*)?")
-        required = set(schema.get("required") or ())
+        props = props if isinstance(props, Mapping) else {}
+        required = [r for r in schema.get("required") or () if isinstance(r, str)]
         all_props = {**{r: True for r in required if r not in props}, **props}
         values: dict[str, str] = {}
         for key in canonical_keys(all_props):
@@ -178,15 +259,29 @@ class EbnfBuilder:
             except NoValue as exc:
                 if key in required:
                     raise ConstraintError(f"required argument {key!r} can have no value: {exc}") from None
+        low, high = schema.get("minProperties"), schema.get("maxProperties")
+        counted = (isinstance(low, int) and low > 0) or isinstance(high, int)
+        if closed and not counted:
+            return self._listed(values, set(required), hint, allow_empty)
+        extra = None if closed else self.value(schema.get("additionalProperties", True), f"{hint}-value")
+        return self._counted(values, set(required), extra, hint, low if isinstance(low, int) else 0,
+                             high if isinstance(high, int) else None)
+
+    def _pair(self, key: str, value: str) -> str:
+        if self.syntax.bare_keys:
+            check_fg_name(key, "argument")
+        return f"{ebnf_literal(self.syntax.key_text(key))} {self.syntax.kv_sep} {value}"
+
+    def _listed(self, values: dict[str, str], required: set[str], hint: str, allow_empty: bool) -> str:
+        """Only the listed keys, in canonical order (head/tail rules: 2 per key)."""
+        s = self.syntax
         keys = list(values)
         n = len(keys)
         tail: list[str | None] = [None] * (n + 1)
         head: list[str | None] = [None] * (n + 1)
         for i in range(n - 1, -1, -1):
             key = keys[i]
-            if s.bare_keys:
-                check_fg_name(key, "argument")
-            pair = f"{ebnf_literal(s.key_text(key))} {s.kv_sep} {values[key]}"
+            pair = self._pair(key, values[key])
             with_sep = _seq(s.item_sep, pair, tail[i + 1])
             first = _seq(pair, tail[i + 1])
             optional = key not in required
@@ -196,6 +291,85 @@ class EbnfBuilder:
             rest = head[i + 1] or (_EMPTY if allow_empty else None)
             head[i] = self.add(f"{hint}-h{i}", f"{first} | {rest}" if optional and rest else first)
         return head[0] or ""
+
+    def _counted(self, values: dict[str, str], required: set[str], extra: str | None, hint: str, low: int,
+                 high: int | None) -> str:
+        """Listed keys in canonical order, other keys (``extra`` their value; None: none) anywhere,
+        between ``low`` and ``high`` members: one rule per (next listed key, members so far capped at
+        the bound that matters, first member or not)."""
+        if high is not None and high < low:
+            raise NoValue(f"no object has at least {low} and at most {high} properties ({hint})")
+        s = self.syntax
+        keys = list(values)
+        n = len(keys)
+        cap = high if high is not None else low
+        if (n + 1) * (cap + 1) > MAX_COUNTED_STATES:
+            raise ConstraintError(f"{hint}: {n} properties counted up to {cap} (minProperties/maxProperties): over "
+                                  f"{MAX_COUNTED_STATES:,} grammar states")
+        extra_pair = None if extra is None else f"{self._other_key(keys, hint)} {s.kv_sep} {extra}"
+        names: dict[tuple[int, int, bool], str] = {}
+        for i in range(n, -1, -1):
+            for count in range(cap, -1, -1):
+                for first in (False, True):
+                    if first and count:
+                        continue  # no member yet: nothing counted
+                    more = high is None or count < high
+                    after = min(count + 1, cap)
+                    sep = "" if first else f"{s.item_sep} "
+                    alts = []
+                    if i < n:
+                        if more and (target := names.get((i + 1, after, False))):
+                            alts.append(f"{sep}{self._pair(keys[i], values[keys[i]])} {target}")
+                        if keys[i] not in required and (target := names.get((i + 1, count, first))):
+                            alts.append(target)
+                    elif count >= low:
+                        alts.append(_EMPTY)
+                    loop = extra_pair is not None and more and after == count and not first
+                    if extra_pair is not None and more and not loop and (target := names.get((i, after, False))):
+                        alts.append(f"{sep}{extra_pair} {target}")
+                    if not alts:
+                        continue  # no way to finish from here
+                    if loop:
+                        name = self.reserve(f"{hint}-m{i}-{count}")
+                        self.rules[name] = " | ".join([f"{sep}{extra_pair} {name}", *alts])
+                        names[(i, count, first)] = name
+                    else:
+                        names[(i, count, first)] = self.add(f"{hint}-m{i}-{count}", " | ".join(alts))
+        if (0, 0, True) not in names:
+            raise NoValue(f"no object satisfies the property counts at {hint}")
+        return names[(0, 0, True)]
+
+    def _other_key(self, keys: list[str], hint: str) -> str:
+        """A key of the syntax that is none of ``keys`` (a trie of their texts: at each node a listed
+        character goes on, any other ends the match with the rest of a key). JSON keys written with an
+        escape that a listed key spells plainly (``"\\u0061"`` for ``"a"``) count as other keys."""
+        if not keys:
+            return self.syntax.generic_key
+        texts = [self.syntax.key_text(k) for k in keys]
+        raw = self.syntax.bare_keys
+        if not raw:
+            texts = [t[1:-1] for t in texts]  # between the quotes
+        rest = None if raw else self.syntax.base_rules[self.syntax.string].split()[-1]  # e.g. jrest: to the quote
+
+        def node(prefix: str) -> str:
+            children = sorted({t[len(prefix)] for t in texts if t.startswith(prefix) and len(t) > len(prefix)})
+            alts = [f"{ebnf_literal(c)} {node(prefix + c)}" for c in children]
+            if raw:
+                cls = "[^:{}\\[\\],<>\\u0000-\\u0020" + "".join(_class_escape(c) for c in children) + "]"
+                alts.append(f"{cls} {_FG_KEY_CHAR}*")
+                if prefix and prefix not in texts:
+                    alts.append(_EMPTY)
+            else:
+                cls = '[^"\\\\\\u0000-\\u001f' + "".join(_class_escape(c) for c in children) + "]"
+                alts.append(f"{cls} {rest}")
+                if "\\" not in children:
+                    alts.append(f'"\\\\" {rest}esc {rest}')
+                if prefix not in texts:
+                    alts.append('"\\""')
+            return self.add(f"{hint}-k{len(prefix)}", " | ".join(alts))
+
+        first = node("")
+        return first if raw else self.add(f"{hint}-key", f'"\\"" {first}')
 
     def choice(self, entries: list[tuple[str, str]], hint: str) -> str:
         """A rule choosing among ``(literal head, rest)`` alternatives (a tool's name, then its
@@ -231,6 +405,10 @@ class EbnfBuilder:
 
 
 _EMPTY = '""'
+MAX_COUNTED_STATES = 50_000
+"""Most rules an object with ``minProperties``/``maxProperties`` may take (listed keys x count)."""
+_FG_KEY_CHAR = "[^:{}\\[\\],<>\\u0000-\\u0020]"
+"""A character of a bare FunctionGemma key (``FG_SYNTAX``'s ``fgkey``)."""
 
 
 def _repeat(expr: str, low: int, high: int | None) -> str:
@@ -240,6 +418,12 @@ def _repeat(expr: str, low: int, high: int | None) -> str:
     if high <= 0:
         return ""
     return f"({expr}){{{low},{high}}}"
+
+
+def _class_escape(ch: str) -> str:
+    if ch in "\\]^-[":
+        return "\\" + ch
+    return ch if ord(ch) >= 0x20 else f"\\u{ord(ch):04x}"  # \\x takes every hex digit after it
 
 
 def _common_prefix(texts: list[str]) -> str:

@@ -13,30 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.agents.families._types import fits_type
 from harness.agents.families._values import ESCAPE, MAX_JSON_WS, fg_text, json_text
-
-
-def ebnf_literal(text: str) -> str:
-    """``text`` as an EBNF string literal (quotes, backslashes and control characters escaped)."""
-    out = ['"']
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+from harness.agents.families.schema import (
+    ebnf_literal as ebnf_literal,  # re-exported: the families spell literals
+)
+from harness.agents.families.schema import fits_type
 
 
 def _class_char(ch: str) -> str:
@@ -125,6 +106,11 @@ class Syntax:
     the whitespace after the opening brace and the one before the closing brace."""
     arr_empty: str = ""
     """The same for the empty array."""
+    string_open: str = '"\\""'
+    """The delimiters of a string whose characters a rule spells (``format``, ``pattern``, lengths)."""
+    string_close: str = '"\\""'
+    raw_strings: bool = False
+    """A string's text is written as it is (FunctionGemma), not with JSON's escapes."""
 
 
 def _json_string_rules(string: str, rest: str, then: str) -> dict[str, str]:
@@ -242,6 +228,9 @@ FG_SYNTAX = Syntax(
     text=fg_text,
     key_text=lambda k: k,
     bare_keys=True,
+    string_open=ebnf_literal(ESCAPE),
+    string_close=ebnf_literal(ESCAPE),
+    raw_strings=True,
 )
 """FunctionGemma's syntax as xgrammar reads it: "any text without ``<escape>``" is xgrammar's
 ``TagDispatch`` with ``excludes`` (what its structural tags compile ``any_text`` to; ~10 ms to compile

@@ -1,5 +1,5 @@
 """Which JSON-schema keywords each constrained strategy enforces: the table ``harness fuzz`` checks
-its findings against and the README prints.
+its findings against and docs/schemas.md prints.
 
 Two builders make the constraints: the harness's own EBNF builder (``_ebnf``: both families' ``ebnf``
 and FunctionGemma's ``structural_tag``) and xgrammar's JSON-schema converter (``json_schema`` for both
@@ -8,16 +8,18 @@ spells and falls back to it per tool otherwise). A keyword is, per builder:
 
 - ``enforced``: the grammar allows a value only when the keyword allows it;
 - ``defective``: enforced, but ``harness fuzz`` finds values the grammar gets wrong (xgrammar's
-  ``email`` format, some fractions under number bounds, escapes in length-bounded strings: the README
+  ``email`` format, some fractions under number bounds, escapes in length-bounded strings: docs/schemas.md
   lists them); the fuzz reports those as validation or invalidation errors;
-- ``refused``: building the constraint fails with a ``ConstraintError`` naming the tool, the place and
-  the keyword (``check_keywords``, called before every build), never a grammar that ignores it.
+- ``refused``: the tool is refused, named with the place and the keyword (``tool_problem``, asked
+  before every build): it is left out of the constraint (the artifact's ``refused``) and the other
+  tools are constrained; never a grammar that ignores the keyword.
 
 A keyword that constrains one type only is vacuous on a schema of other types (``minItems`` on an
 integer) and refused nowhere; a ``format`` no validator checks is an annotation.
 Annotations (``description``, ``title``, ``default``, ``examples``, ``$comment``...) constrain
-nothing and are not listed. Objects that declare ``properties`` are closed by design in every
-strategy (``strict_schema``): the fuzz judges calls against that strict schema.
+nothing and are not listed. A tool's arguments, and objects that list properties without saying
+``additionalProperties``, are closed in every strategy while the ``close_objects`` setting is on
+(``strict_schema``): the fuzz judges calls against that strict schema.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from harness.agents.constraint import ConstraintError
+from harness.agents.families.schema import format_problem
 
 Support = Literal["enforced", "defective", "refused", "ignored"]
 Builder = Literal["harness", "xgrammar", "vllm", "free"]
@@ -39,23 +42,26 @@ KEYWORDS: tuple[str, ...] = (
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "anyOf", "oneOf", "allOf", "not", "if", "$ref",
 )
-"""Every validation keyword the table speaks of, in the README's order."""
+"""Every validation keyword the table speaks of, in docs/schemas.md's order."""
 
 _ENFORCED_BY_BOTH = ("type", "enum", "const", "nullable", "properties", "required", "additionalProperties",
-                     "items", "anyOf", "minItems", "maxItems", "oneOf", "allOf")
+                     "items", "anyOf", "minItems", "maxItems", "oneOf", "allOf", "minProperties", "maxProperties",
+                     "prefixItems", "pattern", "multipleOf", "$ref")
 _HARNESS: dict[str, Support] = {k: "enforced" for k in (*_ENFORCED_BY_BOTH, "minimum", "maximum",
-                                                          "exclusiveMinimum", "exclusiveMaximum")}
-"""The EBNF builder: what it spells (``oneOf`` of disjoint branches, ``allOf`` of one schema, bounds on
-integers: a number's bounds are refused); everything else is refused."""
+                                                          "exclusiveMinimum", "exclusiveMaximum", "minLength",
+                                                          "maxLength", "format")}
+"""The EBNF builder: what it spells (``oneOf`` of disjoint branches, ``allOf`` of one schema; strings'
+``format``, ``pattern`` and lengths in the family's own string syntax, ``_strings``; exact number
+bounds and integer ``multipleOf``, ``_numbers``); everything else is refused. Some combinations are
+refused per tool with the reason (``NOTES``)."""
 
 _XGRAMMAR: dict[str, Support] = {
     **{k: "enforced" for k in _ENFORCED_BY_BOTH},
-    **{k: "enforced" for k in ("minProperties", "maxProperties", "prefixItems", "pattern", "multipleOf", "$ref")},
     **{k: "defective" for k in ("minLength", "maxLength", "format", "minimum", "maximum", "exclusiveMinimum",
                                 "exclusiveMaximum")},
 }
 """xgrammar 0.2.8's converter, as ``harness fuzz`` probed it value by value. ``defective``: enforced,
-but the fuzz finds values it gets wrong (the README lists them); ``oneOf`` of disjoint branches and
+but the fuzz finds values it gets wrong (docs/schemas.md lists them); ``oneOf`` of disjoint branches and
 ``allOf`` of one schema are enforced, other forms refused."""
 
 _VLLM: dict[str, Support] = {k: _XGRAMMAR.get(k, "ignored") for k in KEYWORDS}
@@ -80,7 +86,6 @@ _APPLIES: dict[str, tuple[str, ...]] = {
     **{k: ("array",) for k in _ARRAY}, **{k: ("object",) for k in _OBJECT},
 }
 """Keywords that constrain one type only: on a schema of other types they constrain nothing."""
-_INTEGER_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _SUBSCHEMAS = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -158,8 +163,10 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") ->
             continue  # e.g. minItems on an integer: constrains nothing
         if keyword == "format" and not _checked_format(schema[keyword]):
             continue  # an unknown format is an annotation (BFCL's "float")
-        if keyword in _INTEGER_BOUNDS and builder == "harness" and (kinds is None or not kinds <= {"integer", "null"}):
-            return f"{where}: {keyword} (on a number: the EBNF builder spells integer ranges only)"
+        if keyword == "format" and builder == "harness" and (problem := format_problem(schema[keyword])):
+            return f"{where}: {problem}"
+        if keyword == "pattern" and (problem := pattern_problem(schema[keyword])):
+            return f"{where}: {problem}"
         if table.get(keyword, "refused") == "refused":
             return f"{where}: {keyword}"
     if "oneOf" in schema and not disjoint(schema["oneOf"]):
@@ -213,21 +220,54 @@ def _checked_format(name: Any) -> bool:
     return isinstance(name, str) and name in Draft202012Validator.FORMAT_CHECKER.checkers
 
 
+def pattern_problem(pattern: Any) -> str | None:
+    """Why ``pattern`` is refused in every strategy (not a regular expression, or one no grammar
+    spells: backreferences, lookaround...); None when it can be enforced."""
+    from harness.agents.families.schema import RegexError, regex_rule
+
+    try:
+        regex_rule(pattern, lambda _ranges: "c", lambda hint, _body: hint, "pattern")
+    except RegexError as exc:
+        return str(exc)
+    return None
+
+
+def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
+    """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
+    ``$ref`` cycle with no base case), naming the tool and the place; None when it builds."""
+    from harness.agents.families.schema import check_refs
+
+    builder = builder_of(family, strategy)
+    try:
+        found = refused_keyword(tool.parameters, builder)
+    except RecursionError:
+        return f"tool {tool.name!r}: its schema is nested too deeply to read (past Python's recursion limit)"
+    if found is not None:
+        return (f"tool {tool.name!r}: {found} is not enforced by {strategy} for {family}: "
+                "refused rather than ignored (see docs/schemas.md)")
+    found = check_refs(tool.parameters)
+    return None if found is None else f"tool {tool.name!r}: {found}"
+
+
 def check_keywords(tools: Any, family: str, strategy: str) -> None:
     """Refuse, with a ``ConstraintError`` naming the tool, the place and the keyword, a tool set whose
     schemas use a keyword the strategy's builder would not enforce."""
-    builder = builder_of(family, strategy)
     for tool in tools:
-        found = refused_keyword(tool.parameters, builder)
-        if found is not None:
-            raise ConstraintError(f"tool {tool.name!r}: {found} is not enforced by {strategy} for {family}: "
-                                  "refused rather than ignored (see the README's keyword table)")
+        if (problem := tool_problem(tool, family, strategy)) is not None:
+            raise ConstraintError(problem)
 
 
 NOTES: dict[tuple[str, str], str] = {
     **{(b, "oneOf"): "enforced when no value can match two branches; refused otherwise" for b in ("harness", "xgrammar")},
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
-    **{("harness", k): "enforced on integers; refused on numbers" for k in _INTEGER_BOUNDS},
+    ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
+    ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
+    ("xgrammar", "pattern"): "enforced (an invalid one, backreferences, lookaround refused by name)",
+    ("harness", "multipleOf"): "enforced for integer steps (with bounds: up to 2,000 multiples listed)",
+    **{("harness", k): "enforced, fractions exact (a bounded number is written without exponent)"
+       for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
+    ("harness", "$ref"): "enforced, recursive ones included (a cycle with no base case refused)",
+    ("xgrammar", "$ref"): "enforced (definitions hoisted when the parameters are embedded)",
 }
 """Table cells that need more than a word."""
 
@@ -245,7 +285,7 @@ VLLM_COLUMNS: tuple[tuple[str, Builder], ...] = (
 
 
 def markdown_table(columns: tuple[tuple[str, Builder], ...] = COLUMNS) -> str:
-    """The README's table: keyword x strategy (``VLLM_COLUMNS``: docs/vllm-strict.md's)."""
+    """docs/schemas.md's table: keyword x strategy (``VLLM_COLUMNS``: docs/vllm-strict.md's)."""
     lines = ["| keyword | " + " | ".join(name for name, _ in columns) + " |", "| --- |" + " --- |" * len(columns)]
     for keyword in KEYWORDS:
         cells = [NOTES.get((builder, keyword), TABLES[builder].get(keyword, "refused")) for _, builder in columns]
@@ -266,6 +306,8 @@ __all__ = [
     "enforces",
     "keywords_used",
     "markdown_table",
+    "pattern_problem",
     "refused_keyword",
     "support",
+    "tool_problem",
 ]

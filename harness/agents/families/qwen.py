@@ -43,8 +43,8 @@ from harness.agents.families._calls import (
     make_payload,
     ordered_schema,
     parse_output,
-    satisfiable_schema,
     server_payload,
+    standalone_schema,
     strict_schema,
     with_any_json,
 )
@@ -163,14 +163,16 @@ def _check_tools(tools: Sequence[ToolSchema]) -> None:
         raise ConstraintError("a constraint needs at least one tool")
 
 
-def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
+def build_ebnf(
+    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
+) -> str:
     """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
     _check_tools(tools)
-    builder = EbnfBuilder(JSON_SYNTAX)
+    builder = EbnfBuilder(JSON_SYNTAX, close_objects=close_objects)
     entries = []
     for i, tool in enumerate(tools):
         hint = rule_name(f"t{i}", tool.name)
-        members = builder.members(tool.parameters, hint, closed=True)
+        members = builder.arguments(tool.parameters, hint)
         args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
         entries.append((call_head(tool.name)[len(CALL_PREFIX) :], builder.add(f"{hint}-args", args)))
     # The text every call shares stays outside the alternatives: xgrammar compiles a grammar position
@@ -184,7 +186,9 @@ def build_ebnf(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool
     return builder.render(calls)
 
 
-def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False) -> str:
+def build_structural_tag(
+    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
+) -> str:
     """xgrammar 0.2.8 structural tag (JSON text) triggered by ``<tool_call>``: the tags of xgrammar's
     built-in ``qwen_3`` tag (tool_choice="required", reasoning disabled), with each tool's arguments
     as xgrammar compiles its JSON schema but at most ``MAX_JSON_WS`` whitespace characters at a place
@@ -197,8 +201,8 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
     tool in one grammar instead, the same language; otherwise (a ``pattern``, ``format``, length or
     bound, an open object...) the tags are one per tool."""
     _check_tools(tools)
-    if any(xgrammar_json_subset(strict_schema(t.parameters)) is not None for t in tools):
-        tags = per_tool_tags(tools)
+    if any(xgrammar_json_subset(strict_schema(t.parameters, close_objects=close_objects)) is not None for t in tools):
+        tags = per_tool_tags(tools, close_objects=close_objects)
     else:
         builder = EbnfBuilder(XGRAMMAR_JSON_SYNTAX)
         entries = [(call_head(tool.name)[len(CALL_PREFIX) :], builder.value(strict_schema(tool.parameters),
@@ -216,14 +220,14 @@ def build_structural_tag(tools: Sequence[ToolSchema], *, parallel: bool, text_an
     return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
 
 
-def per_tool_tags(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
+def per_tool_tags(tools: Sequence[ToolSchema], *, close_objects: bool = True) -> list[dict[str, Any]]:
     """One tag per tool, its arguments a ``json_schema`` content (the built-in ``qwen_3`` tags, with
-    bounded whitespace)."""
+    bounded whitespace); the tool's definitions stay at its schema's root, where its pointers point."""
     return [
         {
             "type": "tag",
             "begin": call_head(t.name),
-            "content": {"type": "json_schema", "json_schema": with_any_json(satisfiable_schema(t)),
+            "content": {"type": "json_schema", "json_schema": with_any_json(standalone_schema(t, close_objects)),
                         "max_whitespace_cnt": MAX_JSON_WS},
             "end": CALL_TAIL,
         }

@@ -163,6 +163,36 @@ def _show_server_built(family: str, strategy: str, tools: list[Any], payload: An
         typer.echo(_show_artifact(artifact))
 
 
+def _gold_texts(adapter: Any, constraint: Any, items: list[tuple[int, Any, bool]], refused: dict[str, str],
+                calls_path: Path) -> tuple[list[Any], dict[str, bool], int, int]:
+    """Each line rendered as the model writes it (texts, what each line expects, lines that cannot be
+    rendered though they expect acceptance, lines calling a refused tool: ``constraint:refused``)."""
+    from harness.agents import ConstraintError, ToolCall
+    from harness.bench.grammar import GoldText
+
+    texts: list[GoldText] = []
+    wanted: dict[str, bool] = {}
+    unexpected = refused_lines = 0
+    for line, calls, accept in items:
+        if not isinstance(calls, str) and any(c.get("name") in refused for c in calls):
+            refused_lines += 1  # the tool is left out of the constraint: the line is not walked
+            continue
+        wanted[str(line)] = accept
+        if isinstance(calls, str):
+            texts.append(GoldText(str(line), calls))
+            continue
+        try:
+            rendered = adapter.render_output(
+                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
+            )
+        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
+            unexpected += accept
+            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
+            continue
+        texts.append(GoldText(str(line), rendered))
+    return texts, wanted, unexpected, refused_lines
+
+
 @app.command("check", epilog=example(
     "harness grammar check --family function_gemma --strategy structural_tag --tools bundles/shellper/tools \\",
     "    --calls calls.jsonl"))
@@ -180,8 +210,10 @@ def check(
 ) -> None:
     """Walk each line's rendered calls through the compiled grammar; print a JSON summary last.
 
-    Exit 0: every line as expected (accepted, unless the line says "expect": "rejected"); 1: a line
-    not (listed on stderr); 2: bad input."""
+    A tool the strategy refuses (a keyword it cannot enforce) is named on stderr and left out; lines
+    calling it are counted as ``constraint:refused`` and the rest are walked. Exit 0: every walked
+    line as expected (accepted, unless the line says "expect": "rejected"); 1: a line not (listed on
+    stderr); 2: bad input (or every tool refused)."""
     from harness.agents import ConstraintError
 
     family, strategy = family_choice.value, strategy_choice.value
@@ -191,27 +223,13 @@ def check(
     if payload.artifact is None:
         _nothing_built(family, strategy, payload, calls_path, items, parallel)
 
-    from harness.agents import ToolCall
-    from harness.bench.grammar import GoldText, check_outputs
+    from harness.bench.grammar import check_outputs
     from harness.grammar import TokenizerUnavailable
 
-    texts: list[GoldText] = []
-    wanted: dict[str, bool] = {}
-    unexpected = 0
-    for line, calls, accept in items:
-        wanted[str(line)] = accept
-        if isinstance(calls, str):
-            texts.append(GoldText(str(line), calls))
-            continue
-        try:
-            rendered = adapter.render_output(
-                [ToolCall.create(c["name"], c.get("arguments") or {}) for c in calls], constraint
-            )
-        except (ConstraintError, ValueError, TypeError, KeyError) as exc:
-            unexpected += accept
-            typer.echo(f"{calls_path}:{line}: rejected: cannot render the calls: {exc}", err=True)
-            continue
-        texts.append(GoldText(str(line), rendered))
+    refused = dict(payload.artifact.refused)
+    for why in refused.values():
+        typer.echo(f"{tools_path}: refused: {why}", err=True)
+    texts, wanted, unexpected, refused_lines = _gold_texts(adapter, constraint, items, refused, calls_path)
     try:
         result = check_outputs(payload.artifact, family, texts)
     except TokenizerUnavailable as exc:
@@ -234,7 +252,9 @@ def check(
         "artifact": payload.artifact.kind,
         "parallel": parallel,
         "accepted": accepted,
-        "rejected": len(items) - accepted,
+        "rejected": len(items) - refused_lines - accepted,
+        "constraint:refused": refused_lines,
+        "refused_tools": sorted(refused),
         "unexpected": unexpected,
         "total": len(items),
         **result.figures().dump(),

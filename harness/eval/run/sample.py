@@ -33,8 +33,8 @@ from harness.agents import (
     Tool,
     ToolCall,
     ToolContext,
-    ToolResult,
     ToolRequest,
+    ToolResult,
     ToolSchema,
     server_constraint,
 )
@@ -114,7 +114,26 @@ async def run_next_call(
     observers: Sequence[Observer] = (),
 ) -> SampleOutcome:
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
+    if (refused := refused_gold(agent, agent.tools, case)) is not None:
+        return refused
     return await _one_step(agent, case.history(), agent.tools, client, workspace, draw, observers)
+
+
+def refused_gold(agent: Agent, tools: Sequence[Any], case: NextCallCase | EpisodeCase | SingleTurnCase
+                 ) -> SampleOutcome | None:
+    """``constraint:refused`` for a case whose gold calls need a tool the strategy refused (named, with
+    why); None when the case can run (the other tools stay constrained, a refused one is left out)."""
+    if not agent.constraint.constrained or not tools:
+        return None
+    try:
+        artifact = agent.adapter.build_payload([t.schema for t in tools], agent.constraint).artifact
+    except ConstraintError as exc:
+        return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
+    refused = dict(artifact.refused) if artifact is not None else {}
+    needed = sorted({c.name for answer in gold_answers(case) for c in answer if c.name in refused})
+    if not needed:
+        return None
+    return SampleOutcome(error_kind=ErrorKind.constraint_refused, error="; ".join(refused[n] for n in needed))
 
 
 async def _one_step(
@@ -163,7 +182,10 @@ async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient,
     if not case.tool_schemas() and constraint.constrained and not constraint.allow_text_answer:
         return SampleOutcome(error_kind=EMPTY_LANGUAGE, error="no function to call and no plain answer allowed")
     try:
-        return await _one_step(agent, case.history(), schema_only_tools(case), client, None, draw, observers)
+        tools = schema_only_tools(case)
+        if (refused := refused_gold(agent, tools, case)) is not None:
+            return refused
+        return await _one_step(agent, case.history(), tools, client, None, draw, observers)
     except ConstraintError as exc:
         return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
@@ -189,6 +211,8 @@ async def run_episode(
     end the turn with a plain answer. When that last one calls tools too, the episode ends there
     (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
     one more to answer, which is ``max_steps`` 21 (``bundles/bfcl``)."""
+    if (refused := refused_gold(agent, agent.tools, case)) is not None:
+        return refused
     kernel, recorder = _kernel(agent, client, draw, observers, episode=True)
     history: list[Message] = agent.opening()
     bound = max_steps or agent.config.kernel.max_steps
@@ -253,6 +277,7 @@ __all__ = [
     "SchemaOnlyTool",
     "episode_tools",
     "gold_answers",
+    "refused_gold",
     "run_episode",
     "run_next_call",
     "run_single_turn",

@@ -71,15 +71,15 @@ def integer_range(low: int | None, high: int | None) -> str:
         raise NoValue(f"no integer lies in [{low}, {high}]")
     alts: list[str] = []
     if high is None or high >= 0:  # the non-negative part
-        alts.append(_naturals(max(low or 0, 0), high))
+        alts.append(naturals(max(low or 0, 0), high))
     if low is None or low < 0:  # the negative part, as the naturals it mirrors
         top = None if low is None else -low
         bottom = 1 if high is None or high >= 0 else -high
-        alts.append(f'"-" ({_naturals(bottom, top)})')
+        alts.append(f'"-" ({naturals(bottom, top)})')
     return alts[0] if len(alts) == 1 else "(" + " | ".join(alts) + ")"
 
 
-def _naturals(low: int, high: int | None) -> str:
+def naturals(low: int, high: int | None) -> str:
     """Naturals in [low, high] (high None: unbounded), grouped by their number of digits."""
     alts: list[str] = []
     digits = len(str(low))
@@ -111,4 +111,4 @@ def _fixed(low: str, high: str) -> str:
     return "(" + " | ".join(alts) + ")"
 
 
-__all__ = ["NoValue", "fits_type", "integer_bounds", "integer_range"]
+__all__ = ["NoValue", "fits_type", "integer_bounds", "integer_range", "naturals"]
