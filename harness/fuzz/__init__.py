@@ -9,6 +9,7 @@ Importing this package loads Hypothesis and jsonschema: the CLI imports it insid
 
 from __future__ import annotations
 
+from harness.fuzz.defects import Defect, keep_defects
 from harness.fuzz.keep import read_expected, write_calls_files, write_junit
 from harness.fuzz.outcomes import FAILING, CellReport, Counterexample, FuzzReport, Outcome, baseline, compare
 from harness.fuzz.run import FuzzOptions, build_grammar, draw_case, fuzz
@@ -17,6 +18,7 @@ __all__ = [
     "FAILING",
     "CellReport",
     "Counterexample",
+    "Defect",
     "FuzzOptions",
     "FuzzReport",
     "Outcome",
@@ -25,6 +27,7 @@ __all__ = [
     "compare",
     "draw_case",
     "fuzz",
+    "keep_defects",
     "read_expected",
     "write_calls_files",
     "write_junit",

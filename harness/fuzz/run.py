@@ -35,6 +35,7 @@ from harness.fuzz.cell import (
     finish,
     run_cell,
 )
+from harness.fuzz.defects import attach_defects, unique_defects
 from harness.fuzz.outcomes import CellReport, FuzzReport, Outcome, worst
 from harness.fuzz.walker import GrammarWalker
 
@@ -61,6 +62,8 @@ class FuzzOptions:
     shrink: bool = True
     jobs: int = 1
     """Worker processes (tools are shared out among them)."""
+    reference: str | None = None
+    """``llguidance``: also compare every cell's masks with that engine's, token by token."""
 
     @property
     def walk_count(self) -> int:
@@ -141,6 +144,7 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
         grammar.build_errors["*"] = str(exc)
         return grammar
     grammar.compile_ms = round(compiled.compile_ms, 3)
+    grammar.artifact = built
     grammar.walker = GrammarWalker(compiled.compiled, get_tokenizer(family))
     if options.target == "vllm":
         grammar.target = _target_walker(family, built)
@@ -213,7 +217,8 @@ def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str =
         _note(progress, "tools that could not be read", len(problems) * len(options.families) * len(options.strategies))
     return FuzzReport(tools_path=tools_path, families=list(options.families), strategies=list(options.strategies),
                       examples=options.examples, seed=options.seed, target=options.target, cells=cells,
-                      seconds=round(time.monotonic() - started, 3))
+                      seconds=round(time.monotonic() - started, 3), reference=options.reference,
+                      defects=unique_defects(cells))
 
 
 def _note(progress: Progress | None, text: str, done: int = 0) -> None:
@@ -245,6 +250,7 @@ def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run
     for family in options.families:
         for strategy in options.strategies:
             cells.append(_cell(grammar_for(family, strategy, tools, options, run_id), case, options))
+    attach_defects(case, cells, deadline=time.monotonic() + options.cell_timeout_s)
     return cells
 
 
@@ -272,6 +278,11 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
     state = run_cell(grammar, case, walks=options.walk_count, seed=_seed_of(options.seed, name), deadline=deadline)
     _replay_kept(grammar, case, options, state)
     _keep(grammar, case, options, state)
+    if options.reference is not None:
+        from harness.fuzz.reference import compare_cell
+
+        state.report.reference = compare_cell(grammar, case, options.reference, seed=_seed_of(options.seed, name),
+                                              deadline=time.monotonic() + options.cell_timeout_s)
     if case.problem is not None:
         state.report.classes[case.problem[0].value] = 1
         state.report.message = case.problem[1]

@@ -1,0 +1,39 @@
+"""``harness fuzz --reference llguidance``: a token-level differential of each cell's grammar against a
+second engine (``differential``), its engines (``engines``) and what it reports (``records``)."""
+
+from __future__ import annotations
+
+from harness.fuzz.reference.records import (
+    OVER,
+    SPECIAL,
+    UNDER,
+    UNRESOLVED,
+    DisagreementExample,
+    ReferenceCell,
+    class_total,
+    reference_summary,
+)
+
+REFERENCE_ENGINES = ("llguidance",)
+"""The engines ``--reference`` takes."""
+
+
+def compare_cell(grammar: object, case: object, name: str, *, seed: int, deadline: float) -> ReferenceCell:
+    """The differential of one cell (loads numpy and the engines on first use)."""
+    from harness.fuzz.reference.differential import compare_cell as compare
+
+    return compare(grammar, case, name, seed=seed, deadline=deadline)
+
+
+__all__ = [
+    "OVER",
+    "REFERENCE_ENGINES",
+    "SPECIAL",
+    "UNDER",
+    "UNRESOLVED",
+    "DisagreementExample",
+    "ReferenceCell",
+    "class_total",
+    "compare_cell",
+    "reference_summary",
+]

@@ -1,0 +1,146 @@
+"""The two engines of the differential behind one small interface: xgrammar's matcher (the cell's own
+compiled grammar) and llguidance's (the same constraint converted by ``harness.grammar.llguidance``),
+each filling a packed 32-bit token bitmask of the family's vocabulary, consuming tokens and going back
+to a prefix (by replaying it: a few microseconds a token, simpler than each engine's rollback rules).
+
+A completion from a prefix picks, at every step, a token the engine allows with a seeded generator,
+biased as the fuzz's random walks are (``harness.fuzz.walker``): a stop token when allowed, half the
+time; control tokens a quarter of the time; short closing tokens more often as the walk grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from harness.fuzz.walker import SOFT_STEPS, _random_bit, _words_of, closing_words
+
+
+class Engine(Protocol):
+    name: str
+    words: np.ndarray
+    """The packed mask (int32 words) the last ``fill`` wrote."""
+
+    def restore(self, prefix: Sequence[int]) -> bool:
+        """Back to the start, then ``prefix`` consumed (False when the engine refuses it)."""
+        ...
+
+    def fill(self) -> None: ...
+
+    def consume(self, token: int) -> bool: ...
+
+
+class XgrammarEngine:
+    """The cell's xgrammar matcher."""
+
+    name = "xgrammar"
+
+    def __init__(self, matcher: Any, vocab_size: int) -> None:
+        import xgrammar as xgr
+
+        self.matcher = matcher
+        self.bitmask = xgr.allocate_token_bitmask(1, vocab_size)
+        self.words = self.bitmask.numpy()[0]
+
+    def restore(self, prefix: Sequence[int]) -> bool:
+        self.matcher.reset()
+        return all(self.matcher.accept_token(t) for t in prefix)
+
+    def fill(self) -> None:
+        self.matcher.fill_next_token_bitmask(self.bitmask)
+
+    def consume(self, token: int) -> bool:
+        return bool(self.matcher.accept_token(token))
+
+
+class LlguidanceEngine:
+    """An llguidance matcher of the converted grammar (one per cell, reset and replayed)."""
+
+    name = "llguidance"
+
+    def __init__(self, tokenizer: Any, grammar: str, vocab_size: int) -> None:
+        import llguidance.numpy as llnp
+        from llguidance import LLMatcher
+
+        self.llnp = llnp
+        self.tokenizer = tokenizer
+        self.notes = ""
+        self.matcher = LLMatcher(tokenizer, grammar, log_level=0)
+        self.bitmask = llnp.allocate_token_bitmask(1, vocab_size)
+        self.words = self.bitmask[0]
+
+    @property
+    def error(self) -> str | None:
+        return str(self.matcher.get_error()) if self.matcher.is_error() else None
+
+    def restore(self, prefix: Sequence[int]) -> bool:
+        self.matcher.reset()
+        return all(self.matcher.consume_token(t) for t in prefix) and not self.matcher.is_error()
+
+    def fill(self) -> None:
+        self.llnp.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
+
+    def consume(self, token: int) -> bool:
+        return bool(self.matcher.consume_token(token)) and not self.matcher.is_error()
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A walk on from a prefix under one engine."""
+
+    ids: tuple[int, ...]
+    """The tokens taken after the prefix (the stop token left out)."""
+    ended: bool
+    """A stop token was taken."""
+    dead: bool = False
+    """No token was allowed (the grammar cannot go on and cannot end)."""
+
+
+class Picker:
+    """Seeded choices among allowed tokens, biased towards ending (see the module's text)."""
+
+    def __init__(self, tokenizer: Any, stop_ids: Sequence[int]) -> None:
+        self.stop_ids = tuple(stop_ids)
+        self.closing = closing_words(tokenizer)
+        n = len(self.closing)
+        self.control = _words_of(list(tokenizer.control_tokens.values()), n)
+        self.stop_words = _words_of(self.stop_ids, n)
+
+    def pick(self, words: np.ndarray, rng: np.random.Generator, steps: int) -> int | None:
+        for mask, chance in ((self.stop_words, 0.5), (self.control, 0.25),
+                             (self.closing, 0.5 if steps < SOFT_STEPS else 0.9)):
+            hits = words & mask
+            if hits.any() and rng.random() < chance:
+                return _random_bit(hits, rng)
+        return _random_bit(words, rng) if words.any() else None
+
+    def complete(self, engine: Engine, rng: np.random.Generator, max_tokens: int) -> Completion:
+        """Walk on from where ``engine`` stands until a stop token, a dead end or ``max_tokens``."""
+        out: list[int] = []
+        while len(out) < max_tokens:
+            engine.fill()
+            token = self.pick(engine.words, rng, len(out))
+            if token is None:
+                return Completion(tuple(out), False, dead=True)
+            if token in self.stop_ids:
+                return Completion(tuple(out), True)
+            if not engine.consume(token):
+                return Completion(tuple(out), False, dead=True)
+            out.append(token)
+        return Completion(tuple(out), False)
+
+
+def bit(words: np.ndarray, token: int) -> bool:
+    return bool((int(words[token >> 5]) >> (token & 31)) & 1)
+
+
+def set_bits(words: np.ndarray) -> np.ndarray:
+    """The ids whose bit is set in a packed mask."""
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits)
+
+
+__all__ = ["Completion", "Engine", "LlguidanceEngine", "Picker", "XgrammarEngine", "bit", "set_bits"]
