@@ -5,7 +5,9 @@ constraint comes from xgrammar's JSON-schema converter (``json_schema``, Qwen's 
 fault may be xgrammar's. This module asks xgrammar alone, with no tokenizer and none of the harness's
 rendering: for every instance the cell checked (the drawn values and their mutants) and every place in
 it, deepest first, the sub-schema there (``properties``, ``items``, ``prefixItems``) is converted by
-``xgrammar.Grammar.from_json_schema`` as the harness converts it (compact separators, strict mode) and
+``xgrammar.Grammar.from_json_schema`` as the harness converts it (compact separators; not in strict
+mode: the harness's schemas close their objects explicitly, and a reduced schema must keep JSON
+Schema's meaning), members in the canonical order the families write, and
 the sub-instance's JSON text is matched against it character by character. Where xgrammar's verdict is
 not the JSON-schema validator's (``jsonschema``, formats checked), the place is a defect of the library.
 
@@ -90,7 +92,7 @@ def _grammar(schema_text: str) -> Any:
     import xgrammar as xgr
 
     try:
-        return xgr.Grammar.from_json_schema(schema_text, any_whitespace=False, separators=SEPARATORS, strict_mode=True)
+        return xgr.Grammar.from_json_schema(schema_text, any_whitespace=False, separators=SEPARATORS, strict_mode=False)
     except Exception:  # a sub-schema xgrammar refuses is no defect of matching: nothing to compare
         return None
 
@@ -103,13 +105,13 @@ def _matches(grammar: Any, text: str, *, whole: bool = True) -> bool:
 
 def xgrammar_accepts(schema: Any, text: str) -> bool | None:
     """xgrammar's verdict on ``text`` under ``schema`` (None: the schema does not convert)."""
-    grammar = _grammar(json.dumps(schema, sort_keys=True))
+    grammar = _grammar(json.dumps(schema))
     return None if grammar is None else _matches(grammar, text)
 
 
 def rejected_at(schema: Any, text: str) -> str:
     """What xgrammar did with a text it rejects: the first character no longer matched, or the end."""
-    grammar = _grammar(json.dumps(schema, sort_keys=True))
+    grammar = _grammar(json.dumps(schema))
     low, high = 0, len(text)  # the longest prefix xgrammar can still continue
     while low < high:
         mid = (low + high + 1) // 2
@@ -143,7 +145,11 @@ def subschema_at(schema: Any, path: Sequence[Any]) -> Any:
 
 
 def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=SEPARATORS)
+    """The JSON text of ``value`` as the families write it: compact, members in canonical order (the
+    order the harness's schemas list properties in, which xgrammar enforces)."""
+    from harness.agents.families._values import canonical_value
+
+    return json.dumps(canonical_value(value), ensure_ascii=False, separators=SEPARATORS)
 
 
 def _disagrees(schema: dict[str, Any], value: Any) -> Kind | None:
@@ -278,7 +284,7 @@ def readme(defect: Defect) -> str:
     return f"""# {defect.title}
 
 - xgrammar version: {defect.xgrammar_version}
-- schema (converted with `xgrammar.Grammar.from_json_schema(schema, any_whitespace=False, separators=(",", ":"), strict_mode=True)`):
+- schema (converted with `xgrammar.Grammar.from_json_schema(schema, any_whitespace=False, separators=(",", ":"), strict_mode=False)`):
 
 ```json
 {schema}
@@ -313,7 +319,7 @@ SCHEMA = {json.dumps(defect.minimal_schema, ensure_ascii=True)!r}
 INSTANCE = {defect.instance!r}
 VALID = {valid!r}  # what the JSON-schema validator says of INSTANCE under SCHEMA
 
-grammar = xgr.Grammar.from_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"), strict_mode=True)
+grammar = xgr.Grammar.from_json_schema(SCHEMA, any_whitespace=False, separators=(",", ":"), strict_mode=False)
 accepted = xgr.testing._is_grammar_accept_string(grammar, INSTANCE)
 print(f"xgrammar {{version('xgrammar')}}: schema {{SCHEMA}}")
 print(f"instance {{INSTANCE}}: xgrammar {{'accepts' if accepted else 'rejects'}} it; it is {{'valid' if VALID else 'invalid'}}")
@@ -339,14 +345,17 @@ _LIBRARY_FAILURES: dict[str, Kind] = {"validation_error": "rejects_valid", "inva
 def attach_defects(case: Any, cells: Sequence[Any], *, deadline: float) -> None:
     """Set ``defects`` on the cells of ``case``'s tool whose constraint xgrammar's JSON-schema converter
     builds and that rejected a valid call or accepted an invalid one: the library's defects found on
-    the instances the cells checked, of the kind each cell showed."""
+    the instances the cells checked (their counterexamples first: a random walk's invalid call is one),
+    of the kind each cell showed."""
     from harness.agents.families._calls import strict_schema
     from harness.agents.families.keywords import builder_of
 
     suspects = [c for c in cells if builder_of(c.family, c.strategy) == "xgrammar" and set(c.classes) & set(_LIBRARY_FAILURES)]
     if not suspects or not case.values:
         return
-    instances = defect_instances(case.values, case.mutants, case.tool.name)
+    kept = [call["arguments"] for cell in suspects for found in cell.counterexamples for call in found.calls or ()
+            if call.get("name") == case.tool.name and isinstance(call.get("arguments"), dict)]
+    instances = kept + defect_instances(case.values, case.mutants, case.tool.name)
     found = find_defects(case.tool, strict_schema(case.tool.parameters), instances, deadline=deadline)
     for cell in suspects:
         kinds = {_LIBRARY_FAILURES[k] for k in cell.classes if k in _LIBRARY_FAILURES}
