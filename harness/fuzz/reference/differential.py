@@ -40,8 +40,8 @@ from harness.fuzz.reference.records import OVER, SPECIAL, UNDER, UNRESOLVED, Dis
 VALID_INSTANCES = 8
 INVALID_INSTANCES = 8
 PER_PREFIX = 2
-COMPLETIONS = 2
-COMPLETION_TOKENS = 48
+COMPLETIONS = 1
+COMPLETION_TOKENS = 64
 MARK = "Zq9MARKq9Z"
 STRUCTURE = "structure"
 
@@ -242,13 +242,15 @@ def classify(walk: Walk, instance: Instance, ids: Sequence[int], i: int, token: 
     prefix = list(ids[:i])
     if token == walk.picker.stop_ids[0]:
         return _judged(walk, [prefix], engine, other, token, prefix, keyword)
-    if instance.valid and i < len(ids) and token == ids[i]:
-        if engine.restore(ids):  # the engine takes the rest of the instance and may end after it
-            engine.fill()
-            if _can_stop(engine, walk.picker.stop_ids):
-                return _example(walk, f"{OVER}:{other.name}", keyword, engine, token, prefix, list(ids),
-                                "valid (the instance)")
     texts: list[list[int]] = []
+    along = _along_instance(walk, instance, ids, i, token)
+    if along is not None and engine.restore(along):  # the engine takes the rest of the instance
+        engine.fill()
+        if _can_stop(engine, walk.picker.stop_ids):
+            if instance.valid:
+                return _example(walk, f"{OVER}:{other.name}", keyword, engine, token, prefix, along,
+                                "valid (the instance, from this token on)")
+            texts.append(along)
     for _ in range(COMPLETIONS):
         if not (engine.restore(prefix) and engine.consume(token)):
             return _example(walk, f"{UNDER}:{engine.name}", "mask", engine, token, prefix, None,
@@ -259,6 +261,19 @@ def classify(walk: Walk, instance: Instance, ids: Sequence[int], i: int, token: 
         elif done.ended:
             texts.append([*prefix, token, *done.ids])
     return _judged(walk, texts, engine, other, token, prefix, keyword)
+
+
+def _along_instance(walk: Walk, instance: Instance, ids: Sequence[int], i: int, token: int) -> list[int] | None:
+    """The instance's tokens with ``token`` at ``i``, when it spells the instance's own text from there
+    (another tokenization of it): the rest of the text re-encoded after it. None when it does not."""
+    from harness.fuzz.walker import encode
+
+    if i < len(ids) and token == ids[i]:
+        return list(ids)
+    with_token = walk.tok.decode([*ids[:i], token])
+    if len(with_token) <= len(walk.tok.decode(list(ids[:i]))) or not instance.text.startswith(with_token):
+        return None
+    return [*ids[:i], token, *encode(walk.tok, instance.text[len(with_token):])]
 
 
 def _judged(walk: Walk, texts: list[list[int]], engine: Engine, other: Engine, token: int, prefix: list[int],
