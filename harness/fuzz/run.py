@@ -282,7 +282,7 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
         from harness.fuzz.reference import compare_cell
 
         state.report.reference = compare_cell(grammar, case, options.reference, seed=_seed_of(options.seed, name),
-                                              deadline=time.monotonic() + options.cell_timeout_s)
+                                              budget_s=options.cell_timeout_s)
     if case.problem is not None:
         state.report.classes[case.problem[0].value] = 1
         state.report.message = case.problem[1]

@@ -18,11 +18,11 @@ REFERENCE_ENGINES = ("llguidance",)
 """The engines ``--reference`` takes."""
 
 
-def compare_cell(grammar: object, case: object, name: str, *, seed: int, deadline: float) -> ReferenceCell:
+def compare_cell(grammar: object, case: object, name: str, *, seed: int, budget_s: float) -> ReferenceCell:
     """The differential of one cell (loads numpy and the engines on first use)."""
     from harness.fuzz.reference.differential import compare_cell as compare
 
-    return compare(grammar, case, name, seed=seed, deadline=deadline)
+    return compare(grammar, case, name, seed=seed, budget_s=budget_s)
 
 
 __all__ = [

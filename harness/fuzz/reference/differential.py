@@ -95,14 +95,16 @@ def reference_engine(grammar: Any, name: str) -> LlguidanceEngine | str:
     return engine
 
 
-def compare_cell(grammar: Any, case: Any, name: str, *, seed: int, deadline: float) -> ReferenceCell:
-    """The differential of one cell (see the module's text)."""
-    started = time.monotonic()
+def compare_cell(grammar: Any, case: Any, name: str, *, seed: int, budget_s: float) -> ReferenceCell:
+    """The differential of one cell (see the module's text), in ``budget_s`` seconds once the reference
+    engine is built (its tokenizer, once per family and process, takes 5-60 s)."""
     if grammar.walker is None or grammar.artifact is None:
         return ReferenceCell(engine=name, comparable=False, note="no grammar was built")
     engine = reference_engine(grammar, name)
     if isinstance(engine, str):
         return ReferenceCell(engine=name, comparable=False, note=engine)
+    started = time.monotonic()
+    deadline = started + budget_s
     tok = grammar.walker.tok
     walk = Walk(grammar, case, XgrammarEngine(grammar.walker.matcher, tok.vocab_size), engine,
                 Picker(tok, grammar.walker.stop_ids), _special_words(engine, grammar.family, tok.vocab_size),
@@ -255,7 +257,7 @@ def classify(walk: Walk, instance: Instance, ids: Sequence[int], i: int, token: 
         if not (engine.restore(prefix) and engine.consume(token)):
             return _example(walk, f"{UNDER}:{engine.name}", "mask", engine, token, prefix, None,
                             "the engine refused a token its own mask allowed")
-        done = walk.picker.complete(engine, walk.rng, COMPLETION_TOKENS)
+        done = walk.picker.complete(engine, walk.rng, COMPLETION_TOKENS, ids)
         if done.dead:
             texts.append([])
         elif done.ended:

@@ -4,9 +4,10 @@ each filling a packed 32-bit token bitmask of the family's vocabulary, consuming
 to a prefix (by replaying it: a few microseconds a token, simpler than each engine's rollback rules).
 
 A completion from a prefix picks, at every step, a token the engine allows with a seeded generator,
-biased harder than the fuzz's random walks (``harness.fuzz.walker``) towards ending soon: a stop token
-when allowed, nine times in ten; a control token a quarter of the time; a short closing token four
-times in five. A completion is a probe of where a token leads, not a sample of the model.
+biased harder than the fuzz's random walks (``harness.fuzz.walker``) towards ending soon in a valid
+call: a stop token when allowed, nine times in ten; one of the walked instance's own tokens half the
+time (they spell its values and closings); a control token a quarter of the time; a short closing
+token four times in five. A completion is a probe of where a token leads, not a sample of the model.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import numpy as np
 
 from harness.fuzz.walker import _random_bit, _words_of, closing_words
 
-CHANCES = (0.9, 0.25, 0.8)
-"""How often a completion takes a stop, a control and a closing token where one is allowed."""
+CHANCES = (0.9, 0.5, 0.25, 0.8)
+"""How often a completion takes a stop token, one of the instance's own tokens, a control token and a
+closing token, where the engine allows one."""
 
 
 class Engine(Protocol):
@@ -113,19 +115,21 @@ class Picker:
         self.control = _words_of(list(tokenizer.control_tokens.values()), n)
         self.stop_words = _words_of(self.stop_ids, n)
 
-    def pick(self, words: np.ndarray, rng: np.random.Generator) -> int | None:
-        for mask, chance in zip((self.stop_words, self.control, self.closing), CHANCES, strict=True):
+    def pick(self, words: np.ndarray, rng: np.random.Generator, prefer: np.ndarray) -> int | None:
+        for mask, chance in zip((self.stop_words, prefer, self.control, self.closing), CHANCES, strict=True):
             hits = words & mask
             if hits.any() and rng.random() < chance:
                 return _random_bit(hits, rng)
         return _random_bit(words, rng) if words.any() else None
 
-    def complete(self, engine: Engine, rng: np.random.Generator, max_tokens: int) -> Completion:
-        """Walk on from where ``engine`` stands until a stop token, a dead end or ``max_tokens``."""
+    def complete(self, engine: Engine, rng: np.random.Generator, max_tokens: int, prefer: Sequence[int]) -> Completion:
+        """Walk on from where ``engine`` stands until a stop token, a dead end or ``max_tokens``
+        (``prefer``: the instance's tokens)."""
         out: list[int] = []
+        preferred = _words_of(list(set(prefer)), len(self.closing))
         while len(out) < max_tokens:
             engine.fill()
-            token = self.pick(engine.words, rng)
+            token = self.pick(engine.words, rng, preferred)
             if token is None:
                 return Completion(tuple(out), False, dead=True)
             if token in self.stop_ids:
