@@ -13,7 +13,15 @@ import pytest
 
 from harness.agents import ToolSchema
 from harness.fuzz import FuzzOptions, fuzz, keep_defects
-from harness.fuzz.defects import Defect, find_defects, label_of, shrink, subschema_at, write_defects, xgrammar_accepts
+from harness.fuzz.defects import (
+    Defect,
+    find_defects,
+    label_of,
+    shrink,
+    subschema_at,
+    write_defects,
+    xgrammar_accepts,
+)
 
 pytestmark = pytest.mark.fuzz
 

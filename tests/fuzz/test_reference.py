@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from harness.agents import ToolSchema
 from harness.cli.main import app
 from harness.fuzz import FuzzOptions, fuzz
-from harness.fuzz.reference import OVER, SPECIAL, class_total
+from harness.fuzz.reference import OVER, SPECIAL
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 pytest.importorskip("llguidance")
@@ -33,31 +33,20 @@ def options(tmp_path: Path, **extra: Any) -> FuzzOptions:
     return FuzzOptions(**{**base, **extra})
 
 
-def test_xgrammar_masking_a_valid_email_is_over_constraining(tmp_path: Path) -> None:
-    report = fuzz([MAIL], options(tmp_path, examples=60))
-    (cell,) = report.cells
-    ref = cell.reference
-    assert ref is not None and ref.comparable and ref.prefixes > ref.instances > 0
-    assert class_total({k: v for k, v in ref.classes.items() if k.endswith(":xgrammar")}, OVER) > 0, ref.classes
-    assert "format:email" in ref.by_keyword[f"{OVER}:xgrammar"]
-    example = next(e for e in ref.examples if e.cls == f"{OVER}:xgrammar")
-    assert example.allowed_by == "llguidance" and example.verdict.startswith("valid")
-
-
-@pytest.mark.parametrize("family", ["function_gemma", "qwen"])
-@pytest.mark.parametrize("strategy", ["ebnf", "structural_tag", "json_schema"])
-def test_every_cell_is_compared_or_says_why_not(tmp_path: Path, family: str, strategy: str) -> None:
-    report = fuzz([WC], options(tmp_path, families=(family,), strategies=(strategy,), examples=8))
-    (cell,) = report.cells
-    ref = cell.reference
-    assert ref is not None
-    if not ref.comparable:
-        assert ref.note, "a cell that is not compared says why"
-        return
-    assert ref.instances > 0 and ref.prefixes > 0
-    assert sum(ref.classes.values()) == ref.classified
-    assert set(ref.classes) <= {f"{c}:{e}" for c in (OVER, "under_constraining") for e in ("xgrammar", "llguidance")} | {
-        SPECIAL, "unresolved"}
+def test_every_cell_is_compared_or_says_why_not(tmp_path: Path) -> None:
+    report = fuzz([WC], options(tmp_path, families=("function_gemma", "qwen"),
+                                strategies=("ebnf", "structural_tag", "json_schema"), examples=4, cell_timeout_s=5.0))
+    assert len(report.cells) == 6
+    for cell in report.cells:
+        ref = cell.reference
+        assert ref is not None
+        if not ref.comparable:
+            assert ref.note, "a cell that is not compared says why"
+            continue
+        assert ref.instances > 0 and ref.prefixes > 0, cell.key
+        assert sum(ref.classes.values()) == ref.classified
+        assert set(ref.classes) <= {f"{c}:{e}" for c in (OVER, "under_constraining") for e in ("xgrammar", "llguidance")} | {
+            SPECIAL, "unresolved"}
 
 
 def test_the_command_reports_the_differential_in_the_table_json_and_junit(tmp_path: Path) -> None:
@@ -74,3 +63,8 @@ def test_the_command_reports_the_differential_in_the_table_json_and_junit(tmp_pa
     assert "reference.qwen/json_schema." in junit.read_text()
     assert summary["defective"]["qwen/json_schema"] == ["format:email"]
     assert (tmp_path / "out" / "defects" / "format-email-rejects_valid" / "reproduce.py").is_file()
+    (cell,) = json.loads((tmp_path / "out" / "report.json").read_text())["cells"]
+    ref = cell["reference"]  # xgrammar masks the valid address llguidance lets through
+    assert ref["by_keyword"][f"{OVER}:xgrammar"]["format:email"] > 0
+    example = next(e for e in ref["examples"] if e["cls"] == f"{OVER}:xgrammar")
+    assert example["allowed_by"] == "llguidance" and example["verdict"].startswith("valid")

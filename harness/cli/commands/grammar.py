@@ -34,8 +34,8 @@ from harness.cli.options import (
     BenchStrategies,
     ConstrainedStrategy,
     Family,
-    Strategy,
     Reference,
+    Strategy,
     Target,
     example,
 )

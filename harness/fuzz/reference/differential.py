@@ -5,25 +5,25 @@ their mutants, rendered as the family writes them), both engines walk the instan
 prefix both fill their masks and the tokens allowed by one and masked by the other are the
 disagreements (the stop tokens count as one: "may end here"). Each is classified (``records``):
 
-- a token llguidance treats as special, allowed by xgrammar as text: ``special_in_text`` (all counted);
+- a difference in how the engines treat added tokens: ``special_tokens`` (all counted, no walk);
 - up to ``PER_PREFIX`` others per prefix (the instance's own next token first; the rest drawn with the
-  cell's seed: ``sampled`` says when some were left), each continued under the engine that allows
-  it: on a valid instance, its own next token is continued by the instance itself (a valid call: the
-  other engine over-constrains when the allowing engine takes the rest); otherwise up to
-  ``COMPLETIONS`` seeded completions of at most ``COMPLETION_TOKENS`` tokens, judged by the tool's
-  validator: one valid completion makes the masking engine over-constraining; completions that all
-  end invalid or dead make the allowing engine under-constraining; completions that never end are
+  cell's seed: ``sampled`` says when some were left), each continued under the engine that allows it.
+  First along the instance: when the token spells the instance's own text from there (its own next
+  token, or another tokenization of the same text), the rest of the text follows it; on a valid
+  instance that the allowing engine takes to the end, the other engine over-constrains. Else (and on
+  invalid instances) ``COMPLETIONS`` seeded completions of at most ``COMPLETION_TOKENS`` tokens: one
+  the tool's validator accepts makes the masking engine over-constraining; completions that all end
+  invalid or dead make the allowing engine under-constraining; completions that never end are
   ``unresolved``.
 
 The keyword of a disagreement is the one the validator names for an invalid completion, else that of
 the argument the prefix stands in (the deepest argument whose text starts at or before it: its
 schema's most specific keyword, ``harness.fuzz.defects.label_of``), ``structure`` before the first
-argument. The walk stops at ``deadline`` (``timed_out``).
+argument. The walk stops when the cell's budget is spent (``timed_out``).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,7 +35,14 @@ from harness.agents.types import ToolCall
 from harness.fuzz.defects import label_of, subschema_at
 from harness.fuzz.mutants import _get, _paths, escaping_mutant, judge
 from harness.fuzz.reference.engines import Engine, LlguidanceEngine, Picker, XgrammarEngine, bit, set_bits
-from harness.fuzz.reference.records import OVER, SPECIAL, UNDER, UNRESOLVED, DisagreementExample, ReferenceCell
+from harness.fuzz.reference.records import (
+    OVER,
+    SPECIAL,
+    UNDER,
+    UNRESOLVED,
+    DisagreementExample,
+    ReferenceCell,
+)
 
 VALID_INSTANCES = 8
 INVALID_INSTANCES = 8
@@ -70,6 +77,8 @@ class Walk:
     """Packed mask of the tokens llguidance treats as special."""
     rng: np.random.Generator
     report: ReferenceCell
+    markers: tuple[str, ...] = ()
+    """The texts of the control tokens llguidance knows as special tokens only."""
 
     @property
     def tok(self) -> Any:
@@ -108,7 +117,8 @@ def compare_cell(grammar: Any, case: Any, name: str, *, seed: int, budget_s: flo
     tok = grammar.walker.tok
     walk = Walk(grammar, case, XgrammarEngine(grammar.walker.matcher, tok.vocab_size), engine,
                 Picker(tok, grammar.walker.stop_ids), _special_words(engine, grammar.family, tok.vocab_size),
-                np.random.default_rng(seed), ReferenceCell(engine=name, comparable=True, note=engine.notes or None))
+                np.random.default_rng(seed), ReferenceCell(engine=name, comparable=True, note=engine.notes or None),
+                tuple(text for text, tid in tok.control_tokens.items() if engine.tokenizer.is_special_token(tid)))
     for instance in instances(grammar, case):
         if time.monotonic() > deadline:
             walk.report.timed_out = True
@@ -142,7 +152,7 @@ def instances(grammar: Any, case: Any) -> list[Instance]:
         if text:
             out.append(Instance(text, True, value, starts(grammar, case, value, text)))
     invalid: list[Instance] = []
-    for value, mutants, seed in zip(case.values, case.mutants, case.seeds, strict=False):
+    for mutants, seed in zip(case.mutants, case.seeds, strict=False):
         for mutant in mutants:
             text = render(grammar, [mutant.call]) if mutant.call is not None else None
             if text and mutant.call is not None:
@@ -172,8 +182,13 @@ def starts(grammar: Any, case: Any, value: Any, text: str) -> list[tuple[int, st
         marked = render(grammar, [ToolCall.create(case.tool.name, _replace(value, path, MARK))])
         sub = subschema_at(schema, path)
         if marked:
-            out.append((len(os.path.commonprefix([text, marked])), label_of(sub) if sub else "type"))
+            out.append((_common_prefix(text, marked), label_of(sub) if sub else "type"))
     return sorted(out)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def keyword_at(instance: Instance, offset: int) -> str:
@@ -225,9 +240,9 @@ def _classify_prefix(walk: Walk, instance: Instance, ids: Sequence[int], i: int,
     report.disagreeing_tokens += len(allowed)
     offset = len(walk.tok.decode(list(ids[:i])))
     keyword = keyword_at(instance, offset)
-    special = [t for t, e in allowed.items() if e is walk.xg and t not in walk.picker.stop_ids and bit(walk.special, t)]
+    special = [t for t, e in allowed.items() if t not in walk.picker.stop_ids and _special_difference(walk, e, t, ids[:i])]
     if special:  # all counted, one example kept
-        report.add(_example(walk, SPECIAL, keyword, walk.xg, special[0], ids[:i]), count=len(special))
+        report.add(_example(walk, SPECIAL, keyword, allowed[special[0]], special[0], ids[:i]), count=len(special))
     rest = [t for t in allowed if t not in special]
     own = ids[i] if i < len(ids) and ids[i] in rest else None
     others = [t for t in rest if t != own]
@@ -235,6 +250,21 @@ def _classify_prefix(walk: Walk, instance: Instance, ids: Sequence[int], i: int,
     report.sampled = report.sampled or len(chosen) < len(rest)
     for t in chosen:
         report.add(classify(walk, instance, ids, i, t, allowed[t], keyword))
+
+
+def _special_difference(walk: Walk, engine: Engine, token: int, prefix: Sequence[int]) -> bool:
+    """Whether the engines disagree on ``token`` because they treat added tokens differently: one
+    llguidance treats as special (never text) that xgrammar lets through as text; one the harness
+    blanks in xgrammar's vocabulary (Gemma's ``[multimodal]``...) that llguidance lets through; or the
+    first piece of a control marker spelt in pieces (``<`` of ``<tool_call>``), which xgrammar allows
+    and llguidance cannot (it knows the marker as its special token only)."""
+    if engine is walk.llg:
+        return token in walk.tok.special_ids
+    if bit(walk.special, token):
+        return True
+    before = walk.tok.decode(list(prefix))
+    piece = walk.tok.decode([*prefix, token])[len(before):]
+    return bool(piece) and any(m.startswith(piece) and m != piece for m in walk.markers)
 
 
 def classify(walk: Walk, instance: Instance, ids: Sequence[int], i: int, token: int, engine: Engine,

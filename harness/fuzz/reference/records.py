@@ -8,8 +8,11 @@ Classes of a disagreeing token (allowed by one engine, masked by the other, afte
   tool's JSON-schema validator accepts);
 - ``under_constraining``: the engine that allows it is wrong: every completion from it under that
   engine ends in a dead end (no token allowed, no stop in reach) or a call the validator rejects;
-- ``special_in_text``: a token llguidance treats as special (never text) that xgrammar lets through as
-  text, inside a string: the engines' tokenizer policies differ, neither grammar is wrong;
+- ``special_tokens``: the engines treat added tokens differently, neither grammar is wrong: a token
+  llguidance treats as special (never text) that xgrammar lets through as text inside a string; one
+  the harness blanks in xgrammar's vocabulary (Gemma's ``[multimodal]``) that llguidance lets through;
+  the first piece of a control marker spelt in pieces (``<`` of ``<tool_call>``), which xgrammar
+  allows and llguidance cannot (it knows the marker as its special token only);
 - ``unresolved``: the completions ran out of tokens before they ended.
 
 Each class but the last two names the engine at fault (``over_constraining:llguidance``...).
@@ -24,7 +27,7 @@ from pydantic import BaseModel, Field
 
 OVER = "over_constraining"
 UNDER = "under_constraining"
-SPECIAL = "special_in_text"
+SPECIAL = "special_tokens"
 UNRESOLVED = "unresolved"
 EXAMPLES_KEPT = 3
 """Examples kept per class and cell."""
@@ -34,7 +37,7 @@ class DisagreementExample(BaseModel):
     """One classified disagreement."""
 
     cls: str
-    """``over_constraining:<engine>``, ``under_constraining:<engine>``, ``special_in_text``, ``unresolved``."""
+    """``over_constraining:<engine>``, ``under_constraining:<engine>``, ``special_tokens``, ``unresolved``."""
     keyword: str
     allowed_by: str
     token: str

@@ -13,7 +13,7 @@ TOP_KEYWORDS = 4
 def table_rows(engine: str, cells: list[Any]) -> tuple[list[str], list[list[str]]]:
     """The header and rows of the console table."""
     header = ["family", "strategy", "cells", "not comparable", "instances", "prefixes", "disagreeing tokens",
-              "classified", f"over: xgrammar", f"over: {engine}", "under: xgrammar", f"under: {engine}",
+              "classified", "over: xgrammar", f"over: {engine}", "under: xgrammar", f"under: {engine}",
               SPECIAL, UNRESOLVED, "keywords (over / under)"]
     rows = []
     for key, row in reference_summary(engine, cells).items():
