@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
+from harness.agents import ConstraintArtifact, ConstraintError
 from harness.engines.limits import MIB, ServeLimits
 
 READY_TIMEOUT_S = 300.0
@@ -38,7 +38,7 @@ READY_TIMEOUT_S = 300.0
 def _worker(conn: Any, families: tuple[str, ...]) -> None:
     """The worker process: load each family's compiler, then compile what comes, answering None (it
     compiles) or why not. Exits when the server's end of the pipe closes."""
-    from harness.grammar.compile import clear_compile_cache, compile_artifact, get_compiler
+    from harness.grammar import clear_compile_cache, compile_artifact, get_compiler
 
     for family in families:
         get_compiler(family)
@@ -175,7 +175,7 @@ class CompileGuard:
         bounds (checked in the worker the first time); ConstraintError naming the bound it hit, or
         xgrammar's complaint, otherwise. A grammar the server compiled lately goes straight to its
         cache; new grammars take turns, so a slow one delays only other new ones."""
-        from harness.grammar.compile import compile_artifact, was_compiled
+        from harness.grammar import compile_artifact, was_compiled
 
         key = self.key(artifact, family)
         if key in self._verdicts:

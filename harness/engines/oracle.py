@@ -22,14 +22,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
-from harness.agents.constraint import STRATEGY_OF_ARTIFACT, ConstraintError, DecodingConstraint
+from harness.agents import (
+    STRATEGY_OF_ARTIFACT,
+    CompletionRequest,
+    CompletionResponse,
+    ConstraintError,
+    DecodingConstraint,
+    EngineStats,
+    ModelCallError,
+    ToolCall,
+)
 from harness.agents.families import get_adapter
-from harness.agents.types import ToolCall
-from harness.grammar.compile import compile_artifact
-from harness.grammar.decode import GoldSource, decode
-from harness.grammar.request import constraint_from_request
-from harness.grammar.tokenizers import get_tokenizer
+from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
+from harness.grammar import constrained_decode as decode
 
 if TYPE_CHECKING:
     from harness.engines.vllm.backend import MaskDifference

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
+from harness.agents import CompletionRequest, CompletionResponse, LLMClient
 from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -208,8 +208,7 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
-        from harness.grammar.compile import get_compiler
-        from harness.grammar.tokenizers import get_tokenizer
+        from harness.grammar import get_compiler, get_tokenizer
 
         for family in families:
             get_tokenizer(family)

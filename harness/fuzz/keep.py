@@ -53,7 +53,7 @@ def write_junit(report: FuzzReport, path: Path) -> None:
         notes = [f"not enforced by this strategy: {json.dumps(cell.not_enforced)}"] if cell.not_enforced else []
         notes += [f"defective: {d.label} ({d.kind}): {d.file or d.key}" for d in cell.defects]
         if cell.reference is not None:
-            from harness.fuzz.reference.table import junit_text
+            from harness.fuzz.reference import junit_text
 
             notes.append(junit_text(cell.reference))
         if notes:

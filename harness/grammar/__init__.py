@@ -19,23 +19,35 @@ if TYPE_CHECKING:
         clear_compile_cache,
         compile_artifact,
         get_compiler,
+        set_cache_limit,
+        was_compiled,
     )
-    from harness.grammar.decode import REJECTED_GOLD
+    from harness.grammar.decode import JUMP_MODES, REJECTED_GOLD, GoldTextSource, JumpMode
     from harness.grammar.decode import decode as constrained_decode
     from harness.grammar.decode_result import DecodeResult, MaskPolicy
     from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
     from harness.grammar.sources import GoldSource, TokenSource
+    from harness.grammar.tokenizer_files import cache_root, file_lock
     from harness.grammar.tokenizers import (
         TOKENIZER_FAMILIES,
         FamilyTokenizer,
         TokenizerUnavailable,
+        ensure_cached,
         gemma_gguf_path,
         get_tokenizer,
     )
     from harness.grammar.walk import WalkResult, walk_text
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "set_cache_limit": "compile",
+    "was_compiled": "compile",
+    "GoldTextSource": "decode",
+    "JUMP_MODES": "decode",
+    "JumpMode": "decode",
+    "cache_root": "tokenizer_files",
+    "file_lock": "tokenizer_files",
+    "ensure_cached": "tokenizers",
     "CompiledConstraint": "compile",
     "clear_compile_cache": "compile",
     "compile_artifact": "compile",
@@ -64,27 +76,35 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 })
 
 __all__ = [
+    "JUMP_MODES",
     "REJECTED_GOLD",
     "TOKENIZER_FAMILIES",
     "CompiledConstraint",
     "DecodeResult",
     "FamilyTokenizer",
     "GoldSource",
+    "GoldTextSource",
+    "JumpMode",
     "MaskPolicy",
     "TokenSource",
     "TokenizerUnavailable",
     "WalkResult",
     "allocate_bitmask",
     "allowed_ids",
+    "cache_root",
     "clear_compile_cache",
     "compile_artifact",
     "constrained_decode",
     "constraint_from_request",
+    "ensure_cached",
+    "file_lock",
     "gemma_gguf_path",
     "get_compiler",
     "get_tokenizer",
     "masked_scores",
     "needs_build",
+    "set_cache_limit",
     "walk_text",
+    "was_compiled",
 ]
 

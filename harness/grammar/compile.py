@@ -27,7 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
+from harness.agents import ConstraintArtifact, ConstraintError
 
 JSON_ANY_WHITESPACE = False
 JSON_SEPARATORS = (",", ":")

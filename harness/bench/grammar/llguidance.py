@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact
+from harness.agents import ConstraintArtifact
 from harness.bench.grammar.figures import EngineFigures, Rejection
 from harness.bench.grammar.measure import REJECTIONS_KEPT, GoldText, median
 from harness.bench.records import spread_fields

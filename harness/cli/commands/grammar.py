@@ -52,7 +52,7 @@ ParallelOpt = Annotated[bool, typer.Option("--parallel", help=_PARALLEL_HELP)]
 
 
 def _load_tools(path: Path) -> list[Any]:
-    from harness.bench.inputs import load_tool_schemas
+    from harness.bench import load_tool_schemas
 
     try:
         return load_tool_schemas(path)
@@ -62,11 +62,11 @@ def _load_tools(path: Path) -> list[Any]:
 
 def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]]:
     """(line number, calls or a raw text, whether the line expects acceptance) per non-blank line."""
-    from harness.files import InputError, read_json_lines
+    from harness.files import InputFileError, read_json_lines
 
     try:
         lines = read_json_lines(path)
-    except InputError as exc:
+    except InputFileError as exc:
         fail(str(exc))
     out: list[tuple[int, list[dict[str, Any]] | str, bool]] = []
     for n, obj in lines:
@@ -91,7 +91,7 @@ def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]
 
 
 def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tuple[Any, Any, Any]:
-    from harness.agents.constraint import ConstraintError, DecodingConstraint
+    from harness.agents import ConstraintError, DecodingConstraint
     from harness.agents.families import get_adapter
 
     adapter = get_adapter(family)
@@ -154,7 +154,7 @@ def check(
 
     Exit 0: every line as expected (accepted, unless the line says "expect": "rejected"); 1: a line
     not (listed on stderr); 2: bad input."""
-    from harness.agents.constraint import ConstraintError
+    from harness.agents import ConstraintError
 
     family, strategy = family_choice.value, strategy_choice.value
     tools = _load_tools(tools_path)
@@ -163,9 +163,9 @@ def check(
     if payload.artifact is None:
         fail(f"strategy {strategy} built no artifact for {family}")
 
-    from harness.agents.types import ToolCall
-    from harness.bench.grammar.measure import GoldText, check_outputs
-    from harness.grammar.tokenizers import TokenizerUnavailable
+    from harness.agents import ToolCall
+    from harness.bench.grammar import GoldText, check_outputs
+    from harness.grammar import TokenizerUnavailable
 
     texts: list[GoldText] = []
     wanted: dict[str, bool] = {}
@@ -246,10 +246,9 @@ def fuzz(
     """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
     rejected (or named as not enforced), random walks valid, the parser never raising. Defects of
     the grammar library are written as reproductions under OUT/defects."""
-    from harness.files import InputError
-    from harness.fuzz import FuzzOptions, read_expected
+    from harness.files import InputFileError
+    from harness.fuzz import FuzzOptions, load_fuzz_tools, read_expected
     from harness.fuzz import fuzz as run_fuzz
-    from harness.fuzz.inputs import load_fuzz_tools
 
     if update and expected is None:
         fail("--update needs --expected FILE (the baseline to rewrite)")
@@ -261,7 +260,7 @@ def fuzz(
     try:
         loaded = load_fuzz_tools(tools_path)
         baseline = read_expected(expected) if expected is not None and not update and expected.exists() else None
-    except InputError as exc:
+    except InputFileError as exc:
         fail(str(exc))
     except ValueError as exc:
         fail(str(exc))
@@ -292,8 +291,7 @@ def fuzz_database() -> Path:
 
 def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
             baseline: dict[str, list[str]] | None, junit: Path | None) -> None:
-    from harness.fuzz import FAILING, compare, keep_defects, write_calls_files, write_junit
-    from harness.fuzz.keep import write_expected
+    from harness.fuzz import FAILING, compare, keep_defects, write_calls_files, write_expected, write_junit
 
     files = write_calls_files(report, folder / "counterexamples")
     report.counterexample_files = [str(f) for f in files]
@@ -326,7 +324,7 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
     for defect in report.defects:
         typer.echo(f"defect of xgrammar: {defect.title}: {defect.file}", err=True)
     if report.reference is not None:
-        from harness.fuzz.reference.table import print_reference_table
+        from harness.fuzz.reference import print_reference_table
 
         print_reference_table(report.reference, report.cells)
     typer.echo(json.dumps({**report.summary(), "out": str(folder)}))

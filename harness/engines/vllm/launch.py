@@ -120,7 +120,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_model_len: int = 4096,
                 extra: Sequence[str] = ()) -> list[str]:
     """The command line of a vLLM OpenAI server for ``model`` (see the module doc for each flag)."""
-    from harness.agents.families.chat_templates import chat_template_path
+    from harness.agents.families import chat_template_path
 
     return [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",

@@ -10,12 +10,9 @@ from harness.fuzz.reference.records import (
     UNRESOLVED,
     DisagreementExample,
     ReferenceCell,
-    class_total,
     reference_summary,
 )
-
-REFERENCE_ENGINES = ("llguidance",)
-"""The engines ``--reference`` takes."""
+from harness.fuzz.reference.table import junit_text, print_reference_table
 
 
 def compare_cell(grammar: object, case: object, name: str, *, seed: int, budget_s: float) -> ReferenceCell:
@@ -27,13 +24,13 @@ def compare_cell(grammar: object, case: object, name: str, *, seed: int, budget_
 
 __all__ = [
     "OVER",
-    "REFERENCE_ENGINES",
     "SPECIAL",
     "UNDER",
     "UNRESOLVED",
     "DisagreementExample",
     "ReferenceCell",
-    "class_total",
     "compare_cell",
+    "junit_text",
+    "print_reference_table",
     "reference_summary",
 ]

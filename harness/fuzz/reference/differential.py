@@ -25,13 +25,13 @@ argument. The walk stops when the cell's budget is spent (``timed_out``).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from harness.agents.types import ToolCall
+from harness.agents import ToolCall
 from harness.fuzz.defects import label_of, subschema_at
 from harness.fuzz.mutants import _get, _paths, escaping_mutant, judge
 from harness.fuzz.reference.engines import Engine, LlguidanceEngine, Picker, XgrammarEngine, bit, set_bits
@@ -168,7 +168,7 @@ def instances(grammar: Any, case: Any) -> list[Instance]:
 def starts(grammar: Any, case: Any, value: Any, text: str) -> list[tuple[int, str]]:
     """Where each argument's text starts in ``text`` (rendered with that argument replaced by a marker:
     the two texts agree up to it), with the keyword of its schema."""
-    from harness.agents.families._calls import strict_schema
+    from harness.agents.families import strict_schema
     from harness.fuzz.cell import render
     from harness.fuzz.mutants import _replace
 
@@ -235,7 +235,7 @@ def walk_instance(walk: Walk, instance: Instance, deadline: float) -> None:
             return
 
 
-def _classify_prefix(walk: Walk, instance: Instance, ids: Sequence[int], i: int, allowed: dict[int, Engine]) -> None:
+def _classify_prefix(walk: Walk, instance: Instance, ids: Sequence[int], i: int, allowed: Mapping[int, Engine]) -> None:
     report = walk.report
     report.disagreeing_tokens += len(allowed)
     offset = len(walk.tok.decode(list(ids[:i])))

@@ -117,10 +117,4 @@ def reference_summary(engine: str, cells: Sequence[Any]) -> dict[str, Any]:
     return per
 
 
-def class_total(classes: dict[str, int], prefix: str) -> int:
-    """The count of every class that starts with ``prefix`` (``over_constraining`` sums both engines)."""
-    return sum(n for cls, n in classes.items() if cls.startswith(prefix))
-
-
-__all__ = ["OVER", "SPECIAL", "UNDER", "UNRESOLVED", "DisagreementExample", "ReferenceCell", "class_total",
-           "reference_summary"]
+__all__ = ["OVER", "SPECIAL", "UNDER", "UNRESOLVED", "DisagreementExample", "ReferenceCell", "reference_summary"]

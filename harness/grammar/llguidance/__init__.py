@@ -14,30 +14,25 @@ if TYPE_CHECKING:
     from harness.grammar.llguidance.convert import (
         available,
         get_llg_tokenizer,
-        special_texts,
         to_llguidance,
         version,
     )
-    from harness.grammar.llguidance.lark import LarkGrammar, NotExpressible, ebnf_to_lark
+    from harness.grammar.llguidance.lark import NotExpressible, ebnf_to_lark
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "available": "convert",
     "get_llg_tokenizer": "convert",
-    "special_texts": "convert",
     "to_llguidance": "convert",
     "version": "convert",
-    "LarkGrammar": "lark",
     "NotExpressible": "lark",
     "ebnf_to_lark": "lark",
 })
 
 __all__ = [
-    "LarkGrammar",
     "NotExpressible",
     "available",
     "ebnf_to_lark",
     "get_llg_tokenizer",
-    "special_texts",
     "to_llguidance",
     "version",
 ]

@@ -24,7 +24,7 @@ import json
 import threading
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact
+from harness.agents import ConstraintArtifact
 from harness.grammar.llguidance.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
 
 _LOCK = threading.Lock()
