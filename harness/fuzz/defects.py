@@ -215,7 +215,12 @@ def shrink(schema: dict[str, Any], value: Any, kind: Kind) -> tuple[dict[str, An
 
 
 def label_of(schema: Mapping[str, Any]) -> str:
-    keyword = next((k for k in CONSTRAINING if k in schema), "type")
+    """The most specific keyword of ``schema`` (``format:<name>`` for a format a validator checks; an
+    unknown format, BFCL's ``float``, is an annotation and names nothing)."""
+    from harness.fuzz.values import validator
+
+    checked = validator(dict(schema)).FORMAT_CHECKER.checkers
+    keyword = next((k for k in CONSTRAINING if k in schema and (k != "format" or schema[k] in checked)), "type")
     if keyword == "format":
         return f"format:{schema['format']}"
     return keyword

@@ -101,6 +101,7 @@ def test_the_schema_of_a_place(path: tuple[Any, ...], schema: dict[str, Any], ex
     ({"type": "string", "format": "uri", "maxLength": 3}, "format:uri"),
     ({"type": "number", "exclusiveMinimum": 0}, "exclusiveMinimum"),
     ({"type": "string"}, "type"),
+    ({"type": "number", "format": "float", "minimum": 0}, "minimum"),
 ])
 def test_a_defect_is_labelled_by_its_most_specific_keyword(schema: dict[str, Any], label: str) -> None:
     assert label_of(schema) == label
