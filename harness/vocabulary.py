@@ -129,6 +129,11 @@ class ErrorKind(StrEnum):
     state_empty_turn = "state:empty_turn"
     state_force_terminated = "state:force_terminated"
     state_response_missing = "state:response_missing"
+    state_instance_differs = "state:instance_differs"
+    """A Python-class episode: an instance's public attributes differ from the ground truth's (or from
+    the case's ``expected_state``)."""
+    state_unwanted_call = "state:unwanted_call"
+    """A Python-class episode: calls in a turn whose ground truth makes none (BFCL's irrelevance rule)."""
     score_unknown_case = "score:unknown_case"
     length_max_tokens = "length:max_tokens"
     """The token bound cut the answer."""

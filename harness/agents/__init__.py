@@ -46,7 +46,7 @@ from harness.agents.events import (
     ToolResultEvent,
 )
 from harness.agents.kernel import AgentKernel, trim_history
-from harness.agents.tools import Tool, ToolContext
+from harness.agents.tools import Tool, ToolContext, ToolSource
 from harness.agents.types import (
     Message,
     ParseFailure,
@@ -70,6 +70,15 @@ if TYPE_CHECKING:
         load_bundle_config,
         validation_problems,
     )
+    from harness.agents.python_tools import (
+        PythonClassSource,
+        PythonSession,
+        WorkerFailure,
+        WorkerSettings,
+        WorkerTool,
+        call_text,
+        python_source,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AgentOptions": "agent",
@@ -82,6 +91,13 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "BundleConfig": "bundle",
     "BundleError": "bundle",
     "load_bundle_config": "bundle",
+    "PythonClassSource": "python_tools",
+    "PythonSession": "python_tools",
+    "WorkerFailure": "python_tools",
+    "WorkerSettings": "python_tools",
+    "WorkerTool": "python_tools",
+    "call_text": "python_tools",
+    "python_source": "python_tools",
 })
 
 
@@ -115,6 +131,8 @@ __all__ = [
     "ObserverErrorEvent",
     "ParseFailure",
     "ParsedResponse",
+    "PythonClassSource",
+    "PythonSession",
     "RecordingObserver",
     "RequestPayload",
     "RunResult",
@@ -134,9 +152,15 @@ __all__ = [
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
+    "ToolSource",
+    "WorkerFailure",
+    "WorkerSettings",
+    "WorkerTool",
     "bundle_file",
+    "call_text",
     "field_path",
     "load_bundle_config",
+    "python_source",
     "trim_history",
     "validation_problems",
 ]

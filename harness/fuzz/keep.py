@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.files import xml_text
 from harness.fuzz.outcomes import FAILING, FuzzReport
 
 
@@ -42,13 +43,13 @@ def write_junit(report: FuzzReport, path: Path) -> None:
 
     suite = TestSuite("harness fuzz")
     for cell in report.cells:
-        case = TestCase(cell.tool, classname=f"{cell.family}.{cell.strategy}", time=cell.seconds)
+        case = TestCase(xml_text(cell.tool), classname=f"{cell.family}.{cell.strategy}", time=cell.seconds)
         failing = sorted(k for k in cell.classes if k in {c.value for c in FAILING})
         if failing:
             lines = [f"{c.outcome.value}: {c.why} :: {json.dumps(c.calls if c.calls is not None else c.text)}"
                      for c in cell.counterexamples]
-            failure = Failure(f"{', '.join(failing)}{': ' + cell.message if cell.message else ''}")
-            failure.text = "\n".join(lines)
+            failure = Failure(xml_text(f"{', '.join(failing)}{': ' + cell.message if cell.message else ''}"))
+            failure.text = xml_text("\n".join(lines))
             case.result = [failure]
         notes = [f"not enforced by this strategy: {json.dumps(cell.not_enforced)}"] if cell.not_enforced else []
         notes += [f"defective: {d.label} ({d.kind}): {d.file or d.key}" for d in cell.defects]
@@ -57,7 +58,7 @@ def write_junit(report: FuzzReport, path: Path) -> None:
 
             notes.append(junit_text(cell.reference))
         if notes:
-            case.system_out = "\n".join(notes)
+            case.system_out = xml_text("\n".join(notes))
         suite.add_testcase(case)
     if report.reference is not None:  # the differential's counts per family/strategy and class
         from harness.fuzz.reference import reference_summary

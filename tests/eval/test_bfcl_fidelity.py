@@ -25,7 +25,7 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn
 from bfcl_side import CATEGORIES, FsEntry, fs_only_entries
 
 from harness.eval.data import BFCL_ADDED_TOOLS_PROMPT, CallSpec, EpisodeCase, import_bfcl, load_suite
-from harness.eval.run import RunSpec, run_suite
+from harness.eval.run import RunOptions, RunPlace, run_suite
 from harness.eval.store import SampleRecord, read_summary
 from harness.sandbox import FileSystemState
 
@@ -39,7 +39,7 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each category imported by name from the installed package, with the bfcl bundle."""
     out = tmp_path_factory.mktemp("bfcl")
     for category in CATEGORIES:
-        import_bfcl(category, None, out / category, bundle=str(BUNDLE))
+        import_bfcl(category, None, out / category, bundle=str(BUNDLE), file_system_only=True)
     return {c: out / c for c in CATEGORIES}
 
 
@@ -110,9 +110,13 @@ def test_cli_imports_a_category_by_name(tmp_path: Path, monkeypatch: pytest.Monk
     from harness.cli.main import app
 
     monkeypatch.chdir(ROOT)  # the bare bundle name resolves to ./bundles/bfcl
-    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "lc")])
+    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "lc"),
+                                      "--file-system-only", "--bundle", "bfcl"])
     assert result.exit_code == 0, result.output
-    assert "wrote 13 cases" in result.output and "13 long-context file systems expanded" in result.output
+    assert "wrote 13 cases" in result.output and "13 long-context (states loaded as BFCL loads them)" in result.output
+    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    assert "wrote 200 cases" in result.output and "200 long-context" in result.output
 
 
 # -- state_match against BFCL's multi-turn checker --------------------------------------------------------
@@ -217,9 +221,8 @@ async def test_gold_replay_scores_one_under_every_family_and_strategy(
     """The issue's bar: BFCL's ground truth, replayed by the oracle through each grammar, passes every
     entry as it passes in BFCL (a 34-call turn too: the bfcl bundle allows several calls a response)."""
     out = tmp_path / "run"
-    spec = RunSpec(suite_dir=suites[category], engine="oracle", families=["function_gemma", "qwen"],
-                   strategies=STRATEGIES, out=out)
-    await run_suite(spec)
+    spec = suites[category], RunOptions(engine="oracle", families=["function_gemma", "qwen"], strategies=STRATEGIES), RunPlace(out=out)
+    await run_suite(*spec)
     got = {(r.family, r.strategy, r.metric): (r.value, r.n) for r in read_summary(out)}
     for family in ("function_gemma", "qwen"):
         for strategy in STRATEGIES:

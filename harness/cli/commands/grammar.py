@@ -247,7 +247,7 @@ def fuzz(
     rejected (or named as not enforced), random walks valid, the parser never raising. Defects of
     the grammar library are written as reproductions under OUT/defects."""
     from harness.files import InputFileError
-    from harness.fuzz import FuzzOptions, load_fuzz_tools, read_expected
+    from harness.fuzz import FuzzInterrupted, FuzzOptions, load_fuzz_tools, read_expected
     from harness.fuzz import fuzz as run_fuzz
 
     if update and expected is None:
@@ -257,6 +257,7 @@ def fuzz(
 
         if (why := available()) is not None:
             fail(f"--reference {reference.value}: {why}")
+    folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     try:
         loaded = load_fuzz_tools(tools_path)
         baseline = read_expected(expected) if expected is not None and not update and expected.exists() else None
@@ -266,20 +267,44 @@ def fuzz(
         fail(str(exc))
     if expected is not None and not update and not expected.exists():
         fail(f"{expected}: no such baseline (write one with --expected {expected} --update)")
+    try:
+        _check_fuzz_outputs(folder, junit, expected if update else None)
+    except InputFileError as exc:
+        fail(str(exc))
     options = FuzzOptions(
         families=tuple(families or FAMILIES), strategies=tuple(strategies or CONSTRAINED), examples=examples,
         seed=seed, walks=walks, cell_timeout_s=cell_timeout, target=target.value if target else None,
         parallel=parallel, database=fuzz_database(), jobs=jobs or default_jobs(target),
         reference=reference.value if reference else None,
+        hypothesis_home=fuzz_database().parent / "hypothesis",
     )
-    folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     cells = len(loaded.tools + loaded.problems) * len(options.families) * len(options.strategies)
     from harness.cli.progress import FuzzProgress
 
-    with FuzzProgress(cells) as progress:
-        report = run_fuzz(loaded.tools, options, tools_path=str(tools_path), progress=progress.update,
-                          problems=loaded.problems)
+    try:
+        with FuzzProgress(cells) as progress:
+            report = run_fuzz(loaded.tools, options, tools_path=str(tools_path), progress=progress.update,
+                              problems=loaded.problems)
+    except FuzzInterrupted as stopped:  # SIGTERM or Ctrl-C: what finished is reported, exit 130
+        typer.echo(f"harness fuzz: interrupted: {len(stopped.report.cells)} of {cells} cells finished", err=True)
+        _finish(stopped.report, folder, None, False, None, junit, code=ExitCode.INTERRUPTED)
     _finish(report, folder, expected, update, baseline, junit)
+
+
+def _check_fuzz_outputs(folder: Path, junit: Path | None, expected: Path | None) -> None:
+    """Every path the run writes, checked before it starts (a fuzz's results are never lost to a path
+    that cannot be written): the --out folder is made now and must take a file."""
+    from harness.files import InputFileError, check_output_dir, check_output_file
+
+    check_output_dir(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputFileError(f"--out {str(folder)!r}", f"cannot create it: {exc.strerror or exc}") from None
+    check_output_file(folder / "report.json", "--out")
+    for path, option in ((junit, "--junit"), (expected, "--expected")):
+        if path is not None:
+            check_output_file(path, option)
 
 
 def fuzz_database() -> Path:
@@ -290,7 +315,7 @@ def fuzz_database() -> Path:
 
 
 def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
-            baseline: dict[str, list[str]] | None, junit: Path | None) -> None:
+            baseline: dict[str, list[str]] | None, junit: Path | None, code: ExitCode | None = None) -> None:
     from harness.fuzz import FAILING, compare, keep_defects, write_calls_files, write_expected, write_junit
 
     files = write_calls_files(report, folder / "counterexamples")
@@ -307,6 +332,7 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
             for found in cell.counterexamples:
                 shown = json.dumps(found.calls if found.calls is not None else found.text, ensure_ascii=False)
                 typer.echo(f"    {found.outcome.value}: {found.why} :: {shown[:240]}")
+    interrupted = code
     code = ExitCode.FAILED if any(c.outcome in FAILING for c in report.cells) else ExitCode.OK
     if update and expected is not None:
         write_expected(report, expected)
@@ -328,4 +354,4 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
 
         print_reference_table(report.reference, report.cells)
     typer.echo(json.dumps({**report.summary(), "out": str(folder)}))
-    raise typer.Exit(code=int(code))
+    raise typer.Exit(code=int(interrupted or code))

@@ -8,12 +8,15 @@ cache names its pid, port, model and command line (``harness.engines.vllm.kept``
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli.errors import fail, make_app
+from harness.cli.errors import fail, make_app, warn
 from harness.cli.options import Families, example
+
+if TYPE_CHECKING:
+    from harness.engines.vllm import KeptServer
 
 app = make_app(help="vLLM servers kept up across runs (harness run --engine vllm uses a matching one at once).")
 
@@ -33,7 +36,7 @@ VllmArgsOpt = Annotated[
 def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt = None) -> None:
     """Start a kept vLLM server per family (or find the one already up) and wait until it serves."""
     from harness.engines import EngineError
-    from harness.engines.vllm import VllmSetup, state_dir, vllm_unavailable
+    from harness.engines.vllm import VllmServers, state_dir, vllm_unavailable
     from harness.eval.run import ConfigError, parse_models, split_vllm_args
 
     why = vllm_unavailable()
@@ -47,41 +50,52 @@ def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt =
     families = list(family) if family else list(models) or ["function_gemma"]
     if bare is not None and len(families) != 1:
         fail("--model NAME serves one family: pass one --family, or --model FAMILY=NAME for each")
-    setup = VllmSetup(log_dir=state_dir(), model_arg=bare, model_args=models, extra_args=tuple(args), keep=True,
-                      log=lambda m: typer.echo(m, err=True))
+    kept = VllmServers(log_dir=state_dir(), model_arg=bare, model_args=models, extra_args=tuple(args), keep=True,
+                    log=lambda m: typer.echo(m, err=True))
     try:
-        setup.prepare(families)
+        kept.prepare(families)
     except EngineError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
-        for server in setup.servers.values():
+        for server in kept.servers.values():
             if hasattr(server, "stop"):
                 server.stop()
         raise
-    for name, server in setup.servers.items():
-        typer.echo(f"{name}: {setup.model_for(name)} at {server.base_url} (kept: harness vllm down stops it)")
+    for name, server in kept.servers.items():
+        typer.echo(f"{name}: {kept.model_for(name)} at {server.base_url} (kept: harness vllm down stops it)")
+
+
+def _survey() -> list[KeptServer]:
+    """The live kept servers (``harness.engines.vllm.kept.survey``, as a run sees them); each stale state
+    file removed is named on stderr."""
+    from harness.engines.vllm import survey
+
+    found = survey()
+    for line in found.stale:
+        warn(line)
+    return found.servers
 
 
 @app.command("down", epilog=example("harness vllm down", "harness vllm down --family qwen"))
 def down(family: Families = None) -> None:
     """Stop the kept vLLM servers (of the families given; default: all) and remove their state files."""
-    from harness.engines.vllm import kept_servers, stop_kept
+    from harness.engines.vllm import stop_kept
 
-    servers = [s for s in kept_servers() if not family or s.family in family]
+    servers = [s for s in _survey() if not family or s.family in family]
     if not servers:
         typer.echo("no kept vLLM server is up")
         return
     for server in servers:
-        stop_kept(server)
-        typer.echo(f"stopped {server.family}: {server.model} at {server.base_url} (pid {server.pid})")
+        if stop_kept(server):
+            typer.echo(f"stopped {server.family}: {server.model} at {server.base_url} (pid {server.pid})")
+        else:
+            typer.echo(f"{server.family}: its process (pid {server.pid}) was gone already; state file removed")
 
 
 @app.command("list", epilog=example("harness vllm list"))
 def list_servers() -> None:
     """List the kept vLLM servers: family, model, URL, pid, whether it serves, and its log."""
-    from harness.engines.vllm import kept_servers
-
-    servers = kept_servers()
+    servers = _survey()
     if not servers:
         typer.echo("no kept vLLM server is up (harness vllm up, or harness run --engine vllm --keep-server)")
         return

@@ -12,18 +12,20 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.vllm.backend import VllmGrammarTarget
-    from harness.engines.vllm.kept import kept_servers, state_dir, stop_kept
+    from harness.engines.vllm.kept import KeptServer, kept_servers, state_dir, stop_kept, survey
     from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_unavailable
     from harness.engines.vllm.models import ModelFolder, default_model
-    from harness.engines.vllm.setup import VllmSetup
+    from harness.engines.vllm.opener import VllmServers
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "VllmGrammarTarget": "backend",
+    "KeptServer": "kept",
     "kept_servers": "kept",
+    "survey": "kept",
     "state_dir": "kept",
     "stop_kept": "kept",
     "vllm_unavailable": "launch",
-    "VllmSetup": "setup",
+    "VllmServers": "opener",
     "VllmError": "launch",
     "VllmServer": "launch",
     "check_environment": "launch",
@@ -32,16 +34,18 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 })
 
 __all__ = [
+    "KeptServer",
     "ModelFolder",
     "VllmError",
     "VllmGrammarTarget",
     "VllmServer",
-    "VllmSetup",
+    "VllmServers",
     "check_environment",
     "default_model",
     "kept_servers",
     "state_dir",
     "stop_kept",
+    "survey",
     "vllm_unavailable",
 ]
 

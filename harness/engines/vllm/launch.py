@@ -208,9 +208,10 @@ class VllmServer:
         )
         env = server_env()
         if self.keep:
-            from harness.engines.vllm.kept import server_key, state_dir
+            from harness.engines.vllm.kept import NONCE_ENV, new_nonce, server_key, state_dir
 
             self.log_path = state_dir() / f"{server_key(self.command, env)}.log"
+            env[NONCE_ENV] = new_nonce()  # what identifies this process later, beyond its pid
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")
         try:
@@ -232,13 +233,20 @@ class VllmServer:
                 _RUNNING.add(self)
 
     def _record_kept(self, env: dict[str, str]) -> None:
-        from harness.engines.vllm.kept import KeptServer, record, server_key
+        import psutil
+
+        from harness.engines.vllm.kept import NONCE_ENV, KeptServer, record, server_key
 
         assert self._proc is not None
+        try:
+            create_time = psutil.Process(self._proc.pid).create_time()
+        except psutil.Error:  # it exited at once: wait_ready says why, and no state file names it
+            return
         record(KeptServer(
             key=server_key(self.command, env), pid=self._proc.pid, host=self.host, port=self.port,
             family=self.model.family, model=self.model.served_name, model_path=str(self.model.path),
             command=self.command, log=str(self.log_path), started_at=time.time(), version=self.version,
+            create_time=create_time, nonce=env[NONCE_ENV],
         ))
 
     def wait_ready(self, on_wait: Callable[[float], None] | None = None) -> None:

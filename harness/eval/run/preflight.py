@@ -34,8 +34,9 @@ from harness.agents import (
 )
 from harness.engines import Endpoint, RunEngine, SampleContext
 from harness.eval.data import Case, NextCallCase, SingleTurnCase
+from harness.eval.run.resolved import RunError
 from harness.eval.run.sample import gold_answers, schema_only_tools
-from harness.eval.run.spec import RunError
+from harness.files import load_json
 
 CONNECT_TIMEOUT_S = 3.0
 """A server that does not answer ``/models`` within this is down (or the URL is wrong)."""
@@ -77,7 +78,7 @@ async def reachable(endpoint: Endpoint, http: httpx.AsyncClient) -> None:
                        "$OPENAI_API_KEY, or the variable the bundle's model.api_key_env names")
     try:
         response.raise_for_status()
-        served = [str(m["id"]) for m in response.json()["data"]]
+        served = [str(m["id"]) for m in load_json(response.content, f"{url}/models")["data"]]  # depth-bounded
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         raise RunError(f"preflight: {url}/models is not an OpenAI-compatible model list: {exc}") from None
     if endpoint.model not in served:
@@ -91,9 +92,11 @@ async def fits_family(endpoint: Endpoint, call_start: str, http: httpx.AsyncClie
     body = {"model": endpoint.model, "prompt": call_start, "add_special_tokens": False}
     try:
         response = await http.post(f"{root}/tokenize", json=body, headers=_headers(endpoint), timeout=30.0)
-        tokens = response.json()["tokens"] if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        tokens = load_json(response.content, f"{root}/tokenize")["tokens"] if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):  # InputFileError (too deep, not JSON) is a ValueError
         tokens = None  # not a vLLM server: nothing to check here
+    if not isinstance(tokens, list):
+        tokens = None
     if tokens is not None and len(tokens) != 1:
         raise RunError(
             f"preflight: the model {endpoint.model!r} does not fit {endpoint.family}'s format: its vocabulary spells "
