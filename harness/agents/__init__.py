@@ -57,6 +57,16 @@ from harness.agents.types import (
     ToolResult,
     ToolSchema,
 )
+from harness.agents.vllm_tools import (
+    ServerConstraint,
+    ToolRequest,
+    check_buildable,
+    json_array_schema,
+    openai_tools,
+    server_constraint,
+    strategy_request,
+    vllm_own_constraint,
+)
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -140,6 +150,7 @@ __all__ = [
     "ScriptErrorEvent",
     "ScriptPrintEvent",
     "ScriptStartEvent",
+    "ServerConstraint",
     "StepCompleteEvent",
     "StepResult",
     "Strategy",
@@ -149,6 +160,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolContext",
     "ToolLoader",
+    "ToolRequest",
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
@@ -158,9 +170,15 @@ __all__ = [
     "WorkerTool",
     "bundle_file",
     "call_text",
+    "check_buildable",
     "field_path",
+    "json_array_schema",
     "load_bundle_config",
+    "openai_tools",
     "python_source",
+    "server_constraint",
+    "strategy_request",
     "trim_history",
     "validation_problems",
+    "vllm_own_constraint",
 ]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents import ConstraintError, DecodingConstraint, ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, Strategy, ToolSchema
 from harness.agents.families import strict_schema
 from harness.fuzz.bounds import OverTime, hypothesis_home, time_limit
 from harness.fuzz.cell import (
@@ -336,8 +336,10 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
                           classes={outcome.value: 1}, message=message, compile_ms=grammar.compile_ms)
     error = grammar.build_errors.get(name) or grammar.build_errors.get("*")
     if error is not None or grammar.walker is None:
-        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=Outcome.build_error,
-                          classes={Outcome.build_error.value: 1}, message=error or "nothing compiled")
+        free = error is None and Strategy(grammar.strategy).server_built  # vLLM builds nothing: all passes
+        outcome, why = (Outcome.not_enforced, "vLLM builds no constraint") if free else (Outcome.build_error, error)
+        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
+                          classes={outcome.value: 1}, message=why or "nothing compiled")
     deadline = time.monotonic() + options.cell_timeout_s
     try:
         with time_limit(options.cell_timeout_s + CELL_GRACE_S):  # what the cooperative checks do not reach

@@ -44,6 +44,7 @@ from harness.agents.families._calls import (
     ordered_schema,
     parse_output,
     satisfiable_schema,
+    server_payload,
     strict_schema,
     with_any_json,
 )
@@ -236,6 +237,8 @@ def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
     """vLLM ``structured_outputs`` for the strategy, plus non-thinking mode for the chat template."""
+    if constraint.strategy.server_built:
+        return server_payload(FAMILY, tools, constraint, EXTRA_BODY)
     return make_payload(build_artifact(tools, constraint), EXTRA_BODY)
 
 

@@ -125,14 +125,43 @@ def show(
     tools = _load_tools(tools_path)
     _, _, payload = _payload(family, strategy, tools, parallel)
     artifact = payload.artifact
-    if artifact is None:
+    if Strategy(strategy).server_built:
+        _show_server_built(family, strategy, tools, payload)
+    elif artifact is None:
         typer.echo(f"# {family} / {strategy}: no constraint (native tool calling, tools sent to the API)")
     else:
         typer.echo(f"# {family} / {strategy}: {artifact.kind}")
         typer.echo(_show_artifact(artifact))
     typer.echo("# request payload")
-    body = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    body: dict[str, Any] = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    if payload.tool_choice is not None:
+        body["tool_choice"] = payload.tool_choice
+    if payload.strict_tools:
+        body["tools"] = 'each tool with "strict": true'
+    if payload.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = payload.parallel_tool_calls
     typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+def _show_server_built(family: str, strategy: str, tools: list[Any], payload: Any) -> None:
+    """vLLM's own constraint for ``required``/``strict``: built with vLLM's code where vLLM is installed,
+    else the harness's copy of its rules, saying what is missing."""
+    from harness.agents import ToolRequest, vllm_own_constraint
+    from harness.agents.families import canonical_schema
+
+    request = ToolRequest(payload.tool_choice, payload.strict_tools, payload.parallel_tool_calls)
+    try:
+        built = vllm_own_constraint(family, [canonical_schema(t) for t in tools], request)
+        source = "built with vLLM's own code (vllm.tool_parsers)"
+    except ImportError as exc:
+        built, source = None, f"vLLM is not importable here ({exc}): the harness's copy of vLLM 0.32's rules"
+    typer.echo(f"# {source}")
+    label, artifact = (payload.server_built, payload.artifact) if built is None else (built.label, built.artifact)
+    if built is not None and (built.label, built.artifact) != (payload.server_built, payload.artifact):
+        typer.echo("# note: the harness's copy of vLLM's rules predicts otherwise (the oracle uses its copy)")
+    typer.echo(f"# {family} / {strategy}: vLLM builds {label}")
+    if artifact is not None:
+        typer.echo(_show_artifact(artifact))
 
 
 @app.command("check", epilog=example(
@@ -161,7 +190,7 @@ def check(
     items = _load_calls(calls_path)
     adapter, constraint, payload = _payload(family, strategy, tools, parallel)
     if payload.artifact is None:
-        fail(f"strategy {strategy} built no artifact for {family}")
+        _nothing_built(family, strategy, payload, calls_path, items, parallel)
 
     from harness.agents import ToolCall
     from harness.bench.grammar import GoldText, check_outputs
@@ -213,6 +242,22 @@ def check(
     }
     typer.echo(json.dumps(summary))
     raise typer.Exit(code=0 if unexpected == 0 else 1)
+
+
+def _nothing_built(family: str, strategy: str, payload: Any, calls_path: Path,
+                   items: list[tuple[int, list[dict[str, Any]] | str, bool]], parallel: bool) -> None:
+    """A strategy under which vLLM builds no constraint (FunctionGemma's ``strict``): every line passes,
+    so each line that expects a rejection is unexpected (what vLLM lets through)."""
+    if payload.server_built is None:
+        fail(f"strategy {strategy} built no artifact for {family}")
+    typer.echo(f"# {family} / {strategy}: vLLM builds no constraint ({payload.server_built}): every answer passes",
+               err=True)
+    unexpected = [line for line, _, accept in items if not accept]
+    for line in unexpected:
+        typer.echo(f"{calls_path}:{line}: accepted, but the line expects it rejected", err=True)
+    typer.echo(json.dumps({"family": family, "strategy": strategy, "artifact": None, "parallel": parallel,
+                           "accepted": len(items), "rejected": 0, "unexpected": len(unexpected), "total": len(items)}))
+    raise typer.Exit(code=0 if not unexpected else 1)
 
 
 # --- harness fuzz ----------------------------------------------------------------------------

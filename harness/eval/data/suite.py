@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from harness import packaged
 from harness.eval.data.cases import BAD_ENTRY, Case, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.files import InputFileError, load_json, read_text, read_yaml
-from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
+from harness.vocabulary import FAMILIES, HARNESS_STRATEGIES, STRATEGIES, Family, Strategy
 
 SuiteKind = Literal["next_call", "episode", "single_turn"]
 EchoMode = Literal["overwrite", "append"]
@@ -55,7 +55,7 @@ class SuiteSpec(BaseModel):
     bundle: str = Field(min_length=1)
     cases: str = "cases.jsonl"
     families: list[Family] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
-    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
+    strategies: list[Strategy] = Field(default_factory=lambda: [Strategy.none, *HARNESS_STRATEGIES], min_length=1)
     description: str = ""
     source: str = ""
     licence: str = ""

@@ -36,6 +36,7 @@ from harness.eval.run.sample import (
     run_next_call,
     run_single_turn,
     sample_record,
+    server_constraints,
 )
 from harness.eval.run.setup_identity import checked_identity
 from harness.eval.store import (
@@ -350,7 +351,8 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
         # What an engine knows only once it runs (a started server's version, command and model).
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
-                                           "model": engine.model_id, "engine_details": engine.describe() or None})
+                                           "model": engine.model_id, "engine_details": engine.describe() or None,
+                                           "server_constraints": server_constraints(runner.agents)})
     record = record.model_copy(update={"setup": checked_identity(run, record, prepared=bool(todo))})
     write_run(run.run_dir, record)
     progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None

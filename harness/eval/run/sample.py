@@ -34,12 +34,14 @@ from harness.agents import (
     ToolCall,
     ToolContext,
     ToolResult,
+    ToolRequest,
     ToolSchema,
+    server_constraint,
 )
 from harness.eval.data import EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.run.recorder import SampleRecorder
 from harness.eval.store import SampleKey, SampleRecord, StepRecord
-from harness.vocabulary import ErrorKind
+from harness.vocabulary import ErrorKind, Strategy
 
 
 def gold_answers(
@@ -228,6 +230,7 @@ def sample_record(
     tool_ms = sum((r.duration_us or 0.0) / 1000.0 for step in outcome.steps for r in step.tool_results)
     return SampleRecord(
         **key.model_dump(),
+        server_constraint=server_label(key.family, key.strategy, outcome.requests),
         status="error" if outcome.error_kind else "ok",
         error_kind=outcome.error_kind,
         error=outcome.error,
@@ -255,4 +258,29 @@ __all__ = [
     "run_single_turn",
     "sample_record",
     "schema_only_tools",
+    "server_constraints",
+    "server_label",
 ]
+
+
+def server_label(family: str, strategy: Strategy, requests: Sequence[CompletionRequest]) -> str | None:
+    """What vLLM builds for a ``required``/``strict`` sample's first request (None otherwise)."""
+    if not strategy.server_built or not requests:
+        return None
+    first = requests[0]
+    fields = ToolRequest(first.tool_choice, first.strict_tools, first.parallel_tool_calls)
+    try:
+        return server_constraint(family, first.tools, fields).label
+    except ConstraintError:
+        return None
+
+
+def server_constraints(agents: Sequence[Agent]) -> dict[str, str] | None:
+    """run.json's ``server_constraints``: per ``family/strategy`` lane of vLLM's own strategies, what
+    vLLM builds for the run's tools (None when the run has none of them)."""
+    out = {}
+    for agent in agents:
+        if agent.constraint.strategy.server_built:
+            payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+            out[f"{agent.family}/{agent.constraint.strategy}"] = payload.server_built or "none"
+    return out or None
