@@ -353,8 +353,7 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
         _replay_kept(grammar, case, options, state)
     _keep(grammar, case, options, state, deadline)
     if options.reference is not None:  # the token-level differential, in a budget of its own
-        state.report.reference = compare_cell(grammar, case, options.reference, seed=_seed_of(options.seed, name),
-                                              budget_s=options.cell_timeout_s)
+        state.report.reference = compare_cell(grammar, case, options.reference, seed=_seed_of(options.seed, name), budget_s=options.cell_timeout_s)
     if case.problem is not None:
         state.report.classes[case.problem[0].value] = 1
         state.report.message = case.problem[1]
