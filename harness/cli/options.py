@@ -56,6 +56,12 @@ class Target(StrEnum):
     vllm = "vllm"
 
 
+class Reference(StrEnum):
+    """The second grammar engine ``harness fuzz --reference`` compares masks with."""
+
+    llguidance = "llguidance"
+
+
 class MaskPolicy(StrEnum):
     """``harness.grammar.decode.MaskPolicy``: when the embedded engine fills the token mask."""
 

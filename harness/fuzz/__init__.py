@@ -9,6 +9,7 @@ Importing this package loads Hypothesis and jsonschema: the CLI imports it insid
 
 from __future__ import annotations
 
+from harness.fuzz.defects import Defect, keep_defects
 from harness.fuzz.inputs import load_fuzz_tools
 from harness.fuzz.keep import read_expected, write_calls_files, write_expected, write_junit
 from harness.fuzz.outcomes import FAILING, CellReport, Counterexample, FuzzReport, Outcome, baseline, compare
@@ -18,6 +19,7 @@ __all__ = [
     "FAILING",
     "CellReport",
     "Counterexample",
+    "Defect",
     "FuzzInterrupted",
     "FuzzOptions",
     "FuzzReport",
@@ -26,6 +28,7 @@ __all__ = [
     "build_grammar",
     "compare",
     "fuzz",
+    "keep_defects",
     "load_fuzz_tools",
     "read_expected",
     "write_calls_files",

@@ -57,6 +57,10 @@ class Grammar:
     """Tool name -> why its constraint does not build (or why nothing compiled: key ``*``)."""
     checks: dict[str, Any] = field(default_factory=dict)
     """The validator of each tool's strict schema, by name (the oracle's)."""
+    artifact: Any = None
+    """The constraint artifact compiled (what a second engine converts, ``--reference``)."""
+    reference: Any = None
+    """The second engine's matcher on this constraint, or why it cannot read it (built on first use)."""
 
 
 @dataclass

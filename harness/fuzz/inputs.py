@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.agents import ToolSchema
 from harness.files import InputFileError, read_json
@@ -27,8 +28,15 @@ class LoadedTools:
     """(tool name or position, what is wrong) for each tool that could not be read."""
 
 
+BFCL = "bfcl"
+"""The ``--tools`` word for BFCL's single-turn function documents (distinct tools, converted as BFCL
+converts them), as ``harness bench grammar --growth-tools bfcl`` reads them."""
+
+
 def load_fuzz_tools(path: Path) -> LoadedTools:
     """Tools from ``path``; InputFileError naming the path when it holds none."""
+    if str(path) == BFCL and not path.exists():
+        return _bfcl(path)
     if not path.exists():
         raise InputFileError(path, "no such file or folder: expected an OpenAI tools JSON file, a .pym folder or a bundle")
     if (path.is_dir() and (path / "bundle.yaml").is_file()) or path.name == "bundle.yaml":
@@ -52,6 +60,15 @@ def _screened(loaded: LoadedTools, path: Path) -> LoadedTools:
             loaded.problems.append((tool.name, f"{path}: tool {tool.name!r}: {why}"))
     loaded.tools = kept
     return loaded
+
+
+def _bfcl(path: Path) -> LoadedTools:
+    try:
+        from harness.eval.data import distinct_tools
+
+        return _openai_tools(distinct_tools(), "BFCL")
+    except ImportError as exc:
+        raise InputFileError(path, f"BFCL's package is not installed ({exc}): pip install --no-deps bfcl-eval") from None
 
 
 def _bundle(path: Path) -> LoadedTools:
@@ -87,6 +104,10 @@ def _json_file(file: Path) -> LoadedTools:
         data = data["tools"]
     if not isinstance(data, list) or not data:
         raise InputFileError(file, 'expected a non-empty JSON list of OpenAI-style tools (or {"tools": [...]})')
+    return _openai_tools(data, str(file))
+
+
+def _openai_tools(data: list[Any], file: str) -> LoadedTools:
     out = LoadedTools()
     for i, item in enumerate(data):
         fn = item.get("function", item) if isinstance(item, dict) else None

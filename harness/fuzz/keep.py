@@ -51,9 +51,24 @@ def write_junit(report: FuzzReport, path: Path) -> None:
             failure = Failure(xml_text(f"{', '.join(failing)}{': ' + cell.message if cell.message else ''}"))
             failure.text = xml_text("\n".join(lines))
             case.result = [failure]
-        if cell.not_enforced:
-            case.system_out = xml_text(f"not enforced by this strategy: {json.dumps(cell.not_enforced)}")
+        notes = [f"not enforced by this strategy: {json.dumps(cell.not_enforced)}"] if cell.not_enforced else []
+        notes += [f"defective: {d.label} ({d.kind}): {d.file or d.key}" for d in cell.defects]
+        if cell.reference is not None:
+            from harness.fuzz.reference import junit_text
+
+            notes.append(junit_text(cell.reference))
+        if notes:
+            case.system_out = xml_text("\n".join(notes))
         suite.add_testcase(case)
+    if report.reference is not None:  # the differential's counts per family/strategy and class
+        from harness.fuzz.reference import reference_summary
+
+        for key, row in reference_summary(report.reference, report.cells).items():
+            for cls, n in sorted(row["classes"].items()):
+                suite.add_property(f"reference.{key}.{cls}", str(n))
+            for keyword_cls, keywords in sorted(row["by_keyword"].items()):
+                for keyword, n in sorted(keywords.items()):
+                    suite.add_property(f"reference.{key}.{keyword_cls}.{keyword}", str(n))
     xml = JUnitXml()
     xml.add_testsuite(suite)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from harness.fuzz.defects import Defect
+from harness.fuzz.reference.records import ReferenceCell, reference_summary
+
 
 class Outcome(StrEnum):
     """One outcome class (most severe first)."""
@@ -132,6 +135,10 @@ class CellReport(BaseModel):
     """Classes seen that the README's keyword table does not predict for this tool's schema: bugs of
     the builders (or of the table)."""
     counterexamples: list[Counterexample] = Field(default_factory=list)
+    defects: list[Defect] = Field(default_factory=list)
+    """Defects of the grammar library behind this cell's failures (``harness.fuzz.defects``)."""
+    reference: ReferenceCell | None = None
+    """The token-level differential against a second engine (``--reference``)."""
 
     @property
     def key(self) -> str:
@@ -152,6 +159,10 @@ class FuzzReport(BaseModel):
     seconds: float
     """Wall time of the run."""
     counterexample_files: list[str] = Field(default_factory=list)
+    reference: str | None = None
+    """The second engine of the token-level differential (``--reference``)."""
+    defects: list[Defect] = Field(default_factory=list)
+    """Each defect of the grammar library found, once (with its reproduction's file once written)."""
 
     def summary(self) -> dict[str, Any]:
         """Counts per outcome class and the failing cells: the JSON line printed last."""
@@ -170,7 +181,18 @@ class FuzzReport(BaseModel):
             "target": self.target,
             "seconds": round(self.seconds, 2),
             "counterexample_files": self.counterexample_files,
+            "defective": self.defective(),
+            "defects": [d.file or d.key for d in self.defects],
+            **({"reference": reference_summary(self.reference, self.cells)} if self.reference else {}),
         }
+
+    def defective(self) -> dict[str, list[str]]:
+        """Per family/strategy, the labels of the library defects its cells met (``format:email``...)."""
+        out: dict[str, set[str]] = {}
+        for cell in self.cells:
+            if cell.defects:
+                out.setdefault(f"{cell.family}/{cell.strategy}", set()).update(d.label for d in cell.defects)
+        return {k: sorted(v) for k, v in sorted(out.items())}
 
 
 def baseline(report: FuzzReport) -> dict[str, list[str]]:

@@ -36,8 +36,10 @@ from harness.fuzz.cell import (
     finish,
     run_cell,
 )
+from harness.fuzz.defects import attach_defects, unique_defects
 from harness.fuzz.outcomes import CellReport, FuzzReport, Outcome, worst
-from harness.fuzz.walker import GrammarWalker
+from harness.fuzz.reference import compare_cell
+from harness.fuzz.walker import GrammarWalker, target_walker
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ class FuzzOptions:
     shrink: bool = True
     jobs: int = 1
     """Worker processes (tools are shared out among them)."""
+    reference: str | None = None
+    """``llguidance``: also compare every cell's masks with that engine's, token by token."""
     hypothesis_home: Path | None = None
     """Hypothesis' own storage folder (None: left as it is, ``.hypothesis`` in the current folder)."""
 
@@ -160,9 +164,10 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
         grammar.build_errors["*"] = str(exc)
         return grammar
     grammar.compile_ms = round(compiled.compile_ms, 3)
+    grammar.artifact = built
     grammar.walker = GrammarWalker(compiled.compiled, get_tokenizer(family))
     if options.target == "vllm":
-        grammar.target = _target_walker(family, built)
+        grammar.target = target_walker(family, built)
     return grammar
 
 
@@ -196,15 +201,6 @@ def _buildable(grammar: Grammar, limit_s: float) -> Any:
     except OverTime:
         grammar.build_errors["*"] = slow
     return None
-
-
-def _target_walker(family: str, artifact: Any) -> GrammarWalker | None:
-    from harness.engines.vllm import VllmGrammarTarget, default_model
-    from harness.grammar import get_tokenizer
-
-    target = VllmGrammarTarget(default_model(family))
-    compiled, _, _ = target.compile(artifact)
-    return GrammarWalker(compiled, get_tokenizer(family), matcher=target.matcher(compiled), stop_ids=target.stop_ids)
 
 
 class FuzzInterrupted(Exception):
@@ -250,7 +246,8 @@ def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str =
         _note(progress, "tools that could not be read", len(problems) * len(options.families) * len(options.strategies))
     report = FuzzReport(tools_path=tools_path, families=list(options.families), strategies=list(options.strategies),
                         examples=options.examples, seed=options.seed, target=options.target, cells=cells,
-                        seconds=round(time.monotonic() - started, 3))
+                        seconds=round(time.monotonic() - started, 3), reference=options.reference,
+                        defects=unique_defects(cells))
     if interrupted:
         raise FuzzInterrupted(report)
     return report
@@ -319,6 +316,7 @@ def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run
     for family in options.families:
         for strategy in options.strategies:
             cells.append(_cell(grammar_for(family, strategy, tools, options, run_id), case, options))
+    attach_defects(case, cells, deadline=time.monotonic() + options.cell_timeout_s)
     return cells
 
 
@@ -356,6 +354,8 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
     with contextlib.suppress(OverTime), time_limit(max(0.0, deadline - time.monotonic()) + CELL_GRACE_S):
         _replay_kept(grammar, case, options, state)
     _keep(grammar, case, options, state, deadline)
+    if options.reference is not None:  # the token-level differential, in a budget of its own
+        state.report.reference = compare_cell(grammar, case, options.reference, seed=_seed_of(options.seed, name), budget_s=options.cell_timeout_s)
     if case.problem is not None:
         state.report.classes[case.problem[0].value] = 1
         state.report.message = case.problem[1]

@@ -158,6 +158,16 @@ def closing_words(tokenizer: Any) -> np.ndarray:
     return words
 
 
+def target_walker(family: str, artifact: Any) -> GrammarWalker:
+    """A walker of vLLM's own grammar backend on ``artifact`` (``--target vllm``)."""
+    from harness.engines.vllm import VllmGrammarTarget, default_model
+    from harness.grammar import get_tokenizer
+
+    target = VllmGrammarTarget(default_model(family))
+    compiled, _, _ = target.compile(artifact)
+    return GrammarWalker(compiled, get_tokenizer(family), matcher=target.matcher(compiled), stop_ids=target.stop_ids)
+
+
 def call_prefix(full: str, empty_args: str) -> str:
     """The text of a call up to its arguments: ``full`` is the call rendered with no arguments, whose
     arguments object is the last ``{}``-like pair (``{}`` in every format)."""
@@ -165,4 +175,4 @@ def call_prefix(full: str, empty_args: str) -> str:
     return full[:at] if at >= 0 else ""
 
 
-__all__ = ["Acceptance", "GrammarWalker", "Walk", "call_prefix", "closing_words"]
+__all__ = ["Acceptance", "GrammarWalker", "Walk", "call_prefix", "closing_words", "target_walker"]

@@ -19,7 +19,7 @@ from harness import vocabulary
 from harness.agents.adapter import ModelAdapter
 from harness.agents.families._calls import canonical_schema, strict_schema
 from harness.agents.families._syntax import ebnf_literal
-from harness.agents.families._values import MAX_JSON_WS, canonical_keys
+from harness.agents.families._values import MAX_JSON_WS, canonical_keys, canonical_value
 from harness.agents.families.chat_templates import chat_template_path
 from harness.agents.families.keywords import builder_of, enforces, keywords_used, refused_keyword, support
 from harness.vocabulary import Family
@@ -79,6 +79,7 @@ __all__ = [
     "builder_of",
     "canonical_keys",
     "canonical_schema",
+    "canonical_value",
     "chat_template_path",
     "check_family",
     "ebnf_literal",

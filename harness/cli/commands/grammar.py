@@ -34,6 +34,7 @@ from harness.cli.options import (
     BenchStrategies,
     ConstrainedStrategy,
     Family,
+    Reference,
     Strategy,
     Target,
     example,
@@ -305,15 +306,22 @@ def fuzz(
     out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Where the report and counterexamples go (default: results/fuzz-<UTC time>).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, metavar="N", help="Worker processes (default: 2 on two or more cores; 1 with --target).")] = None,
     cell_timeout: Annotated[float, typer.Option("--cell-timeout", min=0.1, metavar="S", help="Seconds one cell may take before it stops as a timeout.")] = 60.0,
+    reference: Annotated[Reference | None, typer.Option("--reference", help="Also compare every cell's token masks with this second engine, prefix by prefix along the instances checked, and classify each disagreement as over- or under-constraining (docs/fuzz.md).")] = None,
 ) -> None:
     """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
-    rejected (or named as not enforced), random walks valid, the parser never raising."""
+    rejected (or named as not enforced), random walks valid, the parser never raising. Defects of
+    the grammar library are written as reproductions under OUT/defects."""
     from harness.files import InputFileError
     from harness.fuzz import FuzzInterrupted, FuzzOptions, load_fuzz_tools, read_expected
     from harness.fuzz import fuzz as run_fuzz
 
     if update and expected is None:
         fail("--update needs --expected FILE (the baseline to rewrite)")
+    if reference is not None:
+        from harness.grammar.llguidance import available
+
+        if (why := available()) is not None:
+            fail(f"--reference {reference.value}: {why}")
     folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     try:
         loaded = load_fuzz_tools(tools_path)
@@ -332,6 +340,7 @@ def fuzz(
         families=tuple(families or FAMILIES), strategies=tuple(strategies or CONSTRAINED), examples=examples,
         seed=seed, walks=walks, cell_timeout_s=cell_timeout, target=target.value if target else None,
         parallel=parallel, database=fuzz_database(), jobs=jobs or default_jobs(target),
+        reference=reference.value if reference else None,
         hypothesis_home=fuzz_database().parent / "hypothesis",
     )
     cells = len(loaded.tools + loaded.problems) * len(options.families) * len(options.strategies)
@@ -372,17 +381,19 @@ def fuzz_database() -> Path:
 
 def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
             baseline: dict[str, list[str]] | None, junit: Path | None, code: ExitCode | None = None) -> None:
-    from harness.fuzz import FAILING, compare, write_calls_files, write_expected, write_junit
+    from harness.fuzz import FAILING, compare, keep_defects, write_calls_files, write_expected, write_junit
 
     files = write_calls_files(report, folder / "counterexamples")
     report.counterexample_files = [str(f) for f in files]
+    keep_defects(report, folder / "defects")
     (folder / "report.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
     if junit is not None:
         write_junit(report, junit)
     for cell in report.cells:
         if cell.outcome.value != "passing":
             named = ", ".join(f"{k} {n}" for k, n in sorted(cell.classes.items()))
-            typer.echo(f"{cell.key}: {cell.outcome.value} ({named}){': ' + cell.message if cell.message else ''}")
+            defective = f" defective: {', '.join(sorted({d.label for d in cell.defects}))}" if cell.defects else ""
+            typer.echo(f"{cell.key}: {cell.outcome.value} ({named}){defective}{': ' + cell.message if cell.message else ''}")
             for found in cell.counterexamples:
                 shown = json.dumps(found.calls if found.calls is not None else found.text, ensure_ascii=False)
                 typer.echo(f"    {found.outcome.value}: {found.why} :: {shown[:240]}")
@@ -401,5 +412,11 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
         code = ExitCode.FAILED if worse else ExitCode.OK
     if files:
         typer.echo(f"counterexamples: {folder / 'counterexamples'} (replay: harness grammar check --calls FILE ...)", err=True)
+    for defect in report.defects:
+        typer.echo(f"defect of xgrammar: {defect.title}: {defect.file}", err=True)
+    if report.reference is not None:
+        from harness.fuzz.reference import print_reference_table
+
+        print_reference_table(report.reference, report.cells)
     typer.echo(json.dumps({**report.summary(), "out": str(folder)}))
     raise typer.Exit(code=int(interrupted or code))
