@@ -56,6 +56,17 @@ class Target(StrEnum):
     vllm = "vllm"
 
 
+GrammarBackendOpt = Annotated[
+    vocabulary.GrammarBackend,
+    typer.Option(
+        "--grammar-backend",
+        help="The grammar library that runs the constraints, as vLLM's two structured-outputs backends: "
+        "xgrammar, or guidance (llguidance). oracle and harness serve: in process; --engine vllm: the server's "
+        "--structured-outputs-config.backend.",
+    ),
+]
+
+
 class MaskPolicy(StrEnum):
     """``harness.grammar.decode.MaskPolicy``: when the embedded engine fills the token mask."""
 
@@ -129,6 +140,7 @@ __all__ = [
     "Engine",
     "Families",
     "Family",
+    "GrammarBackendOpt",
     "GrammarEngines",
     "LimitsPreset",
     "MaskPolicy",

@@ -51,6 +51,9 @@ class EngineOptions:
     """``--keep-server``: the vLLM servers the run starts stay up after it."""
     target: str | None = None
     """``--target`` (oracle only): whose grammar compiler the gold is replayed through (``vllm``)."""
+    grammar_backend: str = "xgrammar"
+    """``--grammar-backend``: the grammar library that runs the constraints: in process for the oracle,
+    the server's structured-outputs backend for ``vllm`` (``xgrammar`` or ``guidance``)."""
     run_dir: Path | None = None
     """The run's directory, for files an engine keeps (a vLLM server's log)."""
     log: Callable[[str], None] = field(default=lambda _m: None, compare=False)
@@ -166,6 +169,7 @@ REGISTRY: dict[str, EngineInfo] = {
         EngineInfo(
             "oracle", "gold replay through the grammar, no model (measures grammars)",
             opener="harness.engines.setup:open_oracle", server="harness.engines.oracle:ServedOracle",
+            serve_options=("grammar_backend",),
         ),
         # One llama.cpp context: requests are serialized anyway.
         EngineInfo(

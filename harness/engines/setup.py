@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
 from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
+from harness.vocabulary import GrammarBackend
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 """Where the openai engine looks when neither ``--base-url``, ``$OPENAI_BASE_URL`` nor the bundle's
@@ -180,6 +181,8 @@ def _no_server_options(name: str, options: EngineOptions) -> None:
         raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
     if options.target is not None and name != "oracle":
         raise EngineError("--target is for --engine oracle (whose grammar compiler the gold is replayed through)")
+    if options.grammar_backend != "xgrammar" and name != "oracle":
+        raise EngineError(f"--grammar-backend is for --engine oracle or vllm, not {name}")
 
 
 def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | None]:
@@ -191,6 +194,9 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
     if options.target not in (None, "vllm"):
         raise EngineError(f"unknown --target {options.target!r}: expected vllm")
     note = NOTE
+    backend = _oracle_backend(options)
+    if backend == "guidance":
+        note = f"{NOTE}; grammars run by llguidance (vLLM's guidance backend), converted from the artifacts"
     if options.target == "vllm":
         from harness.engines.vllm.backend import TARGET_NOTE
         from harness.engines.vllm.launch import vllm_unavailable
@@ -204,7 +210,7 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
 
     def client(sample: SampleContext) -> LLMClient:
         return OracleEngine(sample.family, answers=sample.gold, constraint=sample.constraint,
-                            grammar_cache=grammar_cache, target=targets.get(sample.family))
+                            grammar_cache=grammar_cache, target=targets.get(sample.family), backend=backend)
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
@@ -214,6 +220,10 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
         for family in families:
             get_tokenizer(family)
             get_compiler(family)
+            if backend == "guidance":
+                from harness.grammar.guidance import get_llg_tokenizer
+
+                get_llg_tokenizer(family)
             if options.target == "vllm":
                 from harness.engines.vllm.backend import VllmGrammarTarget
                 from harness.engines.vllm.models import default_model
@@ -222,6 +232,24 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
                 targets[family].load()
 
     return PerSampleClients("oracle", note, client, warm, model_id="oracle"), options.families
+
+
+def _oracle_backend(options: EngineOptions) -> GrammarBackend:
+    """The oracle's grammar library; llguidance must be installed for ``guidance``."""
+    try:
+        backend = GrammarBackend(options.grammar_backend)
+    except ValueError:
+        raise EngineError(f"unknown --grammar-backend {options.grammar_backend!r}: expected "
+                          f"{' or '.join(GrammarBackend)}") from None
+    if backend == GrammarBackend.guidance:
+        from harness.grammar.guidance import available
+
+        why = available()
+        if why:
+            raise EngineError(f"--grammar-backend guidance: {why}")
+        if options.target is not None:
+            raise EngineError("--target vllm replays gold through vLLM's xgrammar backend: not with --grammar-backend guidance")
+    return backend
 
 
 def _served_model(base_url: str, api_key: str | None, options: EngineOptions) -> str:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from harness.cli.errors import ExitCode, fail
-from harness.cli.options import Engine, Families, Strategies, Target
-from harness.vocabulary import SAMPLE_METRICS, STRATEGIES
+from harness.cli.options import Engine, Families, GrammarBackendOpt, Strategies, Target
+from harness.vocabulary import SAMPLE_METRICS, STRATEGIES, GrammarBackend
 
 if TYPE_CHECKING:
     from harness.eval.run import RunOutcome
@@ -175,6 +175,7 @@ def run(
     vllm_arg: VllmArgOpt = None,
     keep_server: KeepServerOpt = False,
     target: TargetOpt = None,
+    grammar_backend: GrammarBackendOpt = GrammarBackend.xgrammar,
     family: Families = None,
     strategy: Strategies = None,
     limit: LimitOpt = None,
@@ -216,7 +217,7 @@ def run(
     spec = RunSpec(
         suite_dir=suite_dir, engine=engine.value, base_urls=list(base_url or []), model=setup.model,
         models=setup.models, vllm_args=setup.vllm_args, keep_server=setup.keep_server,
-        target=None if target is None else target.value, families=list(family) if family else None,
+        target=None if target is None else target.value, grammar_backend=grammar_backend.value, families=list(family) if family else None,
         strategies=list(strategy) if strategy else None, limit=limit,
         selection=_selection(sample_id, tag, sample, seed, shard), concurrency=concurrency, epochs=epochs,
         out=out, resume=resume, retry_errors=retry_errors, sample_timeout_s=sample_timeout, max_tokens=max_tokens,

@@ -55,6 +55,8 @@ class VllmSetup:
     """``--model FAMILY=NAME``: the model of each family named."""
     extra_args: tuple[str, ...] = ()
     """``--vllm-arg``: added to each server's command line."""
+    grammar_backend: str = "xgrammar"
+    """``--grammar-backend``: the servers' structured-outputs backend (part of a kept server's key)."""
     keep: bool = False
     """Start kept servers (they stay up after the run: ``harness vllm down``)."""
     log: Callable[[str], None] = lambda _m: None
@@ -71,7 +73,9 @@ class VllmSetup:
     @property
     def note(self) -> str:
         parts = [f"{m.family}: {m.note}" for m in self.models.values()]
-        return "; ".join(["vllm: a real vLLM server started by the harness, timings as its client sees them", *parts])
+        head = ("vllm: a real vLLM server started by the harness (structured outputs: "
+                f"{self.grammar_backend}), timings as its client sees them")
+        return "; ".join([head, *parts])
 
     @property
     def base_url(self) -> str | None:
@@ -103,14 +107,15 @@ class VllmSetup:
         from harness.engines.vllm.launch import VllmServer, server_args, server_env
 
         model = self.resolve(family)
-        key = server_key(server_args(model, 0, extra=self.extra_args), server_env())
+        key = server_key(server_args(model, 0, extra=self.extra_args, grammar_backend=self.grammar_backend), server_env())
         kept = find_kept(key)
         if kept is not None:
             self.servers[family] = kept
             self.log(f"vllm: using the kept server for {family} ({kept.model}) at {kept.base_url}, pid {kept.pid}; "
                      "stop it with: harness vllm down")
             return
-        server = VllmServer(model, self.log_dir / f"vllm-{family}.log", extra_args=self.extra_args, keep=self.keep)
+        server = VllmServer(model, self.log_dir / f"vllm-{family}.log", extra_args=self.extra_args, keep=self.keep,
+                            grammar_backend=self.grammar_backend)
         self.servers[family] = server
         server.launch()
         kept_note = " (kept after the run: harness vllm down stops it)" if self.keep else ""
@@ -224,6 +229,7 @@ def open_vllm(options: EngineOptions) -> tuple[Any, list[str] | None]:
         raise EngineError("--engine vllm needs the run directory for its server logs")
     setup = VllmSetup(log_dir=options.run_dir, model_arg=options.model, model_args=dict(options.models),
                       extra_args=tuple(options.server_args), keep=options.keep_server,
+                      grammar_backend=options.grammar_backend,
                       request_timeout_s=min(options.timeout_s, 120.0), log=options.log)
     return setup, families
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.eval.store.records import RunRecord
+from harness.eval.store.provenance import grammar_library
 from harness.eval.store.repeat_records import setup_differences, setup_fields
 from harness.eval.store.results import RUN_FILE
 
@@ -56,8 +57,9 @@ def recorded_fields(run: RunRecord) -> dict[str, Any]:
         fields.update({f"models[{family}]": run.model for family in run.families})
     if run.max_tokens is not None:
         fields["max_tokens"] = run.max_tokens
-    if run.versions.xgrammar:
-        fields["grammar_library"] = f"xgrammar {run.versions.xgrammar}"
+    library = grammar_library(run)
+    if library:
+        fields["grammar_library"] = library
     return fields
 
 

@@ -52,9 +52,11 @@ class Run:
 
     @property
     def engine(self) -> str:
-        """The engine, as every figure and table names it (``oracle --target vllm`` for a target run)."""
+        """The engine, as every figure and table names it (``oracle --target vllm`` for a target run,
+        ``oracle [guidance]`` for a run with ``--grammar-backend guidance``)."""
         run = self.data.run
-        return f"{run.engine} --target {run.target}" if run.target else run.engine
+        name = f"{run.engine} --target {run.target}" if run.target else run.engine
+        return name if run.grammar_backend == "xgrammar" else f"{name} [{run.grammar_backend}]"
 
     @property
     def samples(self) -> list[SampleRecord]:

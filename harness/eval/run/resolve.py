@@ -160,7 +160,7 @@ def _open_engine(spec: RunSpec, agent: Agent, run_dir: Path, log: RunLog, open_e
                  models: dict[str, str]) -> tuple[RunEngine, list[str] | None]:
     options = EngineOptions(
         base_urls=tuple(spec.base_urls), model=spec.model, models=models, server_args=tuple(spec.vllm_args or ()),
-        keep_server=spec.keep_server, target=spec.target, families=spec.families,
+        keep_server=spec.keep_server, target=spec.target, grammar_backend=spec.grammar_backend, families=spec.families,
         timeout_s=spec.sample_timeout_s, bundle_model=agent.config.model, run_dir=run_dir, log=log,
         engine_log=log.engine,
     )
@@ -266,7 +266,8 @@ async def resolve_run(
         suite=suite, agent=agent, run_dir=run_dir,
         engine=EngineChoice(name=spec.engine, base_urls=tuple(spec.base_urls), model=spec.model, target=spec.target,
                             concurrency=spec.concurrency or info.concurrency, model_args=MappingProxyType(asked),
-                            vllm_args=tuple(spec.vllm_args or ()), keep_server=spec.keep_server),
+                            vllm_args=tuple(spec.vllm_args or ()), keep_server=spec.keep_server,
+                            grammar_backend=spec.grammar_backend),
         models=models, families=lanes, strategies=tuple(Strategy(s) for s in spec.strategies or suite.spec.strategies),
         cases=cases, epochs=spec.epochs or 1,
         sampling=_sampling(spec, suite, bound, previous, log),

@@ -294,7 +294,7 @@ def _run_record(run: ResolvedRun, engine: RunEngine, inputs: RunInputs) -> RunRe
         run_id=run.run_dir.name,
         suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
         bundle=_relative(run.agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
-        target=run.engine.target, model=engine.model_id, families=list(run.families),
+        target=run.engine.target, grammar_backend=run.engine.grammar_backend, model=engine.model_id, families=list(run.families),
         models={family: model for family, model in run.models.items()}, vllm_args=list(run.engine.vllm_args),
         selection=run.cases.selection, inputs=inputs,
         strategies=list(run.strategies), epochs=run.epochs, limit=run.cases.limit,

@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.eval.data.suite import Suite
 from harness.eval.run.spec import ResolvedRun
+from harness.eval.store.provenance import grammar_library
 from harness.eval.store.records import RunRecord, SetupIdentity
 from harness.eval.store.repeat_records import identity_with_digest
 
@@ -136,11 +137,10 @@ def setup_identity(run: ResolvedRun, record: RunRecord) -> SetupIdentity:
     for family in families:
         if record.engine == "vllm":
             weights[family], servers[family], templates[family] = _server_fields(family, recorded.get(family))
-    xgrammar = record.versions.xgrammar
     return identity_with_digest(
         engine=f"{record.engine} --target {record.target}" if record.target else record.engine,
         models={str(f): m for f, m in run.models.items()}, weights=weights, servers=servers,
-        chat_templates=templates, grammar_library=f"xgrammar {xgrammar}" if xgrammar else None,
+        chat_templates=templates, grammar_library=grammar_library(record),
         max_tokens=run.sampling.max_tokens,
         max_steps_per_turn=run.max_steps_per_turn if run.suite.kind == "episode" else None,  # one call per point
         suite=f"{run.suite.name} v{run.suite.spec.version}", suite_digest=suite_digest(run.suite),

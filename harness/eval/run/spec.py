@@ -56,6 +56,9 @@ class RunSpec:
     """``--keep-server``: a vLLM server the run starts stays up for later runs (``harness vllm down``)."""
     target: str | None = None
     """Oracle only: replay gold through another system's grammar compiler (``vllm``)."""
+    grammar_backend: str = "xgrammar"
+    """``--grammar-backend``: the grammar library (oracle: in process; vllm: the server's structured-outputs
+    backend), ``xgrammar`` or ``guidance``."""
     families: list[str] | None = None
     """``--family`` (names or ``Family`` members); None: the suite's, or what the engine implies."""
     strategies: list[str] | None = None
@@ -113,6 +116,8 @@ class EngineChoice:
     """Arguments added to each vLLM server the run starts (recorded in run.json)."""
     keep_server: bool = False
     """A vLLM server the run starts stays up for later runs."""
+    grammar_backend: str = "xgrammar"
+    """The grammar library that runs the constraints (``xgrammar``, ``guidance``)."""
 
 
 @dataclass(frozen=True, slots=True)

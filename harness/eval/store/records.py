@@ -88,6 +88,13 @@ class StepStats(Record):
     """Time to compile the grammar (None: no grammar, or not measured)."""
     compile_cached: bool | None
     """The compile was a cache hit."""
+    compile_found: str | None = None
+    """Where the grammar came from: ``compiled`` (cold: compiled for this call), ``memory`` (compiled
+    earlier in the process) or ``disk`` (kept by an earlier run on this machine); None in older files."""
+    grammar_backend: str | None = None
+    """The grammar library that ran the constraint (``xgrammar``, ``guidance``); None in older files."""
+    grammar_reason: str | None = None
+    """Why the grammar refused the gold answer, in its library's words (with ``grammar_error``)."""
     mask_us: tuple[float, ...]
     """Each token-mask fill, microseconds (0.001 resolution)."""
     accept_us: tuple[float, ...]
@@ -122,6 +129,9 @@ class StepRecord(Record):
     """Time of the model call as its client saw it."""
     ttft_ms: float | None
     """Time to first token (when streaming, or from an in-process engine)."""
+    constraint_first: bool | None = None
+    """The run's first call to its server with this constraint (the server compiles it then, unless it
+    kept it from before); None: no constraint, or an in-process engine (``stats.compile_found``)."""
     finish_reason: str | None = None
     """Why the answer ended, as the engine said (``stop``, ``length``...; None in older files)."""
     usage: UsageRecord | None
@@ -293,6 +303,8 @@ class Versions(Record):
     """This package."""
     xgrammar: str | None
     """The grammar engine."""
+    llguidance: str | None = None
+    """The other grammar engine (``--grammar-backend guidance``)."""
     pydantic_monty: str | None
     """The sandbox."""
     python: str | None
@@ -350,6 +362,9 @@ class RunRecord(Record):
     """``--vllm-arg``: arguments added to every vLLM server the run started (as given, in order)."""
     target: str | None = None
     """Oracle: whose grammar compiler the gold went through (``vllm``; None: the harness's)."""
+    grammar_backend: str = "xgrammar"
+    """The grammar library that ran the constraints: ``xgrammar`` or ``guidance`` (llguidance; the
+    oracle in process, or a vLLM server's structured-outputs backend). Older runs: xgrammar."""
     engine_details: dict[str, Any] | None = None
     """What the engine recorded once it ran: for ``vllm`` each server's version, full command line,
     start-up time, model and log; for replicas the requests each answered."""
