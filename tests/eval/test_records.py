@@ -40,15 +40,22 @@ RENAMED_SAMPLE_KEYS = {"turns": "steps"}
 RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
-NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None, "prompt_id": None}
+NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None, "prompt_id": None, "constraint_first": None}
 NEW_STATS_DEFAULTS = {
     "target_steps": None, "target_mask_diff_steps": None, "target_only_tokens": [], "forced_tokens": None,
+    "compile_found": None, "grammar_backend": None, "grammar_reason": None,
 }
 NEW_RUN_DEFAULTS = {
     "bundle": None, "resumed_at": [], "machine": None, "target": None, "engine_details": None, "max_tokens_source": None,
     "temperature": None, "top_p": None, "seed": None, "setup": None,
     "models": None, "vllm_args": [], "selection": None, "inputs": None, "merged_from": [],
+    "grammar_backend": "xgrammar",
 }
+NEW_VERSIONS_DEFAULTS = {"llguidance": None}
+
+
+def old_run_as_today(raw: dict[str, Any]) -> dict[str, Any]:
+    return {**NEW_RUN_DEFAULTS, **raw, "versions": {**NEW_VERSIONS_DEFAULTS, **raw["versions"]}}
 
 
 def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +98,7 @@ def written_back(run: str, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("run", OLD_RUNS)
 def test_old_files_write_back_equal_in_meaning(run: str, tmp_path: Path) -> None:
     old, new = RUNS / run, written_back(run, tmp_path)
-    assert json.loads((new / "run.json").read_text()) == {**NEW_RUN_DEFAULTS, **json.loads((old / "run.json").read_text())}
+    assert json.loads((new / "run.json").read_text()) == old_run_as_today(json.loads((old / "run.json").read_text()))
     old_samples = [json.loads(line) for line in (old / "samples.jsonl").read_text().splitlines()]
     new_samples = [json.loads(line) for line in (new / "samples.jsonl").read_text().splitlines()]
     assert new_samples == [old_sample_as_today(s) for s in old_samples]

@@ -6,7 +6,8 @@ reason):
   on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles with
   ``separators=(",", ":")``.
 - ``grammar``: the family's EBNF converted to Lark (``lark``).
-- ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
+- ``structural_tag``: ``triggered_tags`` (what the families build; free text first when a plain answer
+  is allowed), or a ``grammar`` format (a plain answer alone); each tag
   ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
   an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
   ``excludes`` strings.
@@ -114,11 +115,14 @@ def _pieces(text: str, specials: dict[str, int]) -> str:
 def _structural_tag(value: str, specials: dict[str, int]) -> tuple[str, list[str]]:
     tag = json.loads(value)
     fmt = tag.get("format") if isinstance(tag, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("grammar"), str):
+        lark = ebnf_to_lark(fmt["grammar"], specials)  # a plain answer alone (no tool offered)
+        return lark.text, list(lark.notes)
     if not isinstance(fmt, dict) or fmt.get("type") != "triggered_tags":
-        raise NotExpressible("only triggered_tags structural tags are converted")
+        raise NotExpressible("only triggered_tags and grammar structural tags are converted")
     unknown = set(fmt) - {"type", "triggers", "tags", "at_least_one", "stop_after_first", "excludes"}
-    if unknown or not fmt.get("at_least_one"):
-        raise NotExpressible(f"triggered_tags without at_least_one or with {sorted(unknown)} is not converted")
+    if unknown:
+        raise NotExpressible(f"triggered_tags with {sorted(unknown)} is not converted")
     notes: list[str] = []
     lines: list[str] = ["%llguidance {}", ""]
     tag_rules = []
@@ -142,12 +146,17 @@ def _structural_tag(value: str, specials: dict[str, int]) -> tuple[str, list[str
         tag_rules.append(f"tag_{i}")
         lines.append(f"tag_{i}: {_pieces(t['begin'], specials)} {body} {_pieces(t['end'], specials)}")
     one = " | ".join(tag_rules)
+    # at_least_one: the answer starts with a tag; without it, free text (no trigger, no excluded
+    # string) comes first and a tag may follow. stop_after_first: the answer ends after one tag.
+    first = bool(fmt.get("at_least_one"))
     if fmt.get("stop_after_first"):
-        lines.insert(2, f"start: {one}")
+        start = "call" if first else "FREE_TEXT? call?"
     else:
+        start = "call (FREE_TEXT? call)* FREE_TEXT?" if first else "FREE_TEXT? (call FREE_TEXT?)*"
+    lines.insert(2, f"start: {start}\ncall: {one}")
+    if "FREE_TEXT" in start:
         banned = [*fmt["triggers"], *fmt.get("excludes", [])]
         alt = "|".join(lark_regex_text(b) for b in banned)
-        lines.insert(2, f"start: call (FREE_TEXT? call)* FREE_TEXT?\ncall: {one}")
         lines.append(f"FREE_TEXT: /(?s:.+)/ & ~/(?s:.*)({alt})(?s:.*)/")
     return "\n".join(lines) + "\n", notes
 
