@@ -21,11 +21,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Unpack
 
-from harness.agents.agent import Agent, AgentOptions
-from harness.agents.bundle import BundleConfig, BundleError, bundle_file, load_bundle_config
-from harness.agents.client import LLMClient
-from harness.sandbox import PymTool
-from harness.sandbox.bundle_tools import bundle_limits, load_bundle_tools
+from harness.agents import (
+    Agent,
+    AgentOptions,
+    BundleConfig,
+    BundleError,
+    LLMClient,
+    bundle_file,
+    load_bundle_config,
+)
+from harness.sandbox import PymTool, bundle_limits, load_bundle_tools
 
 
 def load_bundle(path: str | Path) -> BundleConfig:
@@ -66,7 +71,7 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
     tools_folder(file, config)
 
     def connect() -> LLMClient:
-        from harness.engines.remote.client import OpenAICompatibleClient  # imports openai
+        from harness.engines.remote import OpenAICompatibleClient  # imports openai
 
         assert config.model.base_url is not None
         return OpenAICompatibleClient(config.model.base_url, api_key_env=config.model.api_key_env)

@@ -6,7 +6,7 @@ every JSON document or line through ``load_json``. A missing file, a directory, 
 where a regular file belongs (``/dev/zero``, a named pipe: opened without blocking and refused, never
 read), a file over ``MAX_FILE_BYTES``, bytes that are not UTF-8, JSON that does not parse, is over
 ``MAX_JSON_BYTES`` (one document or line) or nests deeper than ``MAX_JSON_DEPTH``, YAML whose aliases
-expand past ``MAX_YAML_NODES`` (a "billion laughs") all raise :class:`InputError`, whose message names
+expand past ``MAX_YAML_NODES`` (a "billion laughs") all raise :class:`InputFileError`, whose message names
 the file (and the line, for JSON lines) and says what is wrong; callers turn it into their own error
 type or print it as it is. Nothing here recurses, so a hostile input cannot raise RecursionError on its
 way in, and what passes the depth bound is shallow enough for every later step (pydantic,
@@ -40,7 +40,7 @@ tree, a JSON schema with nested objects need a few dozen levels; Python's own re
 1,000, and pydantic, ``json.dumps`` and ``deepcopy`` each spend several frames per level)."""
 
 
-class InputError(ValueError):
+class InputFileError(ValueError):
     """An input file that cannot be read as what it should be; the message names it."""
 
     def __init__(self, where: str | Path, message: str) -> None:
@@ -55,50 +55,50 @@ _KINDS = ((stat.S_ISDIR, "is a directory, expected a file"), (stat.S_ISFIFO, "is
 
 
 def read_bytes(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, at most ``max_bytes``; InputError when it is missing, not
+    """The bytes of the regular file ``path``, at most ``max_bytes``; InputFileError when it is missing, not
     a regular file (checked on the opened file, so nothing can be swapped in between), over the bound or
     unreadable. A FIFO is opened without blocking and never read."""
     p = Path(path)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise InputError(p, "not found") from None
+        raise InputFileError(p, "not found") from None
     except IsADirectoryError:
-        raise InputError(p, "is a directory, expected a file") from None
+        raise InputFileError(p, "is a directory, expected a file") from None
     except NotADirectoryError:
-        raise InputError(p, "not found (a parent of it is a file, not a directory)") from None
+        raise InputFileError(p, "not found (a parent of it is a file, not a directory)") from None
     except OSError as exc:
-        raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+        raise InputFileError(p, f"cannot read: {exc.strerror or exc}") from None
     try:
         mode, size = (info := os.fstat(fd)).st_mode, info.st_size
         for is_kind, what in _KINDS:
             if is_kind(mode):
-                raise InputError(p, what)
+                raise InputFileError(p, what)
         over = f"over the bound of {max_bytes} bytes for an input file (MAX_FILE_BYTES)"
         if size > max_bytes:
-            raise InputError(p, f"is {size} bytes: {over}")
+            raise InputFileError(p, f"is {size} bytes: {over}")
         chunks: list[bytes] = []
         total = 0
         while chunk := os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total)):
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:  # it grew while being read
-                raise InputError(p, f"is more than {max_bytes} bytes: {over}")
+                raise InputFileError(p, f"is more than {max_bytes} bytes: {over}")
         return b"".join(chunks)
     except OSError as exc:
-        raise InputError(p, f"cannot read: {exc.strerror or exc}") from None
+        raise InputFileError(p, f"cannot read: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
 
 
 def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of the regular file ``path`` (see ``read_bytes``); InputError when it is not UTF-8."""
+    """The UTF-8 text of the regular file ``path`` (see ``read_bytes``); InputFileError when it is not UTF-8."""
     data = read_bytes(path, max_bytes)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
+        raise InputFileError(
             path, f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         ) from None
 
@@ -121,7 +121,7 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
-class TooDeep(InputError):
+class TooDeep(InputFileError):
     """JSON or YAML nested deeper than its bound."""
 
 
@@ -130,7 +130,7 @@ def _too_deep(where: str | Path, max_depth: int, bound: str) -> TooDeep:
 
 
 def check_depth(value: Any, where: str | Path, max_depth: int = MAX_JSON_DEPTH, bound: str = "MAX_JSON_DEPTH") -> Any:
-    """``value`` when it nests at most ``max_depth`` deep; InputError naming the ``bound`` otherwise."""
+    """``value`` when it nests at most ``max_depth`` deep; InputFileError naming the ``bound`` otherwise."""
     if json_depth(value) > max_depth:
         raise _too_deep(where, max_depth, bound)
     return value
@@ -147,19 +147,19 @@ def load_json(
     text: str | bytes, where: str | Path, max_depth: int = MAX_JSON_DEPTH, bound: str = "MAX_JSON_DEPTH",
     max_bytes: int = MAX_JSON_BYTES,
 ) -> Any:
-    """``json.loads(text)``, with InputError (naming ``where``) for text over ``max_bytes`` (one document
+    """``json.loads(text)``, with InputFileError (naming ``where``) for text over ``max_bytes`` (one document
     or line), that is not JSON or that nests deeper than ``max_depth`` (the setting called ``bound``)."""
     size = _json_size(text, max_bytes)
     if size > max_bytes:
-        raise InputError(where, f"is {size} bytes of JSON: over the bound of {max_bytes} (MAX_JSON_BYTES)")
+        raise InputFileError(where, f"is {size} bytes of JSON: over the bound of {max_bytes} (MAX_JSON_BYTES)")
     try:
         value = json.loads(text)
     except RecursionError:
         raise _too_deep(where, max_depth, bound) from None
     except UnicodeDecodeError as exc:
-        raise InputError(where, f"not UTF-8 text: {exc.reason}") from None
+        raise InputFileError(where, f"not UTF-8 text: {exc.reason}") from None
     except json.JSONDecodeError as exc:
-        raise InputError(where, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise InputFileError(where, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     return check_depth(value, where, max_depth, bound)
 
 
@@ -170,7 +170,7 @@ def read_json(path: str | Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 def read_json_lines(path: str | Path, max_depth: int = MAX_JSON_DEPTH) -> list[tuple[int, Any]]:
     """(line number, value) for each non-blank line of a JSON-lines file; the first bad line raises
-    InputError naming ``path:line``."""
+    InputFileError naming ``path:line``."""
     out = []
     for lineno, line in enumerate(read_text(path).splitlines(), start=1):
         if line.strip():
@@ -179,7 +179,7 @@ def read_json_lines(path: str | Path, max_depth: int = MAX_JSON_DEPTH) -> list[t
 
 
 def _expanded_nodes(root: yaml.Node, where: str | Path, max_nodes: int) -> None:
-    """InputError when the node graph, its aliases expanded, holds more than ``max_nodes`` nodes or an
+    """InputFileError when the node graph, its aliases expanded, holds more than ``max_nodes`` nodes or an
     alias inside itself. An alias shares its anchor's node, so sizes are computed once per node (no
     recursion, no expansion)."""
     sizes: dict[int, int] = {}
@@ -197,20 +197,20 @@ def _expanded_nodes(root: yaml.Node, where: str | Path, max_nodes: int) -> None:
             open_nodes.discard(key)
             sizes[key] = min(1 + sum(sizes[id(c)] for c in children), max_nodes + 1)
             if sizes[key] > max_nodes:
-                raise InputError(where, f"its YAML aliases expand to more than {max_nodes} nodes (the bound "
+                raise InputFileError(where, f"its YAML aliases expand to more than {max_nodes} nodes (the bound "
                                         "MAX_YAML_NODES): refused before it is built")
             continue
         if key in sizes:
             continue
         if key in open_nodes:
-            raise InputError(where, "a YAML alias refers to a node that contains it")
+            raise InputFileError(where, "a YAML alias refers to a node that contains it")
         open_nodes.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
 
 
 def load_yaml(text: str, where: str | Path, max_depth: int = MAX_JSON_DEPTH, max_nodes: int = MAX_YAML_NODES) -> Any:
-    """``yaml.safe_load(text)``, with InputError for invalid YAML, aliases that expand past ``max_nodes``
+    """``yaml.safe_load(text)``, with InputFileError for invalid YAML, aliases that expand past ``max_nodes``
     nodes, or nesting deeper than ``max_depth``."""
     try:
         loader = yaml.SafeLoader(text)
@@ -225,7 +225,7 @@ def load_yaml(text: str, where: str | Path, max_depth: int = MAX_JSON_DEPTH, max
     except RecursionError:
         raise _too_deep(where, max_depth, "MAX_JSON_DEPTH") from None
     except yaml.YAMLError as exc:
-        raise InputError(where, f"invalid YAML: {' '.join(str(exc).split())}") from None
+        raise InputFileError(where, f"invalid YAML: {' '.join(str(exc).split())}") from None
     return check_depth(value, where, max_depth)
 
 
@@ -235,14 +235,14 @@ def read_yaml(path: str | Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
 
 
 def check_output_dir(path: str | Path, option: str = "--out") -> None:
-    """``path`` is a directory, or can be created as one (no file is in the way); InputError naming
+    """``path`` is a directory, or can be created as one (no file is in the way); InputFileError naming
     ``option`` otherwise."""
     p = Path(path)
     for ancestor in (p, *p.parents):
         if ancestor.exists():
             if not ancestor.is_dir():
                 where = option if ancestor == p else f"{option} {str(p)!r}: its parent"
-                raise InputError(where, f"{str(ancestor)!r} is a file, not a directory")
+                raise InputFileError(where, f"{str(ancestor)!r} is a file, not a directory")
             return
 
 
@@ -251,7 +251,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_YAML_NODES",
-    "InputError",
+    "InputFileError",
     "TooDeep",
     "check_depth",
     "check_output_dir",

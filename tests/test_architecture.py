@@ -1,6 +1,6 @@
 """The shape of ``harness/``, read from its source with ``ast``: no import cycle, the layers import only
 downwards, and the size limits (no folder over 12 modules, no module over 450 lines, no function over
-80 lines).
+80 lines), and package faces that hold (see ``FACE_RULE``).
 
 Every import counts: at module level, inside a function (a lazy import still ties two modules
 together), under ``if TYPE_CHECKING:`` (a type-only import is a dependency of the design all the same:
@@ -12,6 +12,7 @@ package import name`` counts as importing the submodule ``package.name`` when th
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,190 @@ def test_the_kernel_imports_neither_sandbox_nor_engines() -> None:
     assert not {d for n in kernel for d in GRAPH[n] if d.startswith(("harness.sandbox", "harness.engines"))}
 
 
+# -- package faces ---------------------------------------------------------------------------------------
+
+FACE_RULE = """
+A *unit* of ``harness`` is a top-level package (``harness.agents``, ``harness.grammar``, ...) or one of
+``harness.eval``'s subpackages (``harness.eval.store``, ...); a top-level module (``harness.files``) is
+its own face. A module of ``harness/`` may import:
+
+1. any module of its own unit, except a ``_private`` module (``_calls.py``) of another folder: a private
+   module is imported only by the modules of its own folder (its package's ``__init__`` included);
+2. from another unit, only a package's ``__init__`` (the unit's face, or a subpackage's face), and from
+   it only the names in that face's ``__all__``: never a module behind it (``harness.agents.types``),
+   never a name the face does not export (a submodule object such as ``harness.engines.registry``).
+
+Tests (``tests/``) are outside the rule on purpose: a test checks a module from inside, so it may import
+any module of the code it tests, private ones included.
+
+Every name in a face's ``__all__`` is used outside the module that defines it (in ``harness/`` or in
+``tests/``, a face's own re-export not counted), or is library API: re-exported by ``harness.eval`` (the
+library's face) or listed in ``LIBRARY_API``.
+"""
+
+LIBRARY_API: dict[str, set[str]] = {
+    # the records and types that exported functions return or take, for a library caller to annotate
+    "harness.agents.families": {"FamilyInfo"},
+    "harness.bench": {"ClientBench", "EngineBench", "JumpBench", "SandboxBench", "ServeBench"},
+    "harness.bench.grammar": {"GrammarCheck"},
+    "harness.engines.remote": {"BoundedTransport", "ResponseTooLarge"},
+    "harness.eval.compare": {"Diff"},
+    "harness.eval.data": {"CallSyntaxError", "SuiteKind"},
+    "harness.eval.score": {"BfclVerdict"},
+    "harness.eval.store": {"SampleLog"},
+    "harness.grammar": {"CompiledConstraint", "WalkResult"},
+    "harness.packaged": {"PackagedSuite", "packaged_suite"},
+    "harness.sandbox": {"DataProvider", "RecordingResultHandler", "StaticDataProvider", "close_pool"},
+    "harness.sandbox.pym": {"CheckedSource"},
+    "harness.sandbox.runtime": {"PresetName", "close_pool"},
+}
+"""Names a face exports for a library caller although nothing in ``harness/`` or ``tests/`` imports them
+through it."""
+
+
+def unit(name: str) -> str:
+    """``harness.eval.store`` for ``harness.eval.store.records``, ``harness.agents`` for ``harness.agents.types``."""
+    parts = name.split(".")
+    return ".".join(parts[:3] if len(parts) > 2 and parts[1] == "eval" else parts[:2])
+
+
+def is_package(name: str, known: dict[str, Path]) -> bool:
+    return name in known and known[name].name == "__init__.py"
+
+
+def folder(name: str, known: dict[str, Path]) -> str:
+    return name if is_package(name, known) else name.rpartition(".")[0]
+
+
+def face_exports(name: str, known: dict[str, Path]) -> set[str]:
+    """The ``__all__`` of the package ``name``."""
+    for node in ast.parse(known[name].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def face_breaches(source: str, name: str, known: dict[str, Path]) -> list[str]:
+    """The imports of module ``name`` (its ``source``) that break ``FACE_RULE``, one line each."""
+    package = folder(name, known)
+    found: list[str] = []
+
+    def check(target: str, imported: str | None) -> None:
+        private = target.rpartition(".")[2].startswith("_")
+        if private and folder(target, known) != package:
+            found.append(f"{target} is private to {folder(target, known)}")
+        elif unit(target) == unit(name) or (target.count(".") <= 1 and not is_package(target, known)):
+            return
+        elif not is_package(target, known):
+            found.append(f"{target} is behind the face {folder(target, known)}")
+        elif imported is not None and imported not in face_exports(target, known):
+            found.append(f"{target} does not export {imported}")
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = alias.name
+                while target and target not in known:
+                    target = target.rpartition(".")[0]
+                if target:
+                    check(target, None)
+        elif isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            module = (f"{base}.{node.module}" if node.module else base) if node.level else (node.module or "")
+            if module not in known:
+                continue
+            for alias in node.names:  # a submodule imported by name is an import of that module
+                sub = f"{module}.{alias.name}"
+                if sub in known:
+                    check(sub, None)
+                else:
+                    check(module, alias.name)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_go_through_package_faces(name: str) -> None:
+    source = MODULES[name].read_text(encoding="utf-8")
+    assert face_breaches(source, name, MODULES) == [], FACE_RULE
+
+
+FACE_KNOWN = {
+    n: Path(f"/{n.replace('.', '/')}/__init__.py" if n in {"harness", "harness.p", "harness.p.sub", "harness.q"} else f"/{n}.py")
+    for n in ("harness", "harness.p", "harness.p.a", "harness.p._b", "harness.p.sub", "harness.p.sub._c", "harness.q",
+              "harness.q.m", "harness.files")
+}
+# (the module that imports, its source, what breaks the rule)
+FACE_CASES: list[tuple[str, str, list[str]]] = [
+    ("harness.q.m", "from harness.p import A", []),
+    ("harness.q.m", "from harness.p import Unexported", ["harness.p does not export Unexported"]),
+    ("harness.q.m", "from harness.p import a", ["harness.p.a is behind the face harness.p"]),
+    ("harness.q.m", "from harness.p.a import A", ["harness.p.a is behind the face harness.p"]),
+    ("harness.q.m", "import harness.p.a", ["harness.p.a is behind the face harness.p"]),
+    ("harness.q.m", "from harness.p._b import B", ["harness.p._b is private to harness.p"]),
+    ("harness.q.m", "from harness.p.sub import C", []),
+    ("harness.q.m", "from harness.files import read_text", []),
+    ("harness.p.a", "from harness.p._b import B", []),
+    ("harness.p.a", "from ._b import B", []),
+    ("harness.p.a", "from harness.p.sub._c import C", ["harness.p.sub._c is private to harness.p.sub"]),
+    ("harness.p.a", "from harness.p.sub import _c", ["harness.p.sub._c is private to harness.p.sub"]),
+    ("harness.p.sub", "from harness.p.sub._c import C", []),
+]
+
+
+@pytest.mark.parametrize(("name", "source", "expected"), FACE_CASES)
+def test_a_breach_of_the_faces_is_found(name: str, source: str, expected: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: '__all__ = ["A", "C"]')
+    assert face_breaches(source, name, FACE_KNOWN) == expected
+
+
+def _defined_in(face: str) -> dict[str, str]:
+    """Each name the face ``face`` imports or lazily exports -> the module it comes from."""
+    tree = ast.parse(MODULES[face].read_text(encoding="utf-8"))
+    homes: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            homes.update({a.asname or a.name: node.module for a in node.names})
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_exports" and len(node.args) == 2:
+            table = node.args[1]
+            if isinstance(table, ast.Dict):
+                homes.update({
+                    k.value: f"{face}.{v.value.partition(':')[0]}" for k, v in zip(table.keys, table.values, strict=True)
+                    if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)
+                })
+    return homes
+
+
+def _texts() -> dict[Path, str]:
+    sources = [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "tests").rglob("*.py")]
+    return {p: p.read_text(encoding="utf-8") for p in sources if p.name != "__init__.py"}
+
+
+def unused_exports() -> list[str]:
+    """``face name`` for every exported name used nowhere outside the module that defines it."""
+    texts = _texts()
+    library = face_exports("harness.eval", MODULES)
+    unused = []
+    for face in sorted(n for n in MODULES if is_package(n, MODULES)):
+        homes = _defined_in(face)
+        for export in sorted(face_exports(face, MODULES) - library - LIBRARY_API.get(face, set())):
+            home = MODULES.get(homes.get(export, ""))
+            word = re.compile(rf"\b{re.escape(export)}\b")
+            if not any(word.search(text) for path, text in texts.items() if path != home):
+                unused.append(f"{face} {export}")
+    return unused
+
+
+def test_every_exported_name_is_used() -> None:
+    assert unused_exports() == [], "exported but used nowhere: drop it from the face (or delete it), or list it in LIBRARY_API"
+
+
+def test_library_api_entries_are_exported() -> None:
+    for face, names in LIBRARY_API.items():
+        assert names <= face_exports(face, MODULES), face
+
+
 # -- sizes ---------------------------------------------------------------------------------------------
 
 
@@ -292,14 +477,14 @@ def test_every_pending_entry_still_exists() -> None:
 
 
 def design_table() -> dict[str, str]:
-    """The README's Design table: package path -> what it holds."""
-    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Design", 1)[1].split("\n## ", 1)[0]
+    """docs/architecture.md's package table: package path -> what it holds."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Packages", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|") for line in section.splitlines() if line.startswith("| `harness")]
     return {row[1].strip().strip("`"): row[2] for row in rows}
 
 
-def test_the_readme_design_table_is_the_tree() -> None:
+def test_the_architecture_page_package_table_is_the_tree() -> None:
     listed = design_table()
     tree = {
         f"harness/{p.name}" for p in PACKAGE.iterdir()

@@ -19,7 +19,9 @@ from harness.agents.client import (
 )
 from harness.agents.constraint import (
     CONSTRAINED_STRATEGIES,
+    REJECTED_GOLD,
     STRATEGIES,
+    STRATEGY_OF_ARTIFACT,
     ConstraintArtifact,
     ConstraintError,
     DecodingConstraint,
@@ -32,7 +34,6 @@ from harness.agents.events import (
     KernelStartEvent,
     ModelRequestEvent,
     ModelResponseEvent,
-    NullObserver,
     Observer,
     ObserverErrorEvent,
     RecordingObserver,
@@ -59,10 +60,23 @@ from harness.agents.types import (
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harness.agents.agent import Agent, ToolLoader
-    from harness.agents.bundle import BundleConfig, BundleError, load_bundle_config
+    from harness.agents.agent import Agent, AgentOptions, ToolLoader
+    from harness.agents.bundle import (
+        BundleConfig,
+        BundleError,
+        ModelConfig,
+        bundle_file,
+        field_path,
+        load_bundle_config,
+        validation_problems,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "AgentOptions": "agent",
+    "ModelConfig": "bundle",
+    "bundle_file": "bundle",
+    "field_path": "bundle",
+    "validation_problems": "bundle",
     "Agent": "agent",
     "ToolLoader": "agent",
     "BundleConfig": "bundle",
@@ -73,9 +87,12 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 
 __all__ = [
     "CONSTRAINED_STRATEGIES",
+    "REJECTED_GOLD",
     "STRATEGIES",
+    "STRATEGY_OF_ARTIFACT",
     "Agent",
     "AgentKernel",
+    "AgentOptions",
     "BundleConfig",
     "BundleError",
     "CompletionRequest",
@@ -91,9 +108,9 @@ __all__ = [
     "Message",
     "ModelAdapter",
     "ModelCallError",
+    "ModelConfig",
     "ModelRequestEvent",
     "ModelResponseEvent",
-    "NullObserver",
     "Observer",
     "ObserverErrorEvent",
     "ParseFailure",
@@ -117,6 +134,9 @@ __all__ = [
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
+    "bundle_file",
+    "field_path",
     "load_bundle_config",
     "trim_history",
+    "validation_problems",
 ]

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.agents.constraint import DecodingConstraint, Strategy
-from harness.files import InputError, read_yaml
+from harness.files import InputFileError, read_yaml
 
 BUNDLE_FILE = "bundle.yaml"
 API_KEY_ENV_PATTERN = re.compile(r"[A-Z][A-Z0-9_]*_API_KEY")
@@ -172,7 +172,7 @@ def load_bundle_config(path: str | Path) -> BundleConfig:
     file = bundle_file(path)
     try:
         raw: Any = read_yaml(file)
-    except InputError as exc:
+    except InputFileError as exc:
         raise BundleError(file, [exc.reason]) from None
     if not isinstance(raw, dict):
         raise BundleError(file, [f"expected a mapping at the top level, got {type(raw).__name__}"])

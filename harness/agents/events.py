@@ -169,13 +169,6 @@ class Observer(Protocol):
     def emit(self, event: Event) -> Any: ...
 
 
-class NullObserver:
-    """Discards every event."""
-
-    def emit(self, event: Event) -> None:
-        return None
-
-
 class RecordingObserver:
     """Keeps every event in order; handy for tests and for the runner's per-sample timings."""
 

@@ -35,7 +35,7 @@ from harness.agents.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from harness.agents.families._calls import canonical_schema
+from harness.agents.families import canonical_schema
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import (
     Message,

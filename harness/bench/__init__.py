@@ -22,14 +22,21 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.bench.client import ClientBench, run_client_bench
+    from harness.bench.contention import bench_contention
     from harness.bench.engine import EngineBench, run_engine_bench
     from harness.bench.grammar import GrammarBench, GrammarBenchConfig, run_grammar_bench
-    from harness.bench.jump import JumpBench, run_jump_bench
+    from harness.bench.inputs import load_tool_schemas
+    from harness.bench.jump import JumpBench, ScoreFigure, run_jump_bench
     from harness.bench.records import BenchRecord
-    from harness.bench.sandbox import SandboxBench, bench_sandbox
-    from harness.bench.serve import ServeBench, bench_serve
+    from harness.bench.sandbox import GOAL, SandboxBench, bench_sandbox
+    from harness.bench.serve import PARTS, ServeBench, bench_serve
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "bench_contention": "contention",
+    "load_tool_schemas": "inputs",
+    "ScoreFigure": "jump",
+    "GOAL": "sandbox",
+    "PARTS": "serve",
     "BenchRecord": "records",
     "ClientBench": "client",
     "EngineBench": "engine",
@@ -47,6 +54,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 })
 
 __all__ = [
+    "GOAL",
+    "PARTS",
     "BenchRecord",
     "ClientBench",
     "EngineBench",
@@ -54,9 +63,12 @@ __all__ = [
     "GrammarBenchConfig",
     "JumpBench",
     "SandboxBench",
+    "ScoreFigure",
     "ServeBench",
+    "bench_contention",
     "bench_sandbox",
     "bench_serve",
+    "load_tool_schemas",
     "run_client_bench",
     "run_engine_bench",
     "run_grammar_bench",

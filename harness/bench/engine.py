@@ -29,9 +29,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse
-from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
-from harness.agents.types import Message, ToolSchema
+from harness.agents import (
+    CONSTRAINED_STRATEGIES,
+    CompletionRequest,
+    CompletionResponse,
+    DecodingConstraint,
+    Message,
+    ToolSchema,
+)
 from harness.bench.inputs import load_tool_schemas
 from harness.bench.records import BenchRecord, SparseRecord
 from harness.stats import rounded_percentile
@@ -188,7 +193,7 @@ def run_engine_bench(
     log: Callable[[str], None] = print,
 ) -> EngineBench:
     """Run the benchmark and return its figures (see the module doc)."""
-    from harness.engines.local.engine import LOCAL_MODEL_ID, LocalEngine
+    from harness.engines.local import LOCAL_MODEL_ID, LocalEngine
 
     tools = load_tool_schemas(tools_path)
     engine = LocalEngine()
@@ -238,7 +243,7 @@ def run_engine_bench(
 
 def _ttft(engine: Any, runtime: Any, tools: Sequence[ToolSchema], strategy: str, log: Callable[[str], None]) -> TtftFigures:
     """Time to first token of ``strategy``: cold (KV and grammar caches cleared), again, next case."""
-    from harness.grammar.compile import clear_compile_cache
+    from harness.grammar import clear_compile_cache
 
     runtime.reset()
     clear_compile_cache(engine.family)

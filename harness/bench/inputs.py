@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents.types import ToolCall, ToolSchema
+from harness.agents import ToolCall, ToolSchema
 from harness.files import load_json, read_json, read_json_lines
 from harness.packaged import BUNDLES, SUITES
 
@@ -30,7 +30,7 @@ def load_tool_schemas(path: str | Path | None = None) -> list[ToolSchema]:
         raise FileNotFoundError(f"{source}: no tools there{hint}: a JSON list of OpenAI tools or a .pym folder")
     if source.is_dir():
         from harness.sandbox import SandboxError
-        from harness.sandbox.pym.script import load_script
+        from harness.sandbox.pym import load_script
 
         scripts = sorted(source.glob("*.pym"))
         if not scripts:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse
+from harness.agents import CompletionRequest, CompletionResponse
 from harness.bench.records import BenchRecord
 from harness.stats import rounded_percentile
 from harness.vocabulary import ACCURACY_METRICS, Strategy
@@ -177,8 +177,8 @@ class ShadowClient:
 def _pair(
     request: CompletionRequest, tok: Any, plain: CompletionResponse, pd: Any, jumped: CompletionResponse, jd: Any, mode: str
 ) -> Pair:
-    from harness.agents.constraint import STRATEGY_OF_ARTIFACT
-    from harness.grammar.request import constraint_from_request
+    from harness.agents import STRATEGY_OF_ARTIFACT
+    from harness.grammar import constraint_from_request
 
     artifact = constraint_from_request(request.extra_body, request.extra_body.get("response_format"))
     at, cause = first_difference(pd.token_ids, jd.token_ids, jd.forced_at if mode == "append" else ())
@@ -294,8 +294,8 @@ def run_jump_bench(
     log: Callable[[str], None] = print,
 ) -> JumpBench:
     """Run the suite twice (see the module doc) into ``out_dir``; returns what ``jump.json`` holds."""
-    from harness.engines.local.engine import LocalEngine
-    from harness.engines.setup import SharedClient
+    from harness.engines import SharedClient
+    from harness.engines.local import LocalEngine
     from harness.eval.run import RunSpec, run_suite
 
     engine = LocalEngine()

@@ -18,15 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.agents.tools import ToolContext
-from harness.agents.types import ToolCall
+from harness.agents import ToolCall, ToolContext
 from harness.bench.inputs import DEFAULT_TOOLS
 from harness.bench.records import BenchRecord
-from harness.sandbox.errors import SandboxError
-from harness.sandbox.gorilla.state import FileSystemState
-from harness.sandbox.runtime.script_limits import Limits
-from harness.sandbox.tool import PymTool, discover_tools
-from harness.sandbox.workspace import Workspace
+from harness.sandbox import PymTool, SandboxError, Workspace, discover_tools
+from harness.sandbox.gorilla import FileSystemState
+from harness.sandbox.runtime import Limits
 from harness.stats import rounded_percentile
 
 GOAL = {"tool_call_us_p50": 350, "tool_call_us_p99": 1500}
@@ -218,8 +215,7 @@ async def _run(n: int, preset: str, only: str | None, tools_dir: Path) -> Sandbo
 async def _runner_hop(tool: PymTool, n: int) -> tuple[float | None, float | None]:
     """The same feed (``pwd``: one small input, no tree) run on the event loop's thread and through
     the pool's runner threads: what keeping the loop free costs per call."""
-    from harness.sandbox.runtime.pool import Job, get_pool
-    from harness.sandbox.runtime.vfs import TreeOS
+    from harness.sandbox.runtime import Job, TreeOS, get_pool
 
     pool = get_pool()
     script = tool.script

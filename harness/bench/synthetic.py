@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from harness.agents.types import ToolCall, ToolSchema
+from harness.agents import ToolCall, ToolSchema
 
 VERBS = ("get", "list", "create", "update", "delete", "search", "send", "fetch", "archive", "schedule",
          "convert", "resize", "translate", "summarize", "book", "cancel", "export", "import", "tag", "rate")

@@ -12,20 +12,34 @@ from typing import TYPE_CHECKING
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from harness.engines.limits import ServeLimits
     from harness.engines.local import LocalEngine
-    from harness.engines.oracle import OracleEngine, ServedOracle
+    from harness.engines.oracle import CLOSING_TEXT, OracleEngine, ServedOracle
     from harness.engines.registry import (
         ENGINE_NAMES,
+        REGISTRY,
+        Endpoint,
         EngineError,
         EngineInfo,
         EngineOptions,
         RunEngine,
+        SampleContext,
         get_engine,
         open_engine,
     )
     from harness.engines.remote.client import OpenAICompatibleClient
+    from harness.engines.server import ServeError, run_server
+    from harness.engines.setup import SharedClient
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "ServeLimits": "limits",
+    "CLOSING_TEXT": "oracle",
+    "Endpoint": "registry",
+    "REGISTRY": "registry",
+    "SampleContext": "registry",
+    "ServeError": "server",
+    "run_server": "server",
+    "SharedClient": "setup",
     "LocalEngine": "local",
     "OpenAICompatibleClient": "remote.client",
     "OracleEngine": "oracle",
@@ -37,7 +51,10 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 })
 
 __all__ = [
+    "CLOSING_TEXT",
     "ENGINE_NAMES",
+    "REGISTRY",
+    "Endpoint",
     "EngineError",
     "EngineInfo",
     "EngineOptions",
@@ -45,8 +62,13 @@ __all__ = [
     "OpenAICompatibleClient",
     "OracleEngine",
     "RunEngine",
+    "SampleContext",
+    "ServeError",
+    "ServeLimits",
     "ServedOracle",
+    "SharedClient",
     "get_engine",
     "open_engine",
+    "run_server",
 ]
 

@@ -16,11 +16,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.agents.client import CompletionRequest, ModelCallError
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
-from harness.agents.types import Message, ToolCall, ToolSchema
+from harness.agents import (
+    CompletionRequest,
+    ConstraintArtifact,
+    ConstraintError,
+    Message,
+    ModelCallError,
+    ToolCall,
+    ToolSchema,
+)
 from harness.engines.tool_choice import ToolChoice, read_tool_choice
-from harness.files import InputError, TooDeep, load_json
+from harness.files import InputFileError, TooDeep, load_json
 
 if TYPE_CHECKING:
     from harness.engines.served import ServedEngine
@@ -196,7 +202,7 @@ def _message(raw: MessageBody, i: int) -> Message:
 
 
 def _problem(exc: ValidationError) -> str:
-    from harness.agents.bundle import field_path
+    from harness.agents import field_path
 
     return "; ".join(
         f"{field_path(e['loc'])}: {e['msg']}" if e["loc"] else str(e["msg"]).removeprefix("Value error, ")
@@ -248,7 +254,7 @@ def _check_depth(structured: Any, max_depth: int | None) -> None:
                 load_json(structured[name], f"structured_outputs.{name}", max_depth, "max_json_depth")
             except TooDeep as exc:
                 raise BadRequest(str(exc)) from None
-            except InputError:
+            except InputFileError:
                 pass
 
 

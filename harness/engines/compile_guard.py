@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
+from harness.agents import ConstraintArtifact, ConstraintError
 from harness.engines.limits import MIB, ServeLimits
 
 READY_TIMEOUT_S = 300.0
@@ -39,7 +39,7 @@ READY_TIMEOUT_S = 300.0
 def _worker(conn: Any, families: tuple[str, ...]) -> None:
     """The worker process: load each family's compiler, then compile what comes, answering None (it
     compiles) or why not. Exits when the server's end of the pipe closes."""
-    from harness.grammar.compile import clear_compile_cache, compile_artifact, get_compiler
+    from harness.grammar import clear_compile_cache, compile_artifact, get_compiler
 
     for family in families:
         get_compiler(family)
@@ -176,7 +176,7 @@ class CompileGuard:
         bounds (checked in the worker the first time); ConstraintError naming the bound it hit, or
         xgrammar's complaint, otherwise. A grammar the server compiled lately goes straight to its
         cache; new grammars take turns, so a slow one delays only other new ones."""
-        from harness.grammar.compile import compile_artifact, is_kept, was_compiled
+        from harness.grammar import compile_artifact, is_kept, was_compiled
 
         keep = functools.partial(compile_artifact, keep=True)
         key = self.key(artifact, family)

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from harness.files import InputError, read_yaml
+from harness.files import InputFileError, read_yaml
 
 MIB = 1024 * 1024
 
@@ -72,14 +72,14 @@ class ServeLimits(BaseSettings):
     @classmethod
     def load(cls, path: str | Path | None = None) -> ServeLimits:
         """The limits from the environment, overridden by the YAML mapping in ``path`` when given.
-        Raises InputError (file) or pydantic's ValidationError (a field) naming the problem."""
+        Raises InputFileError (file) or pydantic's ValidationError (a field) naming the problem."""
         if path is None:
             return cls()
         raw = read_yaml(path)
         if raw is None:
             raw = {}
         if not isinstance(raw, dict):
-            raise InputError(path, f"expected a mapping of limits, got {type(raw).__name__}")
+            raise InputFileError(path, f"expected a mapping of limits, got {type(raw).__name__}")
         return cls(**raw)
 
     def describe(self, name: str) -> str:

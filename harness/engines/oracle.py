@@ -22,14 +22,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
-from harness.agents.constraint import STRATEGY_OF_ARTIFACT, ConstraintError, DecodingConstraint
+from harness.agents import (
+    STRATEGY_OF_ARTIFACT,
+    CompletionRequest,
+    CompletionResponse,
+    ConstraintError,
+    DecodingConstraint,
+    EngineStats,
+    ModelCallError,
+    ToolCall,
+)
 from harness.agents.families import get_adapter
-from harness.agents.types import ToolCall
-from harness.grammar.compile import compile_artifact
-from harness.grammar.decode import GoldSource, decode
-from harness.grammar.request import constraint_from_request
-from harness.grammar.tokenizers import get_tokenizer
+from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
+from harness.grammar import constrained_decode as decode
 from harness.vocabulary import GrammarBackend
 
 if TYPE_CHECKING:
@@ -108,7 +113,7 @@ class OracleEngine:
     def _guidance(self, artifact: Any, ids: Sequence[int], walk: int, stop: Sequence[str]) -> Any:
         """The gold walked through llguidance (its grammar converted once per run, its matcher built
         per request as vLLM's guidance backend does)."""
-        from harness.grammar.guidance.walk import compile_guidance, walk_guidance
+        from harness.grammar import compile_guidance, walk_guidance
 
         key = ("guidance", self.family, artifact.kind, artifact.value)
         grammar = self.grammar_cache.get(key)
@@ -302,7 +307,7 @@ class ServedOracle:
         for family in self.families:
             get_tokenizer(family)
             if self.grammar_backend == GrammarBackend.guidance:
-                from harness.grammar.guidance import get_llg_tokenizer
+                from harness.grammar import get_llg_tokenizer
 
                 get_llg_tokenizer(family)
 

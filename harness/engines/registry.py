@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.agents.client import LLMClient
-from harness.agents.constraint import DecodingConstraint
-from harness.agents.types import ToolCall
+from harness.agents import DecodingConstraint, LLMClient, ToolCall
 
 if TYPE_CHECKING:
-    from harness.agents.bundle import ModelConfig
+    from harness.agents import ModelConfig
     from harness.engines.served import ServedEngine
 
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from harness.agents.client import CompletionRequest, CompletionResponse
+from harness.agents import CompletionRequest, CompletionResponse
 
 
 class ServedEngine(Protocol):

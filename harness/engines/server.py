@@ -48,12 +48,11 @@ from functools import partial
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.client import CompletionResponse, ModelCallError
-from harness.agents.constraint import ConstraintError
+from harness.agents import CompletionResponse, ConstraintError, ModelCallError
 from harness.engines.chat_request import BadRequest, Parsed, parse_body
 from harness.engines.compile_guard import CompileGuard
 from harness.engines.limits import MIB, ServeLimits
-from harness.files import InputError, load_json
+from harness.files import InputFileError, load_json
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -188,7 +187,7 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
 
-    from harness.grammar.compile import compile_artifact
+    from harness.grammar import compile_artifact
 
     limits = limits or ServeLimits()
     created = int(time.time())
@@ -228,7 +227,7 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
             return raw
         try:
             body = load_json(raw, "the request body", max_depth=limits.max_json_depth, bound="max_json_depth")
-        except InputError as exc:
+        except InputFileError as exc:
             return _error(str(exc), 400, "BadRequestError")
         try:
             parsed = await asyncio.to_thread(
@@ -353,7 +352,7 @@ def run_server(
 
     from harness.engines.connections import uvicorn_options
     from harness.engines.registry import EngineError, build_served
-    from harness.grammar.compile import set_cache_limit
+    from harness.grammar import set_cache_limit
 
     limits = limits or ServeLimits()
     try:

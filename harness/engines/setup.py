@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
+from harness.agents import CompletionRequest, CompletionResponse, LLMClient
 from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
 from harness.vocabulary import GrammarBackend
 
@@ -214,14 +214,13 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
-        from harness.grammar.compile import get_compiler
-        from harness.grammar.tokenizers import get_tokenizer
+        from harness.grammar import get_compiler, get_tokenizer
 
         for family in families:
             get_tokenizer(family)
             get_compiler(family)
             if backend == "guidance":
-                from harness.grammar.guidance import get_llg_tokenizer
+                from harness.grammar import get_llg_tokenizer
 
                 get_llg_tokenizer(family)
             if options.target == "vllm":
@@ -242,7 +241,7 @@ def _oracle_backend(options: EngineOptions) -> GrammarBackend:
         raise EngineError(f"unknown --grammar-backend {options.grammar_backend!r}: expected "
                           f"{' or '.join(GrammarBackend)}") from None
     if backend == GrammarBackend.guidance:
-        from harness.grammar.guidance import available
+        from harness.grammar import guidance_available as available
 
         why = available()
         if why:

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.agents.constraint import ConstraintArtifact
-from harness.agents.types import ToolCall, ToolSchema
+from harness.agents import ConstraintArtifact, ToolCall, ToolSchema
 
 ToolMode = Literal["none", "auto", "required", "named"]
 

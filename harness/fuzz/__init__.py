@@ -9,9 +9,10 @@ Importing this package loads Hypothesis and jsonschema: the CLI imports it insid
 
 from __future__ import annotations
 
-from harness.fuzz.keep import read_expected, write_calls_files, write_junit
+from harness.fuzz.inputs import load_fuzz_tools
+from harness.fuzz.keep import read_expected, write_calls_files, write_expected, write_junit
 from harness.fuzz.outcomes import FAILING, CellReport, Counterexample, FuzzReport, Outcome, baseline, compare
-from harness.fuzz.run import FuzzOptions, build_grammar, draw_case, fuzz
+from harness.fuzz.run import FuzzOptions, build_grammar, fuzz
 
 __all__ = [
     "FAILING",
@@ -23,9 +24,10 @@ __all__ = [
     "baseline",
     "build_grammar",
     "compare",
-    "draw_case",
     "fuzz",
+    "load_fuzz_tools",
     "read_expected",
     "write_calls_files",
+    "write_expected",
     "write_junit",
 ]

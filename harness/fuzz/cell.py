@@ -24,9 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.agents.constraint import ConstraintError, DecodingConstraint
-from harness.agents.families.keywords import enforces
-from harness.agents.types import ToolCall, ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
+from harness.agents.families import enforces
 from harness.fuzz.mutants import Mutant, Verdict, escaping_mutant, judge, value_mutants
 from harness.fuzz.outcomes import CellReport, Counterexample, Outcome, worst
 from harness.fuzz.walker import GrammarWalker, call_prefix

@@ -3,7 +3,7 @@
 Unlike the benchmarks' loader, one bad tool does not stop the run: a tool that cannot be read (not an
 OpenAI tool, ``parameters`` that are not a schema object, a ``.pym`` that does not parse) becomes a
 named problem, reported as a ``schema_invalid`` cell, and the others are fuzzed. Only a path that
-holds no tool at all is an error (``InputError``, exit 2).
+holds no tool at all is an error (``InputFileError``, exit 2).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.agents.types import ToolSchema
-from harness.files import InputError, read_json
+from harness.agents import ToolSchema
+from harness.files import InputFileError, read_json
 
 
 @dataclass
@@ -25,36 +25,36 @@ class LoadedTools:
 
 
 def load_fuzz_tools(path: Path) -> LoadedTools:
-    """Tools from ``path``; InputError naming the path when it holds none."""
+    """Tools from ``path``; InputFileError naming the path when it holds none."""
     if not path.exists():
-        raise InputError(path, "no such file or folder: expected an OpenAI tools JSON file, a .pym folder or a bundle")
+        raise InputFileError(path, "no such file or folder: expected an OpenAI tools JSON file, a .pym folder or a bundle")
     if (path.is_dir() and (path / "bundle.yaml").is_file()) or path.name == "bundle.yaml":
         return _bundle(path)
     loaded = _pym_folder(path) if path.is_dir() else _json_file(path)
     if not loaded.tools and not loaded.problems:
-        raise InputError(path, "no tools there: expected an OpenAI tools JSON file, a .pym folder or a bundle")
+        raise InputFileError(path, "no tools there: expected an OpenAI tools JSON file, a .pym folder or a bundle")
     return loaded
 
 
 def _bundle(path: Path) -> LoadedTools:
-    from harness.agents.bundle import BundleError, bundle_file
+    from harness.agents import BundleError, bundle_file
     from harness.bundles import load_bundle, tools_folder
 
     file = bundle_file(path)
     try:
         return _pym_folder(tools_folder(file, load_bundle(file)))
     except BundleError as exc:
-        raise InputError(file, str(exc)) from None
+        raise InputFileError(file, str(exc)) from None
 
 
 def _pym_folder(folder: Path) -> LoadedTools:
     from harness.sandbox import SandboxError
-    from harness.sandbox.pym.script import load_script
+    from harness.sandbox.pym import load_script
 
     out = LoadedTools()
     scripts = sorted(folder.glob("*.pym"))
     if not scripts:
-        raise InputError(folder, "no .pym tools in this folder (and no bundle.yaml)")
+        raise InputFileError(folder, "no .pym tools in this folder (and no bundle.yaml)")
     for script in scripts:
         try:
             out.tools.append(load_script(script, type_check=False).tool_schema())
@@ -68,7 +68,7 @@ def _json_file(file: Path) -> LoadedTools:
     if isinstance(data, dict) and isinstance(data.get("tools"), list):
         data = data["tools"]
     if not isinstance(data, list) or not data:
-        raise InputError(file, 'expected a non-empty JSON list of OpenAI-style tools (or {"tools": [...]})')
+        raise InputFileError(file, 'expected a non-empty JSON list of OpenAI-style tools (or {"tools": [...]})')
     out = LoadedTools()
     for i, item in enumerate(data):
         fn = item.get("function", item) if isinstance(item, dict) else None

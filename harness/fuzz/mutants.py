@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.types import ToolCall, ToolSchema
+from harness.agents import ToolCall, ToolSchema
 from harness.fuzz.values import broken_keyword, first_error
 
 UNKNOWN_TOOL = "tool"

@@ -54,7 +54,7 @@ FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome
 def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
     """The classes the keyword table predicts for a tool's cell: ``build_error`` where a keyword is
     refused, validation and invalidation errors where one is ``defective``; ``passing`` always."""
-    from harness.agents.families.keywords import builder_of, keywords_used, refused_keyword, support
+    from harness.agents.families import builder_of, keywords_used, refused_keyword, support
 
     out = {Outcome.passing}
     if refused_keyword(schema, builder_of(family, strategy)) is not None:

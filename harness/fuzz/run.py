@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents.constraint import ConstraintError, DecodingConstraint
-from harness.agents.families._calls import strict_schema
-from harness.agents.types import ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, ToolSchema
+from harness.agents.families import strict_schema
 from harness.fuzz.cell import (
     CellState,
     Finding,
@@ -169,8 +168,7 @@ def _buildable(grammar: Grammar) -> Any:
 
 
 def _target_walker(family: str, artifact: Any) -> GrammarWalker | None:
-    from harness.engines.vllm.backend import VllmGrammarTarget
-    from harness.engines.vllm.models import default_model
+    from harness.engines.vllm import VllmGrammarTarget, default_model
     from harness.grammar import get_tokenizer
 
     target = VllmGrammarTarget(default_model(family))

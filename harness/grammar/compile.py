@@ -30,7 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
+from harness.agents import ConstraintArtifact, ConstraintError
 
 Found = Literal["compiled", "memory", "disk"]
 

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.agents.constraint import REJECTED_GOLD
+from harness.agents import REJECTED_GOLD
 from harness.grammar.decode_result import (
     DEAD_END,
     JUMP_MODES,

@@ -23,9 +23,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
-from harness.agents.families._syntax import ebnf_literal
-from harness.files import InputError, TooDeep, load_json
+from harness.agents import ConstraintArtifact, ConstraintError
+from harness.agents.families import ebnf_literal
+from harness.files import InputFileError, TooDeep, load_json
 
 CONSTRAINT_FIELDS: tuple[str, ...] = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 """The constraint fields of vLLM's ``StructuredOutputsParams`` (exactly one may be set)."""
@@ -142,7 +142,7 @@ def _json_text(text: str, where: str) -> Any:
     than ``MAX_JSON_DEPTH`` (parsing deeper text would exhaust Python's stack: a RecursionError)."""
     try:
         return load_json(text, where)
-    except InputError as exc:
+    except InputFileError as exc:
         raise ConstraintError(f"{where} is not valid JSON: {exc.reason}" if not isinstance(exc, TooDeep)
                               else str(exc)) from None
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact
+from harness.agents import ConstraintArtifact
 
 DEFAULT_LIMIT_BYTES = 2 * 1024**3
 """2 GiB: a 1,000-tool grammar serializes to tens of MiB; a few hundred BFCL tool sets fit."""

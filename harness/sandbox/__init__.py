@@ -34,17 +34,17 @@ from harness.sandbox.errors import (
     CheckError,
     ExecutionError,
     ExternalError,
-    InputError,
     LimitError,
     OutputError,
     ParseError,
     SandboxError,
+    ScriptInputError,
     UnavailableError,
 )
 from harness.sandbox.gorilla import MOUNT, FileSystemState, MutationError, TreeLimitError, TreeLimits
 from harness.sandbox.pym import ExternalSpec, Input, InputSpec, Script, external, load_script, parse_script
 from harness.sandbox.runtime import PRESETS, Limits
-from harness.sandbox.tool import PymTool, discover_tools, split_envelope
+from harness.sandbox.tool import PymTool, discover_tools
 from harness.sandbox.workspace import (
     DataProvider,
     FileSystemBridge,
@@ -57,9 +57,13 @@ from harness.sandbox.workspace import (
 if TYPE_CHECKING:
     from harness.sandbox.runtime.execute import run_script
     from harness.sandbox.runtime.pool import close_pool, get_pool
+    from harness.sandbox.validation import SchemaCheck, argument_check, argument_errors
 
 # pydantic-monty is imported by these modules: loaded when a name is first used.
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "SchemaCheck": "validation",
+    "argument_check": "validation",
+    "argument_errors": "validation",
     "close_pool": "runtime.pool", "get_pool": "runtime.pool", "run_script": "runtime.execute",
 })
 
@@ -76,7 +80,6 @@ __all__ = [
     "FileSystemBridge",
     "FileSystemState",
     "Input",
-    "InputError",
     "InputSpec",
     "LimitError",
     "Limits",
@@ -87,12 +90,16 @@ __all__ = [
     "RecordingResultHandler",
     "ResultHandler",
     "SandboxError",
+    "SchemaCheck",
     "Script",
+    "ScriptInputError",
     "StaticDataProvider",
     "TreeLimitError",
     "TreeLimits",
     "UnavailableError",
     "Workspace",
+    "argument_check",
+    "argument_errors",
     "bundle_limits",
     "close_pool",
     "discover_tools",
@@ -102,5 +109,4 @@ __all__ = [
     "load_script",
     "parse_script",
     "run_script",
-    "split_envelope",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.agents.bundle import BundleConfig, BundleError, field_path, validation_problems
+from harness.agents import BundleConfig, BundleError, field_path, validation_problems
 from harness.sandbox.errors import SandboxError
 from harness.sandbox.runtime.script_limits import Limits
 from harness.sandbox.tool import PymTool, discover_tools

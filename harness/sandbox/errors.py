@@ -54,7 +54,7 @@ class CheckError(SandboxError):
     error_kind = ErrorKind.tool_load_error
 
 
-class InputError(SandboxError):
+class ScriptInputError(SandboxError):
     """An input is missing, unknown or of the wrong type.
 
     ``from_model`` tells whether the input is one the model supplies (its arguments: the kind is then
@@ -134,7 +134,7 @@ class UnavailableError(SandboxError):
 ERROR_KINDS: tuple[type[SandboxError], ...] = (
     ParseError,
     CheckError,
-    InputError,
+    ScriptInputError,
     ExternalError,
     ExecutionError,
     LimitError,

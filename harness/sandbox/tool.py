@@ -19,8 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.tools import ToolContext
-from harness.agents.types import ToolCall, ToolResult, ToolSchema
+from harness.agents import ToolCall, ToolContext, ToolResult, ToolSchema
 from harness.sandbox.errors import LimitError, OutputError, SandboxError
 from harness.sandbox.gorilla.tree import TreeLimitError
 from harness.sandbox.pym.script import Script, load_script

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.eval.run.setup_identity import folder_digest, server_arguments
-from harness.eval.store.repeat_records import (
+from harness.eval.store.gate_records import (
     SetupIdentity,
     identity_with_digest,
     setup_differences,

@@ -13,11 +13,11 @@ from harness.sandbox import (
     CheckError,
     ExternalError,
     FileSystemState,
-    InputError,
     LimitError,
     Limits,
     PymTool,
     SandboxError,
+    ScriptInputError,
     Workspace,
     load_script,
     run_script,
@@ -144,7 +144,7 @@ SURROGATE_ARGUMENTS = [
 async def test_a_lone_surrogate_argument_is_bad_arguments(fs_tools, state, args: dict, named: str) -> None:
     result = await call_tool(fs_tools["cat"], args, Workspace.filesystem(state))
     assert result.error_kind == "tool:bad_arguments" and named in result.output
-    with pytest.raises(InputError) as err:
+    with pytest.raises(ScriptInputError) as err:
         await run_script(fs_tools["cat"].script, args, host_inputs={"here": {}, "cwd": "/fs/alex"})
     assert err.value.error_kind == "tool:bad_arguments" and err.value.input_name == "file_name"
 

@@ -11,12 +11,12 @@ from harness.sandbox import (
     CheckError,
     ExecutionError,
     ExternalError,
-    InputError,
     LimitError,
     Limits,
     OutputError,
     ParseError,
     PymTool,
+    ScriptInputError,
     load_script,
     run_script,
 )
@@ -84,14 +84,14 @@ def test_check_error_from_the_type_checker_names_the_pym_line(write_script) -> N
 
 async def test_input_error_missing_and_wrong_type(write_script) -> None:
     script = load_script(write_script(ADD))
-    with pytest.raises(InputError) as err:
+    with pytest.raises(ScriptInputError) as err:
         await run_script(script, {})
     assert err.value.input_name == "a" and "missing input 'a'" in str(err.value)
     assert "line 4" in str(err.value)
-    with pytest.raises(InputError) as err:
+    with pytest.raises(ScriptInputError) as err:
         await run_script(script, {"a": "three"})
     assert err.value.input_name == "a" and "must be of type integer" in str(err.value)
-    with pytest.raises(InputError, match="unknown input 'c'"):
+    with pytest.raises(ScriptInputError, match="unknown input 'c'"):
         await run_script(script, {"a": 1, "c": 2})
     assert await run_script(script, {"a": 2}) == 3
 
@@ -258,7 +258,7 @@ def test_error_kinds_are_the_seven_of_a_script_and_the_sandbox_s_own() -> None:
     assert [(k.__name__, k.error_kind) for k in ERROR_KINDS] == [
         ("ParseError", "tool:load_error"),
         ("CheckError", "tool:load_error"),
-        ("InputError", "tool:script_error"),  # tool:bad_arguments when the model gave the input
+        ("ScriptInputError", "tool:script_error"),  # tool:bad_arguments when the model gave the input
         ("ExternalError", "tool:script_error"),
         ("ExecutionError", "tool:script_error"),
         ("LimitError", "tool:limit"),

@@ -17,7 +17,11 @@ from dataclasses import dataclass
 
 from harness import vocabulary
 from harness.agents.adapter import ModelAdapter
+from harness.agents.families._calls import canonical_schema, strict_schema
+from harness.agents.families._syntax import ebnf_literal
 from harness.agents.families._values import MAX_JSON_WS, canonical_keys
+from harness.agents.families.chat_templates import chat_template_path
+from harness.agents.families.keywords import builder_of, enforces, keywords_used, refused_keyword, support
 from harness.vocabulary import Family
 
 
@@ -72,8 +76,17 @@ __all__ = [
     "REGISTRY",
     "Family",
     "FamilyInfo",
+    "builder_of",
     "canonical_keys",
+    "canonical_schema",
+    "chat_template_path",
     "check_family",
+    "ebnf_literal",
+    "enforces",
     "families_of_model",
     "get_adapter",
+    "keywords_used",
+    "refused_keyword",
+    "strict_schema",
+    "support",
 ]

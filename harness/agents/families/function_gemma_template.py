@@ -19,8 +19,6 @@ from typing import Any
 from harness.agents.families.chat_templates import chat_template_path, render_chat_template
 from harness.vocabulary import Family
 
-TEMPLATE_FILE = "functiongemma.jinja"
-
 
 def template_path() -> Path:
     """Where the template is installed (pass it to ``vllm serve --chat-template``)."""
@@ -94,4 +92,4 @@ def render_with_template(
     )
 
 
-__all__ = ["TEMPLATE_FILE", "render_with_template", "template_path", "template_text", "vllm_view"]
+__all__ = ["render_with_template", "template_path", "template_text", "vllm_view"]

@@ -22,6 +22,7 @@ from harness.lazy import lazy_exports
 if TYPE_CHECKING:
     from harness.bench.grammar.figures import EngineFigures, GrammarRow
     from harness.bench.grammar.measure import GoldText, GrammarCheck, check_outputs
+    from harness.bench.grammar.output import print_table
     from harness.bench.grammar.results import (
         GRAMMAR_ENGINES,
         GrammarBench,
@@ -30,9 +31,10 @@ if TYPE_CHECKING:
         GrowthLengthRow,
         GrowthToolsRow,
     )
-    from harness.bench.grammar.run import GOALS, check_engines, run_grammar_bench
+    from harness.bench.grammar.run import GOALS, run_grammar_bench
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "print_table": "output",
     "EngineFigures": "figures",
     "GrammarRow": "figures",
     "GoldText": "measure",
@@ -45,7 +47,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "GrowthLengthRow": "results",
     "GrowthToolsRow": "results",
     "GOALS": "run",
-    "check_engines": "run",
     "run_grammar_bench": "run",
 })
 
@@ -61,7 +62,7 @@ __all__ = [
     "GrammarSummary",
     "GrowthLengthRow",
     "GrowthToolsRow",
-    "check_engines",
     "check_outputs",
+    "print_table",
     "run_grammar_bench",
 ]

@@ -7,8 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from harness.agents.constraint import ConstraintError, DecodingConstraint
-from harness.agents.types import ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, ToolSchema
 from harness.bench.grammar.figures import GrammarRow, RenderError
 from harness.bench.grammar.measure import GoldText
 from harness.bench.grammar.results import GRAMMAR_ENGINES, GrammarBenchConfig

@@ -24,8 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.agents.constraint import ConstraintError, DecodingConstraint
-from harness.agents.types import ToolCall, ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
 from harness.bench.grammar.figures import EngineFigures, GrammarRow, WalkFigures
 from harness.bench.grammar.results import GrammarBenchConfig, GrowthLengthRow, GrowthToolsRow
 
@@ -188,7 +187,7 @@ CORPUS_COUNTS_QUICK = (10, 100)
 def load_corpus(source: str) -> list[ToolSchema]:
     """The corpus's tools: ``bfcl`` for BFCL's function documents, else a path the fuzz reads."""
     if source == "bfcl":
-        from harness.eval.data.bfcl_data import distinct_tools
+        from harness.eval.data import distinct_tools
 
         return [ToolSchema.from_openai(t) for t in distinct_tools()]
     from harness.bench.inputs import load_tool_schemas
@@ -223,7 +222,7 @@ def valid_calls(tools: Sequence[ToolSchema], k: int) -> list[ToolCall]:
     """Up to ``k`` calls spread over ``tools`` whose arguments the schema accepts."""
     from jsonschema import Draft202012Validator
 
-    from harness.agents.families._calls import strict_schema
+    from harness.agents.families import strict_schema
     from harness.bench.synthetic import synthetic_calls
 
     by_name = {t.name: t for t in tools}

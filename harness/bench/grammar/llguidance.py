@@ -32,18 +32,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact
+from harness.agents import ConstraintArtifact
 from harness.bench.grammar.figures import EngineFigures, Rejection
 from harness.bench.grammar.measure import REJECTIONS_KEPT, GoldText, median
 from harness.bench.records import spread_fields
-from harness.grammar.guidance.convert import (
+from harness.grammar import (
     SPECIAL_IN_TEXT,
     NotExpressible,
-    available,
     get_llg_tokenizer,
     to_llguidance,
-    version,
 )
+from harness.grammar import guidance_available as available
+from harness.grammar import llguidance_version as version
 
 def _bit(bm: Any, token: int) -> bool:
     return bool((int(bm[0, token >> 5]) >> (token & 31)) & 1)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.agents.constraint import ConstraintArtifact
+from harness.agents import ConstraintArtifact
 from harness.bench.grammar.figures import (
     ApplyFigures,
     CompileFigures,
@@ -166,8 +166,7 @@ def jump_walks(compiled: Any, family: str, outputs: Sequence[GoldText]) -> JumpF
     - ``retokenized``: outputs whose tokens differ from the tokenizer's encoding of the whole text
       (a forced stretch split otherwise); ``held_back``: forced tokens left to the model at a boundary;
     - ``jump_us_*``: each lookup (forced string, tokenizing, the boundary check)."""
-    from harness.grammar import constrained_decode, get_tokenizer
-    from harness.grammar.decode import GoldTextSource
+    from harness.grammar import GoldTextSource, constrained_decode, get_tokenizer
 
     tok = get_tokenizer(family)
     forced = emitted = plain = retokenized = held = 0
@@ -243,8 +242,7 @@ def apply_times(family: str, masks: Sequence[Any]) -> ApplyFigures:
     import torch
     import xgrammar as xgr
 
-    from harness.grammar import get_tokenizer
-    from harness.grammar.mask import masked_scores
+    from harness.grammar import get_tokenizer, masked_scores
 
     tok = get_tokenizer(family)
     vocab = tok.vocab_size

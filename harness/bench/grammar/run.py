@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
 from harness.bench.grammar.cells import measure_cell
 from harness.bench.grammar.figures import GrammarRow
 from harness.bench.grammar.results import (

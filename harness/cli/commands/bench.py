@@ -24,7 +24,7 @@ from harness.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from harness.bench.jump import ScoreFigure
+    from harness.bench import ScoreFigure
 
 app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale, harness serve under attack.")
 
@@ -64,10 +64,10 @@ def sandbox(
     with --contention, slow calls against a healthy one in the same pool. JSON last."""
     import json
 
-    from harness.bench.sandbox import GOAL, bench_sandbox
+    from harness.bench import GOAL, bench_sandbox
 
     if contention is not None:
-        from harness.bench.contention import bench_contention
+        from harness.bench import bench_contention
 
         measured = bench_contention(contention)
         for row in measured.rows:
@@ -108,7 +108,7 @@ def serve(
     healthy requests and a timed shutdown; JSON last. (Grammars are bounded the same way whatever the engine.)"""
     import json
 
-    from harness.bench.serve import PARTS, bench_serve
+    from harness.bench import PARTS, bench_serve
 
     figures = bench_serve(log=typer.echo, parts=tuple(attacks or PARTS))
     typer.echo(json.dumps(figures.dump()))
@@ -132,7 +132,7 @@ def engine(
     forced-token fraction, time to first token cold vs with the tool prompt cached; JSON last."""
     import json
 
-    from harness.bench.engine import run_engine_bench
+    from harness.bench import run_engine_bench
 
     policies = list(dict.fromkeys(["lazy", *(policy or ("lazy", "always"))]))
     try:
@@ -170,7 +170,7 @@ def jump(
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from harness.bench.jump import run_jump_bench
+    from harness.bench import run_jump_bench
 
     folder = Path(out) if out else Path("results") / "bench" / f"jump-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
     try:
@@ -221,8 +221,7 @@ def grammar(
     bench.md and PNG plots, prints the table; a JSON summary is the last line."""
     import json
 
-    from harness.bench.grammar.output import print_table
-    from harness.bench.grammar.run import GrammarBenchConfig, run_grammar_bench
+    from harness.bench.grammar import GrammarBenchConfig, print_table, run_grammar_bench
 
     cfg = GrammarBenchConfig(
         families=tuple(family or FAMILIES),
@@ -264,7 +263,7 @@ def client(
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from harness.bench.client import run_client_bench
+    from harness.bench import run_client_bench
 
     def ints(text: str, what: str) -> list[int]:
         try:

@@ -51,7 +51,7 @@ ParallelOpt = Annotated[bool, typer.Option("--parallel", help=_PARALLEL_HELP)]
 
 
 def _load_tools(path: Path) -> list[Any]:
-    from harness.bench.inputs import load_tool_schemas
+    from harness.bench import load_tool_schemas
 
     try:
         return load_tool_schemas(path)
@@ -61,11 +61,11 @@ def _load_tools(path: Path) -> list[Any]:
 
 def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]]:
     """(line number, calls or a raw text, whether the line expects acceptance) per non-blank line."""
-    from harness.files import InputError, read_json_lines
+    from harness.files import InputFileError, read_json_lines
 
     try:
         lines = read_json_lines(path)
-    except InputError as exc:
+    except InputFileError as exc:
         fail(str(exc))
     out: list[tuple[int, list[dict[str, Any]] | str, bool]] = []
     for n, obj in lines:
@@ -90,7 +90,7 @@ def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]
 
 
 def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tuple[Any, Any, Any]:
-    from harness.agents.constraint import ConstraintError, DecodingConstraint
+    from harness.agents import ConstraintError, DecodingConstraint
     from harness.agents.families import get_adapter
 
     adapter = get_adapter(family)
@@ -153,7 +153,7 @@ def check(
 
     Exit 0: every line as expected (accepted, unless the line says "expect": "rejected"); 1: a line
     not (listed on stderr); 2: bad input."""
-    from harness.agents.constraint import ConstraintError
+    from harness.agents import ConstraintError
 
     family, strategy = family_choice.value, strategy_choice.value
     tools = _load_tools(tools_path)
@@ -162,9 +162,9 @@ def check(
     if payload.artifact is None:
         fail(f"strategy {strategy} built no artifact for {family}")
 
-    from harness.agents.types import ToolCall
-    from harness.bench.grammar.measure import GoldText, check_outputs
-    from harness.grammar.tokenizers import TokenizerUnavailable
+    from harness.agents import ToolCall
+    from harness.bench.grammar import GoldText, check_outputs
+    from harness.grammar import TokenizerUnavailable
 
     texts: list[GoldText] = []
     wanted: dict[str, bool] = {}
@@ -243,17 +243,16 @@ def fuzz(
 ) -> None:
     """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
     rejected (or named as not enforced), random walks valid, the parser never raising."""
-    from harness.files import InputError
-    from harness.fuzz import FuzzOptions, read_expected
+    from harness.files import InputFileError
+    from harness.fuzz import FuzzOptions, load_fuzz_tools, read_expected
     from harness.fuzz import fuzz as run_fuzz
-    from harness.fuzz.inputs import load_fuzz_tools
 
     if update and expected is None:
         fail("--update needs --expected FILE (the baseline to rewrite)")
     try:
         loaded = load_fuzz_tools(tools_path)
         baseline = read_expected(expected) if expected is not None and not update and expected.exists() else None
-    except InputError as exc:
+    except InputFileError as exc:
         fail(str(exc))
     except ValueError as exc:
         fail(str(exc))
@@ -283,8 +282,7 @@ def fuzz_database() -> Path:
 
 def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
             baseline: dict[str, list[str]] | None, junit: Path | None) -> None:
-    from harness.fuzz import FAILING, compare, write_calls_files, write_junit
-    from harness.fuzz.keep import write_expected
+    from harness.fuzz import FAILING, compare, write_calls_files, write_expected, write_junit
 
     files = write_calls_files(report, folder / "counterexamples")
     report.counterexample_files = [str(f) for f in files]

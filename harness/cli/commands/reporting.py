@@ -27,13 +27,13 @@ def report(
     figures; the page also every sample, filterable) and PNG plots for one or more runs."""
     from harness.eval.report import write_report
     from harness.eval.store import RunDirError
-    from harness.files import InputError, check_output_dir
+    from harness.files import InputFileError, check_output_dir
 
     target = out if out is not None else run_dirs[0]
     try:
         check_output_dir(target)
         path = write_report(run_dirs, target)
-    except (RunDirError, InputError) as exc:
+    except (RunDirError, InputFileError) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"--out {str(target)!r}: cannot write the report: {exc.strerror or exc}")
@@ -54,16 +54,16 @@ def merge(
     difference when they are not the shares of one setup and suite, or one is unfinished."""
     import asyncio
 
-    from harness.agents.bundle import BundleError
+    from harness.agents import BundleError
     from harness.eval.data import SuiteError
-    from harness.eval.run.merge import MergeError, merge_runs
+    from harness.eval.run import MergeError, merge_runs
     from harness.eval.store import RunDirError
-    from harness.files import InputError, check_output_dir
+    from harness.files import InputFileError, check_output_dir
 
     try:
         check_output_dir(out)
         summary = asyncio.run(merge_runs(shard_dirs, out))
-    except (MergeError, RunDirError, SuiteError, BundleError, InputError) as exc:
+    except (MergeError, RunDirError, SuiteError, BundleError, InputFileError) as exc:
         fail(str(exc))
     typer.echo(f"merged {len(shard_dirs)} shards -> {out}")
     from harness.cli.commands.run import print_summary

@@ -18,8 +18,7 @@ from harness.vocabulary import SAMPLE_METRICS, STRATEGIES, GrammarBackend
 
 if TYPE_CHECKING:
     from harness.eval.run import RunOutcome
-    from harness.eval.store import SummaryRow
-    from harness.eval.store.records import Selection
+    from harness.eval.store import Selection, SummaryRow
 
 # The options of ``harness run``, one alias each (the command's signature stays readable).
 SuiteDirArg = Annotated[Path, typer.Argument(
@@ -206,12 +205,11 @@ def run(
     seconds, naming the problem."""
     import asyncio
 
-    from harness.agents.bundle import BundleError
-    from harness.agents.client import ModelCallError
+    from harness.agents import BundleError, ModelCallError
     from harness.eval.data import SuiteError
     from harness.eval.run import RunError, RunSpec, run_suite
     from harness.eval.store import RunDirError
-    from harness.files import InputError
+    from harness.files import InputFileError
 
     setup = _setup(engine, model, config, vllm_arg, keep_server)
     spec = RunSpec(
@@ -226,7 +224,7 @@ def run(
     bars = _Bars()
     try:
         outcome = asyncio.run(run_suite(spec, bars.factory, bars.log))
-    except (RunError, SuiteError, BundleError, RunDirError, InputError, ModelCallError) as exc:
+    except (RunError, SuiteError, BundleError, RunDirError, InputFileError, ModelCallError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted: the samples finished so far are saved; continue with --out DIR --resume",
@@ -257,7 +255,7 @@ def _setup(engine: Engine, given: list[str] | None, config: Path | None, vllm_ar
            keep_server: bool) -> _Setup:
     """``--model``, ``--vllm-arg`` and ``--keep-server`` over the ``--config`` file's (whose models only
     server engines use); exit 2 naming the flag, file or field that is wrong."""
-    from harness.eval.run.config import ConfigError, RunConfig, load_run_config, parse_models, split_vllm_args
+    from harness.eval.run import ConfigError, RunConfig, load_run_config, parse_models, split_vllm_args
 
     try:
         file = load_run_config(config) if config is not None else RunConfig()
@@ -275,7 +273,7 @@ def _setup(engine: Engine, given: list[str] | None, config: Path | None, vllm_ar
 def _selection(ids: list[str] | None, tags: list[str] | None, sample: int | None, seed: int | None,
                shard: str | None) -> Selection | None:
     """The case selection of the flags (None: none given); exit 2 naming a bad ``--shard``."""
-    from harness.eval.store.records import Selection, Shard
+    from harness.eval.store import Selection, Shard
 
     parsed = None
     if shard is not None:
@@ -338,15 +336,15 @@ def score(
     """Re-score a run from its saved samples (no engine is called): rewrites scores.parquet, summary.json."""
     import asyncio
 
-    from harness.agents.bundle import BundleError
+    from harness.agents import BundleError
     from harness.eval.data import SuiteError
     from harness.eval.score import score_run
     from harness.eval.store import RunDirError
-    from harness.files import InputError
+    from harness.files import InputFileError
 
     try:
         summary = asyncio.run(score_run(run_dir, suite_dir=suite_dir))
-    except (SuiteError, BundleError, RunDirError, InputError) as exc:
+    except (SuiteError, BundleError, RunDirError, InputFileError) as exc:
         fail(str(exc))
     typer.echo(f"re-scored {run_dir}")
     print_summary(summary)

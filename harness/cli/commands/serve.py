@@ -35,14 +35,13 @@ def serve(
     bounds of ServeLimits (README: harness serve)."""
     from pydantic import ValidationError
 
-    from harness.agents.bundle import validation_problems
-    from harness.engines.limits import ServeLimits
-    from harness.engines.server import ServeError, run_server
-    from harness.files import InputError
+    from harness.agents import validation_problems
+    from harness.engines import ServeError, ServeLimits, run_server
+    from harness.files import InputFileError
 
     try:
         limits = ServeLimits.load(config)
-    except InputError as exc:
+    except InputFileError as exc:
         fail(str(exc))
     except ValidationError as exc:
         fail(f"{config or 'HARNESS_SERVE_* environment'}: {'; '.join(validation_problems(exc))}")

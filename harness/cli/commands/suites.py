@@ -139,8 +139,7 @@ def import_bfcl_cmd(
     (long-context file systems expanded, miss_func tools added at their turn; others skipped and
     counted). Single-turn: each entry with its own tools, judged by BFCL's own checker; entries whose
     listed answers do not fit the converted schema are kept and tagged bad_entry."""
-    from harness.eval.data import import_bfcl
-    from harness.eval.data.bfcl_single import ALL, SINGLE_TURN, import_bfcl_single_turn, is_single_turn
+    from harness.eval.data import ALL, SINGLE_TURN, import_bfcl, import_bfcl_single_turn, is_single_turn
 
     if source == ALL:
         for category in SINGLE_TURN:

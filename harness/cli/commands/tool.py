@@ -42,15 +42,20 @@ def run(
     import asyncio
     import json
 
-    from harness.agents.tools import ToolContext
-    from harness.agents.types import ToolCall
-    from harness.files import InputError, load_json
-    from harness.sandbox import FileSystemState, PymTool, SandboxError, Workspace, load_script
-    from harness.sandbox.workspace import FileSystemBridge
+    from harness.agents import ToolCall, ToolContext
+    from harness.files import InputFileError, load_json
+    from harness.sandbox import (
+        FileSystemBridge,
+        FileSystemState,
+        PymTool,
+        SandboxError,
+        Workspace,
+        load_script,
+    )
 
     try:
         arguments = load_json(args, "--args")
-    except InputError as e:
+    except InputFileError as e:
         fail(str(e))
     if not isinstance(arguments, dict):
         fail(f"--args must be a JSON object, got {type(arguments).__name__}")

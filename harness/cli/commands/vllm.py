@@ -32,11 +32,9 @@ VllmArgsOpt = Annotated[
                                   "harness run smoke --engine vllm --family function_gemma,qwen   # no start"))
 def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt = None) -> None:
     """Start a kept vLLM server per family (or find the one already up) and wait until it serves."""
-    from harness.engines.registry import EngineError
-    from harness.engines.vllm.kept import state_dir
-    from harness.engines.vllm.launch import vllm_unavailable
-    from harness.engines.vllm.setup import VllmSetup
-    from harness.eval.run.config import ConfigError, parse_models, split_vllm_args
+    from harness.engines import EngineError
+    from harness.engines.vllm import VllmSetup, state_dir, vllm_unavailable
+    from harness.eval.run import ConfigError, parse_models, split_vllm_args
 
     why = vllm_unavailable()
     if why:
@@ -67,7 +65,7 @@ def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt =
 @app.command("down", epilog=example("harness vllm down", "harness vllm down --family qwen"))
 def down(family: Families = None) -> None:
     """Stop the kept vLLM servers (of the families given; default: all) and remove their state files."""
-    from harness.engines.vllm.kept import kept_servers, stop_kept
+    from harness.engines.vllm import kept_servers, stop_kept
 
     servers = [s for s in kept_servers() if not family or s.family in family]
     if not servers:
@@ -81,7 +79,7 @@ def down(family: Families = None) -> None:
 @app.command("list", epilog=example("harness vllm list"))
 def list_servers() -> None:
     """List the kept vLLM servers: family, model, URL, pid, whether it serves, and its log."""
-    from harness.engines.vllm.kept import kept_servers
+    from harness.engines.vllm import kept_servers
 
     servers = kept_servers()
     if not servers:

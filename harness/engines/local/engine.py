@@ -37,16 +37,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.client import CompletionRequest, CompletionResponse, EngineStats, ModelCallError
-from harness.agents.constraint import ConstraintError
-from harness.agents.types import TokenUsage
+from harness.agents import (
+    CompletionRequest,
+    CompletionResponse,
+    ConstraintError,
+    EngineStats,
+    ModelCallError,
+    TokenUsage,
+)
 from harness.vocabulary import ErrorKind, Family
 
 if TYPE_CHECKING:
     from harness.engines.local.runtime import LlamaRuntime, PrefillStats
     from harness.engines.local.source import TextCallback
-    from harness.grammar.decode import JumpMode, MaskPolicy
-    from harness.grammar.tokenizers import FamilyTokenizer
+    from harness.grammar import FamilyTokenizer, JumpMode, MaskPolicy
 
 LOCAL_MODEL_ID = "gemma-3-270m-base-q4km (functiongemma format)"
 """The served model id: what runs (Gemma 3 270M base, Q4_K_M) and the format it is prompted in."""
@@ -129,7 +133,7 @@ class LocalEngine:
         log: Callable[[str], None] | None = None,
         jump: str = DEFAULT_JUMP,
     ) -> None:
-        from harness.grammar.decode import JUMP_MODES
+        from harness.grammar import JUMP_MODES
 
         check_family(family)
         if mask_policy not in ("always", "lazy"):
@@ -164,13 +168,13 @@ class LocalEngine:
     def _load(self) -> LlamaRuntime:
         if self._runtime is None:
             from harness.engines.local.runtime import DEFAULT_N_CTX, LlamaRuntime
-            from harness.grammar.tokenizers import gemma_gguf_path, get_tokenizer
+            from harness.grammar import gemma_gguf_path, get_tokenizer
 
             self._tokenizer = get_tokenizer(self.family)
             path = self._model_path or gemma_gguf_path()
             self._runtime = LlamaRuntime(path, n_ctx=self._n_ctx or DEFAULT_N_CTX, n_threads=self._n_threads,
                                          log=self._log)
-            from harness.grammar.compile import get_compiler
+            from harness.grammar import get_compiler
 
             get_compiler(self.family)  # xgrammar's import and tokenizer info, off the first request's clock
         return self._runtime
@@ -229,7 +233,7 @@ class LocalEngine:
             compile_ms: float | None = None
             compile_cached: bool | None = None
             if artifact is not None:
-                from harness.grammar.compile import compile_artifact
+                from harness.grammar import compile_artifact
 
                 try:
                     cc = compile_artifact(artifact, self.family, keep=True)
@@ -266,7 +270,7 @@ class LocalEngine:
         import numpy as np
 
         from harness.engines.local.source import LogitsSource, TextStops
-        from harness.grammar.decode import decode
+        from harness.grammar import constrained_decode as decode
 
         stop_ids = (*tok.eos_ids, FUNCTION_RESPONSE_ID)
         text = TextStops(tok, request.stop, on_text)
@@ -328,7 +332,7 @@ class LocalEngine:
 
 def _read_constraint(extra_body: Mapping[str, Any]) -> Any:
     """The request's constraint artifact (or None); a bad one is ``model:bad_request``."""
-    from harness.grammar.request import constraint_from_request
+    from harness.grammar import constraint_from_request
 
     try:
         return constraint_from_request(extra_body, extra_body.get("response_format"))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from harness.engines.local.runtime import LlamaRuntime
-    from harness.grammar.tokenizers import FamilyTokenizer
+    from harness.grammar import FamilyTokenizer
 
 TextCallback = Callable[[str], None]
 

@@ -23,7 +23,7 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from harness.agents.client import CompletionRequest, CompletionResponse, ModelCallError
+from harness.agents import CompletionRequest, CompletionResponse, ModelCallError
 from harness.engines.limits import ClientLimits
 from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
 

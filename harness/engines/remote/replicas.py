@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
+from harness.agents import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.vocabulary import ErrorKind
 
 

@@ -19,8 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.agents.client import CompletionResponse, ModelCallError
-from harness.agents.types import TokenUsage, ToolCall
+from harness.agents import CompletionResponse, ModelCallError, TokenUsage, ToolCall
 from harness.files import MAX_JSON_DEPTH, json_depth
 
 BAD_RESPONSE = "model:bad_response"

@@ -11,26 +11,37 @@ from typing import TYPE_CHECKING
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_version
-    from harness.engines.vllm.models import ModelFolder, default_model, model_folder
+    from harness.engines.vllm.backend import VllmGrammarTarget
+    from harness.engines.vllm.kept import kept_servers, state_dir, stop_kept
+    from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_unavailable
+    from harness.engines.vllm.models import ModelFolder, default_model
+    from harness.engines.vllm.setup import VllmSetup
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "VllmGrammarTarget": "backend",
+    "kept_servers": "kept",
+    "state_dir": "kept",
+    "stop_kept": "kept",
+    "vllm_unavailable": "launch",
+    "VllmSetup": "setup",
     "VllmError": "launch",
     "VllmServer": "launch",
     "check_environment": "launch",
-    "vllm_version": "launch",
     "ModelFolder": "models",
     "default_model": "models",
-    "model_folder": "models",
 })
 
 __all__ = [
     "ModelFolder",
     "VllmError",
+    "VllmGrammarTarget",
     "VllmServer",
+    "VllmSetup",
     "check_environment",
     "default_model",
-    "model_folder",
-    "vllm_version",
+    "kept_servers",
+    "state_dir",
+    "stop_kept",
+    "vllm_unavailable",
 ]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
+from harness.agents import ConstraintArtifact, ConstraintError
 from harness.engines.vllm.models import ModelFolder
 from harness.files import read_json
 

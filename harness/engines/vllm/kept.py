@@ -33,7 +33,7 @@ STOP_GRACE_S = 20.0
 
 def state_dir() -> Path:
     """Where kept servers' state files and logs are: ``<user cache>/vllm/servers``."""
-    from harness.grammar.tokenizer_files import cache_root
+    from harness.grammar import cache_root
 
     return cache_root() / "vllm" / "servers"
 

@@ -122,7 +122,7 @@ def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_m
                 extra: Sequence[str] = (), grammar_backend: str = "xgrammar") -> list[str]:
     """The command line of a vLLM OpenAI server for ``model`` (see the module doc for each flag);
     ``grammar_backend``: its structured-outputs backend (``xgrammar`` or ``guidance``)."""
-    from harness.agents.families.chat_templates import chat_template_path
+    from harness.agents.families import chat_template_path
 
     return [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",

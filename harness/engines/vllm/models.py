@@ -114,7 +114,7 @@ def cache_key(kind: str) -> str:
 
 def model_folder(kind: str, *, build: bool = True) -> ModelFolder:
     """The cached folder of ``kind`` (``gemma`` or ``qwen-fixture``), built first when missing."""
-    from harness.grammar.tokenizer_files import cache_root, file_lock
+    from harness.grammar import cache_root, file_lock
 
     try:
         recipe = RECIPES[kind]
@@ -174,7 +174,7 @@ def _build_in_child(kind: str, final: Path) -> None:
 
 
 def _copy_tokenizer(family: str, out: Path) -> None:
-    from harness.grammar.tokenizers import ensure_cached
+    from harness.grammar import ensure_cached
 
     source = ensure_cached(family)
     for item in source.iterdir():
@@ -193,7 +193,7 @@ def build_gemma(out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from harness.grammar.tokenizers import gemma_gguf_path
+    from harness.grammar import gemma_gguf_path
 
     gguf = gemma_gguf_path()
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16)

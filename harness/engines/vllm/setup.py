@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agents.client import LLMClient
+from harness.agents import LLMClient
 from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
 from harness.engines.vllm.models import ModelFolder
 from harness.vocabulary import FAMILIES

@@ -4,7 +4,7 @@ paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``cons
 tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
 kept baseline atomically."""
 
-from harness.eval.compare.baseline import BASELINE_FILES, BaselineError, update_baseline
+from harness.eval.compare.baseline import BaselineError, update_baseline
 from harness.eval.compare.console import print_comparison, sample_link
 from harness.eval.compare.gate import (
     DEFAULT_MAX_DROP,
@@ -15,17 +15,14 @@ from harness.eval.compare.gate import (
     Diff,
     TimingGate,
     compare_runs,
-    metric_kind,
-    timing_gate_note,
 )
-from harness.eval.compare.outputs import Verdict, append_step_summary, markdown_summary, verdict, write_junit
+from harness.eval.compare.outputs import Verdict, append_step_summary, verdict, write_junit
 from harness.eval.compare.paired import (
     Flip,
     PairedMetric,
     exact_mcnemar,
     fewest_significant,
     min_detectable_effect,
-    paired_bootstrap,
 )
 from harness.eval.compare.policy import (
     DEFAULT_ALPHA,
@@ -37,7 +34,6 @@ from harness.eval.compare.policy import (
 from harness.eval.compare.setup_check import CompareError, SetupCheck, recorded_fields
 
 __all__ = [
-    "BASELINE_FILES",
     "DEFAULT_ALPHA",
     "DEFAULT_MAX_DROP",
     "DEFAULT_MAX_SLOWDOWN",
@@ -60,14 +56,10 @@ __all__ = [
     "exact_mcnemar",
     "fewest_significant",
     "load_policy",
-    "markdown_summary",
-    "metric_kind",
     "min_detectable_effect",
-    "paired_bootstrap",
     "print_comparison",
     "recorded_fields",
     "sample_link",
-    "timing_gate_note",
     "update_baseline",
     "verdict",
     "write_junit",

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.eval.store.results import ERRORS_FILE, RUN_FILE, SCORES_FILE, SUMMARY_FILE
+from harness.eval.store import ERRORS_FILE, RUN_FILE, SCORES_FILE, SUMMARY_FILE
 
 BASELINE_FILES = (RUN_FILE, SUMMARY_FILE, SCORES_FILE, ERRORS_FILE)
 REQUIRED = (RUN_FILE, SUMMARY_FILE, SCORES_FILE)

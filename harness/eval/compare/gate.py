@@ -43,8 +43,17 @@ from harness.eval.compare.policy import (
     TimingGate,
 )
 from harness.eval.compare.setup_check import SetupCheck, check_runs, recorded_fields
-from harness.eval.store.records import Machine, RunRecord, ScoreRow, SummaryRow
-from harness.eval.store.results import SUMMARY_FILE, RunDirError, read_run, read_scores, read_summary
+from harness.eval.store import (
+    SUMMARY_FILE,
+    Machine,
+    RunDirError,
+    RunRecord,
+    ScoreRow,
+    SummaryRow,
+    read_run,
+    read_scores,
+    read_summary,
+)
 from harness.vocabulary import ACCURACY_METRICS, Metric
 
 LOWER_IS_BETTER_RATES: tuple[Metric, ...] = (Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)

@@ -29,8 +29,7 @@ from harness.eval.compare.console import (
 from harness.eval.compare.gate import Comparison
 from harness.eval.compare.paired import PairedMetric
 from harness.eval.compare.policy import Policy
-from harness.eval.store.records import SampleRecord, ScoreRow
-from harness.eval.store.results import read_samples
+from harness.eval.store import SampleRecord, ScoreRow, read_samples
 from harness.vocabulary import Metric
 
 ANSWER_CHARS = 2000

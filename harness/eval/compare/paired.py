@@ -38,7 +38,7 @@ from statistics import NormalDist
 from typing import Literal
 
 from harness.eval.compare.policy import Policy
-from harness.eval.store.records import ScoreRow
+from harness.eval.store import ScoreRow
 
 RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261126

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.files import InputError, read_yaml
+from harness.files import InputFileError, read_yaml
 from harness.vocabulary import ACCURACY_METRICS, SAMPLE_METRICS, TIMING_METRICS, Metric
 
 TimingGate = Literal["auto", "gate", "info"]
@@ -132,7 +132,7 @@ def load_policy(path: Path) -> Policy:
     """The policy in ``path``; PolicyError naming the file and the field for anything wrong."""
     try:
         raw = read_yaml(path)
-    except InputError as exc:
+    except InputFileError as exc:
         raise PolicyError(str(exc)) from None
     if raw is None:
         raw = {}

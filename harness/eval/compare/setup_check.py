@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.eval.store.records import RunRecord
-from harness.eval.store.provenance import grammar_library
-from harness.eval.store.repeat_records import setup_differences, setup_fields
-from harness.eval.store.results import RUN_FILE
+from harness.eval.store import RUN_FILE, RunRecord, grammar_library, setup_differences, setup_fields
 
 
 class CompareError(Exception):

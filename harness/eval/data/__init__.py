@@ -4,7 +4,7 @@ validation against a bundle's tools (``validate``), the Gorilla file-system tool
 package data and code in ``bfcl_data``, ``bfcl_single`` for BFCL's single-turn categories with the
 answers the oracle replays in ``bfcl_answers``; ``importing``: what they share)."""
 
-from harness.eval.data.bfcl_data import BfclDataError, tool_schemas
+from harness.eval.data.bfcl_data import BfclDataError, distinct_tools, load_bfcl_module, tool_schemas
 from harness.eval.data.bfcl_import import (
     BFCL_ADDED_TOOLS_PROMPT,
     CallSyntaxError,
@@ -12,8 +12,9 @@ from harness.eval.data.bfcl_import import (
     import_bfcl,
     parse_python_call,
 )
-from harness.eval.data.bfcl_single import import_all_single_turn, import_bfcl_single_turn
+from harness.eval.data.bfcl_single import ALL, SINGLE_TURN, import_bfcl_single_turn, is_single_turn
 from harness.eval.data.cases import (
+    BAD_ENTRY,
     EMPTY_WORKSPACE,
     CallSpec,
     Case,
@@ -21,6 +22,7 @@ from harness.eval.data.cases import (
     DirNode,
     EpisodeCase,
     FileNode,
+    FsCase,
     FsTree,
     NextCallCase,
     SingleTurnCase,
@@ -28,6 +30,7 @@ from harness.eval.data.cases import (
 from harness.eval.data.fs_tools import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
 from harness.eval.data.importing import ImportFailure, ImportReport
 from harness.eval.data.shellper_import import import_shellper
+from harness.eval.data.snapshot import Snapshot, SnapshotError, copy_inputs, digests, load_inputs
 from harness.eval.data.suite import (
     EchoMode,
     Suite,
@@ -45,14 +48,18 @@ from harness.eval.data.validate import (
     check_arguments,
     check_calls,
     describe_suite,
+    validate_loaded,
     validate_suite,
 )
 
 __all__ = [
+    "ALL",
+    "BAD_ENTRY",
     "BFCL_ADDED_TOOLS_PROMPT",
     "EMPTY_WORKSPACE",
     "FS_TOOL_NAMES",
     "PARAM_ORDER",
+    "SINGLE_TURN",
     "BfclDataError",
     "CallSpec",
     "CallSyntaxError",
@@ -62,11 +69,14 @@ __all__ = [
     "EchoMode",
     "EpisodeCase",
     "FileNode",
+    "FsCase",
     "FsTree",
     "ImportFailure",
     "ImportReport",
     "NextCallCase",
     "SingleTurnCase",
+    "Snapshot",
+    "SnapshotError",
     "Suite",
     "SuiteError",
     "SuiteKind",
@@ -77,16 +87,22 @@ __all__ = [
     "bundle_tools",
     "check_arguments",
     "check_calls",
+    "copy_inputs",
     "describe_suite",
+    "digests",
+    "distinct_tools",
     "dump_case",
-    "import_all_single_turn",
     "import_bfcl",
     "import_bfcl_single_turn",
     "import_shellper",
+    "is_single_turn",
+    "load_bfcl_module",
+    "load_inputs",
     "load_suite",
     "parse_python_call",
     "resolve_bundle",
     "tool_schemas",
+    "validate_loaded",
     "validate_suite",
     "write_suite",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
 from harness.eval.data.bfcl_data import openai_name
 
 

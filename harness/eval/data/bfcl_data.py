@@ -37,7 +37,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
 
 PACKAGE = "bfcl_eval"
 INSTALL_HINT = "pip install --no-deps bfcl-eval==2026.3.23"

@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
 from harness.eval.data.bfcl_answers import NoValidAnswer, answer_arguments, fits, resolve
 from harness.eval.data.bfcl_data import FILE_PREFIX, SINGLE_TURN, BfclDataError, data_dir, openai_name
 from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, UNPASSABLE, CallSpec, SingleTurnCase
@@ -277,11 +277,6 @@ def import_bfcl_single_turn(
     return report
 
 
-def import_all_single_turn(out: str | Path, **options: Any) -> list[ImportReport]:
-    """Every category of ``SINGLE_TURN`` from the installed package, into ``out/<category>``."""
-    return [import_bfcl_single_turn(c, None, Path(out) / c, **options) for c in SINGLE_TURN]
-
-
 __all__ = [
     "ALL",
     "AST_CATEGORIES",
@@ -296,7 +291,6 @@ __all__ = [
     "category_sources",
     "default_bundle",
     "entry_category",
-    "import_all_single_turn",
     "import_bfcl_single_turn",
     "is_single_turn",
     "single_turn_case",

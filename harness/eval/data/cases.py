@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.agents.types import Message, ToolCall, ToolSchema
+from harness.agents import Message, ToolCall, ToolSchema
 
 
 class _Strict(BaseModel):

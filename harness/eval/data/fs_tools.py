@@ -3,6 +3,6 @@ home of the Gorilla file system's semantics), under the names eval has always im
 
 from __future__ import annotations
 
-from harness.sandbox.gorilla.tools import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
+from harness.sandbox.gorilla import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
 
 __all__ = ["FS_TOOL_NAMES", "PARAM_ORDER", "builtin_fs_schemas"]

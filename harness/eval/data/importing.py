@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.files import InputError, load_json, read_text
+from harness.files import InputFileError, load_json, read_text
 
 
 class ImportFailure(ValueError):
@@ -78,13 +78,13 @@ def read_lines(path: Path) -> Iterator[tuple[int, Any]]:
             data = load_json(text, path)
             yield from enumerate(data, start=1)
             return
-    except InputError as exc:
+    except InputFileError as exc:
         raise ImportFailure([str(exc)]) from None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 yield lineno, load_json(line, f"line {lineno}")
-            except InputError as exc:
+            except InputFileError as exc:
                 yield lineno, ValueError(exc.reason)
 
 

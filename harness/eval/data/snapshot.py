@@ -60,7 +60,7 @@ def suite_digest(suite: Suite) -> str:
 
 
 def _bundle_parts(bundle_dir: Path) -> tuple[Any, Path, list[Path]]:
-    from harness.agents.bundle import BundleError, load_bundle_config
+    from harness.agents import BundleError, load_bundle_config
 
     try:
         config = load_bundle_config(bundle_dir)

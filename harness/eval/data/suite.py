@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from harness import packaged
 from harness.eval.data.cases import Case, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
-from harness.files import InputError, load_json, read_text, read_yaml
+from harness.files import InputFileError, load_json, read_text, read_yaml
 from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
 SuiteKind = Literal["next_call", "episode", "single_turn"]
@@ -241,7 +241,7 @@ def load_spec(suite_dir: Path) -> SuiteSpec:
     where = str(suite_dir / "suite.yaml")
     try:
         raw = read_yaml(suite_dir / "suite.yaml")
-    except InputError as exc:
+    except InputFileError as exc:
         raise SuiteError([str(exc)]) from None
     if not isinstance(raw, dict):
         raise SuiteError([f"{where}: expected a mapping"])
@@ -262,7 +262,7 @@ def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple
     first_line: dict[str, int] = {}
     try:
         text = read_text(path)
-    except InputError as exc:
+    except InputFileError as exc:
         return [], [f"{where}: {exc.reason}"]
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -270,7 +270,7 @@ def read_cases(path: Path, kind: SuiteKind, display: str | None = None) -> tuple
         at = f"{where}:{lineno}"
         try:
             raw = load_json(line, at)
-        except InputError as exc:
+        except InputFileError as exc:
             problems.append(str(exc))
             continue
         if not isinstance(raw, dict):
@@ -297,12 +297,12 @@ def case_line_numbers(path: Path) -> dict[str, int]:
     out: dict[str, int] = {}
     try:
         text = read_text(path)
-    except InputError:
+    except InputFileError:
         return out
     for lineno, line in enumerate(text.splitlines(), start=1):
         try:
             raw = load_json(line, path)
-        except InputError:
+        except InputFileError:
             continue
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             out.setdefault(raw["id"], lineno)

@@ -18,7 +18,7 @@ from dataclasses import field as default_field
 from pathlib import Path
 from typing import Any
 
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
 from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, CallSpec, Case, EpisodeCase, SingleTurnCase
 from harness.eval.data.fs_tools import builtin_fs_schemas
 from harness.eval.data.suite import Suite, SuiteError, case_line_numbers, load_spec, read_cases
@@ -53,7 +53,7 @@ def _builtin(problems: list[str], folder: Path | None = None) -> ToolSet:
 def bundle_tools(bundle_dir: Path) -> ToolSet:
     """The tools of the bundle in ``bundle_dir``, loaded as ``harness run`` loads them, with every
     problem of the bundle (see the module doc); the built-in tools when it does not load."""
-    from harness.agents.bundle import BundleError, bundle_file
+    from harness.agents import BundleError, bundle_file
     from harness.bundles import load_bundle, tools_folder
     from harness.sandbox import SandboxError, load_bundle_tools, load_script
 
@@ -94,7 +94,7 @@ def _unknown_tool(name: str, tools: dict[str, ToolSchema | None]) -> str:
 def check_arguments(call: CallSpec, schema: ToolSchema) -> list[tuple[str, str]]:
     """(field suffix, message) for each argument problem: unknown, missing, wrong type or value. The
     check is the sandbox's (``harness.sandbox.validation.argument_check``), as scoring's validity."""
-    from harness.sandbox.validation import argument_check, argument_errors
+    from harness.sandbox import argument_check, argument_errors
     from harness.schema_errors import did_you_mean
 
     props: dict[str, Any] = schema.parameters.get("properties", {}) or {}

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.eval.data.suite import Suite
-from harness.eval.store.records import SampleRecord, SummaryRow
-from harness.eval.store.results import RunDir, load_run_dir, scores_frame, typed_rows
+from harness.eval.data import Suite
+from harness.eval.store import RunDir, SampleRecord, SummaryRow, load_run_dir, scores_frame, typed_rows
 from harness.vocabulary import ACCURACY_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
 
 ACCURACY = ACCURACY_METRICS
@@ -73,9 +72,9 @@ def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
     """The run's suite: its copy in the run directory (missing or changed since: RunDirError, the run
     directory is not whole), or for a run written before runs kept copies the path it records (not
     found: the report shows no prompts and gold answers, and says so)."""
-    from harness.eval.data.suite import SuiteError
-    from harness.eval.score.rescore import run_suite_of
-    from harness.eval.store.results import RunDirError
+    from harness.eval.data import SuiteError
+    from harness.eval.score import run_suite_of
+    from harness.eval.store import RunDirError
 
     try:
         return run_suite_of(data.path, data.run), None
@@ -89,7 +88,7 @@ def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
 
 def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
     """Every run directory, labelled by its run id (``#2``... for the same id given twice)."""
-    from harness.eval.score.summary import per_token, steps_frame
+    from harness.eval.score import per_token, steps_frame
 
     runs: list[Run] = []
     seen: dict[str, int] = {}

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.eval.data.cases import CallSpec, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.data import CallSpec, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.report.data import Run
-from harness.eval.store.records import METRICS, CallRecord, SampleRecord, StepRecord
+from harness.eval.store import METRICS, CallRecord, SampleRecord, StepRecord
 from harness.vocabulary import ErrorKind
 
 DATA_DIR = "report-data"
@@ -178,7 +178,7 @@ class CaseRunner:
 
     def __init__(self, run: Run) -> None:
         from harness.bundles import load_tools
-        from harness.eval.score.execution import SandboxStates
+        from harness.eval.score import SandboxStates
 
         assert run.suite is not None
         _, tools = load_tools(run.suite.bundle_dir)
@@ -258,7 +258,7 @@ def _scores(run: Run) -> dict[str, dict[str, tuple[float | None, str | None]]]:
 
 
 def _runner(run: Run) -> CaseRunner | None:
-    from harness.agents.bundle import BundleError
+    from harness.agents import BundleError
 
     if run.suite is None:
         return None
@@ -269,7 +269,7 @@ def _runner(run: Run) -> CaseRunner | None:
 
 
 async def _run_chunks(index: int, run: Run, chunk_of: dict[str, int], chunks: list[Chunk]) -> None:
-    from harness.eval.store.prompts import read_prompts
+    from harness.eval.store import read_prompts
 
     prompts, scores, runner = read_prompts(run.data.path), _scores(run), _runner(run)
     cases = {c.id: c for c in run.suite.cases} if run.suite is not None else {}

@@ -34,7 +34,7 @@ from harness.eval.report.tables import (
     REPEATS_NOTE,
     Report,
 )
-from harness.eval.store.records import METRICS, SampleRecord
+from harness.eval.store import METRICS, SampleRecord
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "report"
 
@@ -104,7 +104,7 @@ def _sample_view(index: int, sample: SampleRecord, scores: dict[str, tuple[float
 
 
 def _system_prompt(run: Run) -> str | None:
-    from harness.agents.bundle import BundleError, bundle_file
+    from harness.agents import BundleError, bundle_file
     from harness.bundles import load_bundle
 
     if run.suite is None and run.data.run.bundle is None:

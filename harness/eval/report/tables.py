@@ -25,7 +25,7 @@ from harness.eval.report.data import (
     tradeoff,
 )
 from harness.eval.report.figures import Figure
-from harness.eval.store.records import SummaryRow
+from harness.eval.store import SummaryRow
 from harness.vocabulary import ACCURACY_METRICS, Metric, Strategy
 
 # ---------------------------------------------------------------- formatting

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.files import InputError, read_yaml
+from harness.files import InputFileError, read_yaml
 from harness.vocabulary import FAMILIES
 
 MANAGED_FLAGS = frozenset({"--model", "--served-model-name", "--host", "--port"})
@@ -86,11 +86,11 @@ class RunConfig(BaseModel):
 
 def load_run_config(path: Path) -> RunConfig:
     """The config file at ``path``; ConfigError naming the file and each field that is wrong."""
-    from harness.agents.bundle import validation_problems
+    from harness.agents import validation_problems
 
     try:
         raw = read_yaml(path)
-    except InputError as exc:
+    except InputFileError as exc:
         raise ConfigError(f"--config: {exc}") from None
     if raw is None:
         return RunConfig()

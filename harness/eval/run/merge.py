@@ -17,19 +17,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.eval.data.suite import Suite
+from harness.eval.data import Suite
 from harness.eval.run.resolve import MATRIX_FIELDS
 from harness.eval.run.spec import CaseSelection
-from harness.eval.store.prompts import PROMPTS_FILE, read_prompts
-from harness.eval.store.records import RunRecord, SampleRecord, SummaryRow
-from harness.eval.store.repeat_records import setup_differences, setup_fields
-from harness.eval.store.results import (
+from harness.eval.store import (
+    PROMPTS_FILE,
     RUN_FILE,
     SAMPLES_FILE,
+    RunRecord,
+    SampleRecord,
+    SummaryRow,
     load_samples,
     make_sample_id,
+    read_prompts,
     read_run,
     sample_line,
+    setup_differences,
+    setup_fields,
     write_run,
 )
 
@@ -56,7 +60,7 @@ def expected_ids(run: RunRecord, suite: Suite, selection: CaseSelection) -> list
 
 
 def _load(path: Path) -> _Shard:
-    from harness.eval.score.rescore import run_suite_of
+    from harness.eval.score import run_suite_of
 
     run = read_run(path)
     if run.selection is None or run.selection.shard is None:
@@ -145,7 +149,7 @@ async def merge_runs(paths: Sequence[Path], out: Path) -> list[SummaryRow]:
     summary rows. MergeError or RunDirError naming the problem; nothing is written before every check
     passed."""
     from harness.bundles import load_tools
-    from harness.eval.score.rescore import run_suite_of, score_samples
+    from harness.eval.score import run_suite_of, score_samples
 
     if len(paths) < 2:
         raise MergeError("harness merge joins two or more shard directories")

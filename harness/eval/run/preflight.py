@@ -23,12 +23,17 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from harness.agents.agent import Agent
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.tools import Tool
-from harness.agents.types import Message
-from harness.engines.registry import Endpoint, RunEngine, SampleContext
-from harness.eval.data.cases import Case, NextCallCase, SingleTurnCase
+from harness.agents import (
+    Agent,
+    CompletionRequest,
+    CompletionResponse,
+    LLMClient,
+    Message,
+    ModelCallError,
+    Tool,
+)
+from harness.engines import Endpoint, RunEngine, SampleContext
+from harness.eval.data import Case, NextCallCase, SingleTurnCase
 from harness.eval.run.sample import gold_answers, schema_only_tools
 from harness.eval.run.spec import RunError
 

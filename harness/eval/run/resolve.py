@@ -18,18 +18,14 @@ from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
-from harness.agents.agent import Agent
-from harness.engines import registry
-from harness.engines.registry import EngineInfo, EngineOptions, RunEngine
-from harness.eval.data.suite import Suite, SuiteError, load_suite
-from harness.eval.data.validate import ToolSet, validate_loaded
+from harness.agents import Agent
+from harness.engines import EngineError, EngineInfo, EngineOptions, RunEngine, get_engine, open_engine
+from harness.eval.data import Suite, SuiteError, ToolSet, load_suite, validate_loaded
 from harness.eval.run.run_log import RunLog
 from harness.eval.run.spec import CaseSelection, EngineChoice, ResolvedRun, RunError, RunSpec, Sampling
 from harness.eval.run.token_bound import TokenBound, choose_token_bound
-from harness.eval.store.provenance import default_run_id
-from harness.eval.store.records import RunRecord
-from harness.eval.store.results import RUN_FILE, SAMPLES_FILE, RunDirError, read_run
-from harness.files import InputError, check_output_dir
+from harness.eval.store import RUN_FILE, SAMPLES_FILE, RunDirError, RunRecord, default_run_id, read_run
+from harness.files import InputFileError, check_output_dir
 from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
 
 EngineOpener = Callable[[str, EngineOptions], tuple[RunEngine, list[str] | None]]
@@ -66,8 +62,8 @@ def _check_options(spec: RunSpec) -> None:
 
 def _engine_info(name: str) -> EngineInfo:
     try:
-        return registry.get_engine(name)
-    except registry.EngineError as exc:
+        return get_engine(name)
+    except EngineError as exc:
         raise RunError(str(exc)) from None
 
 
@@ -130,7 +126,7 @@ def _settle_run_dir(spec: RunSpec, suite: Suite, log: RunLog) -> tuple[Path, Run
     run_dir = _run_dir(spec, suite)
     try:
         check_output_dir(run_dir)
-    except InputError as exc:
+    except InputFileError as exc:
         raise RunError(str(exc)) from None
     resuming = spec.resume and (run_dir / RUN_FILE).exists()
     if not resuming and _holds_samples(run_dir / SAMPLES_FILE):
@@ -166,7 +162,7 @@ def _open_engine(spec: RunSpec, agent: Agent, run_dir: Path, log: RunLog, open_e
     )
     try:
         return open_engine(spec.engine, options)
-    except registry.EngineError as exc:
+    except EngineError as exc:
         raise RunError(str(exc)) from None
 
 
@@ -196,7 +192,7 @@ def _check_calls(suite: Suite, agent: Agent) -> None:
 def _token_bound(spec: RunSpec, suite: Suite, agent: Agent, previous: RunRecord | None,
                  log: RunLog) -> TokenBound:
     """The run's bound; a resumed run keeps the recorded one with the source it recorded."""
-    from harness.grammar.tokenizers import needs_build
+    from harness.grammar import needs_build
 
     if previous is not None and previous.max_tokens is not None and previous.max_tokens_source \
             and spec.max_tokens == previous.max_tokens:
@@ -231,7 +227,7 @@ def _sampling(spec: RunSpec, suite: Suite, bound: TokenBound, previous: RunRecor
 
 
 async def resolve_run(
-    spec: RunSpec, log: RunLog, open_engine: EngineOpener = registry.open_engine
+    spec: RunSpec, log: RunLog, open_engine: EngineOpener = open_engine
 ) -> tuple[ResolvedRun, RunEngine]:
     """``spec`` resolved once (see the module doc), and its engine opened: the caller closes it
     (``aclose``). ``open_engine(spec.engine, options)`` may restrict the families (the embedded engine

@@ -20,12 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.agents.agent import Agent, AgentOptions
-from harness.agents.client import CompletionRequest
-from harness.engines import registry
-from harness.engines.registry import RunEngine, SampleContext
-from harness.eval.data.cases import Case, EpisodeCase, NextCallCase, SingleTurnCase
-from harness.eval.data.suite import Suite
+from harness.agents import Agent, AgentOptions, CompletionRequest
+from harness.engines import REGISTRY, EngineError, RunEngine, SampleContext, get_engine, open_engine
+from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite
 from harness.eval.run.preflight import preflight
 from harness.eval.run.resolve import EngineOpener, RunError, resolve_run
 from harness.eval.run.run_log import LOG_FILE, RunLog
@@ -39,26 +36,28 @@ from harness.eval.run.sample import (
     sample_record,
 )
 from harness.eval.run.spec import ResolvedRun, RunSpec
-from harness.eval.store.prompts import PromptLog
-from harness.eval.store.provenance import git_commit, machine, utc_now, versions
-from harness.eval.store.records import (
+from harness.eval.store import (
+    RETRIED_FILE,
+    SAMPLES_FILE,
+    PromptLog,
+    RunDirError,
     RunInputs,
     RunRecord,
     RunTiming,
     SampleKey,
     SampleRecord,
+    SampleWriter,
     SetupIdentity,
     SuiteRef,
-)
-from harness.eval.store.repeat_records import setup_differences, setup_fields
-from harness.eval.store.results import (
-    RETRIED_FILE,
-    SAMPLES_FILE,
-    RunDirError,
-    SampleWriter,
+    git_commit,
+    machine,
     make_sample_id,
     repair_samples,
     set_aside_errors,
+    setup_differences,
+    setup_fields,
+    utc_now,
+    versions,
     write_run,
 )
 from harness.vocabulary import ErrorKind, Family
@@ -117,8 +116,7 @@ class Runner:
     """One run: the suite, the engine setup, one agent per family and strategy, the sandbox states."""
 
     def __init__(self, run: ResolvedRun, engine: RunEngine) -> None:
-        from harness.eval.score.execution import SandboxStates
-        from harness.eval.score.scoring import Scorer
+        from harness.eval.score import SandboxStates, Scorer
 
         self.resolved, self.suite, self.engine = run, run.suite, engine
         self.tools = run.agent.tools
@@ -135,7 +133,7 @@ class Runner:
         self.prompts: PromptLog | None = None
         """Where each step's prompt is kept (set once the run directory exists)."""
         # A server renders tools into the prompt only when they are sent; the harness's engines always do.
-        self._server = registry.get_engine(engine.name).serves_models if engine.name in registry.REGISTRY else False
+        self._server = get_engine(engine.name).serves_models if engine.name in REGISTRY else False
 
     async def prepare(self) -> None:
         """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
@@ -340,7 +338,7 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         try:
             await runner.prepare()
             await preflight(engine, runner.agents, todo[0].case, run.sample_timeout_s, log)
-        except registry.EngineError as exc:
+        except EngineError as exc:
             raise RunError(str(exc)) from None
         log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
         # What an engine knows only once it runs (a started server's version, command and model).
@@ -375,12 +373,12 @@ async def run_suite(
     spec: RunSpec,
     progress_factory: Callable[[int, int], Progress] | None = None,
     log: Callable[[str], None] = lambda _m: None,
-    open_engine: EngineOpener = registry.open_engine,
+    open_engine: EngineOpener = open_engine,
 ) -> RunOutcome:
     """Run a suite into a results directory, then score it: resolve, open the samples, generate, score.
     ``open_engine(spec.engine, options)`` sets the engine up (the registry's by default) and may
     restrict the families (the embedded engine has weights for some only)."""
-    from harness.eval.score.rescore import score_samples
+    from harness.eval.score import score_samples
 
     started = time.perf_counter()
     run_log = RunLog(log)
@@ -412,7 +410,7 @@ async def run_suite(
 def _inputs(run: ResolvedRun) -> RunInputs:
     """The run directory's copies of its suite and bundle (made once; a resumed run checks that the suite
     and bundle it is given are still what the copies hold)."""
-    from harness.eval.data.snapshot import SnapshotError, copy_inputs, digests
+    from harness.eval.data import SnapshotError, copy_inputs, digests
 
     previous = run.resumed.inputs if run.resumed is not None else None
     try:

@@ -18,13 +18,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from harness.agents.agent import Agent
-from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
-from harness.agents.constraint import ConstraintError
-from harness.agents.tools import Tool, ToolContext
-from harness.agents.types import Message, StepResult, ToolCall, ToolResult, ToolSchema
-from harness.eval.data.cases import EpisodeCase, NextCallCase, SingleTurnCase
-from harness.eval.store.records import (
+from harness.agents import (
+    Agent,
+    CompletionRequest,
+    CompletionResponse,
+    ConstraintError,
+    LLMClient,
+    Message,
+    ModelCallError,
+    StepResult,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+    ToolSchema,
+)
+from harness.eval.data import EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.store import (
     CallRecord,
     ParseErrorRecord,
     SampleKey,

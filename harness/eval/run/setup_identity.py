@@ -19,11 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.eval.data.suite import Suite
+from harness.eval.data import Suite
 from harness.eval.run.spec import ResolvedRun
-from harness.eval.store.provenance import grammar_library
-from harness.eval.store.records import RunRecord, SetupIdentity
-from harness.eval.store.repeat_records import identity_with_digest
+from harness.eval.store import RunRecord, SetupIdentity, grammar_library, identity_with_digest
 
 CHUNK = 1 << 20
 """How much of each end of a weights file the folder digest reads."""

@@ -24,10 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.agents.agent import Agent
-from harness.eval.data.cases import Case
-from harness.eval.data.suite import Suite
-from harness.eval.store.records import RunRecord, Selection
+from harness.agents import Agent
+from harness.eval.data import Case, Suite
+from harness.eval.store import RunRecord, Selection
 from harness.vocabulary import Family, Strategy
 
 

@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.agents.agent import Agent
-from harness.eval.data.suite import Suite
+from harness.agents import Agent
+from harness.eval.data import Suite
 
 HEADROOM = 1.5
 """How much longer than the longest gold answer an answer may be."""
@@ -52,7 +52,7 @@ def longest_gold(suite: Suite, agent: Agent) -> LongestGold | None:
     """The longest gold answer of the suite's cases for every family and strategy the suite lists, as
     the oracle renders it with ``agent``'s constraint settings (a closing text answer included), in
     the family's tokens."""
-    from harness.engines.oracle import CLOSING_TEXT
+    from harness.engines import CLOSING_TEXT
     from harness.eval.run.sample import gold_answers
 
     best: LongestGold | None = None
@@ -73,7 +73,7 @@ def longest_gold(suite: Suite, agent: Agent) -> LongestGold | None:
 
 
 def _counter(family: str) -> tuple[Callable[[str], int], bool]:
-    from harness.grammar.tokenizers import TokenizerUnavailable, get_tokenizer
+    from harness.grammar import TokenizerUnavailable, get_tokenizer
 
     try:
         tokenizer = get_tokenizer(family)

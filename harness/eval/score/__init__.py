@@ -1,18 +1,20 @@
 """Scoring a run from its saved samples alone, never an engine: each sample against its case
 (``scoring``: validity, exact_match, state_match, grammar_rejection, truncated; ``verdicts``: what every
 scorer shares; BFCL's single-turn verdict: ``bfcl_ast``, BFCL's own checker, and ``bfcl_score``), calls executed in the
-sandbox (``execution``), summary.json and errors.json (``summary``), and a whole run directory scored
-or re-scored (``rescore``: ``harness score`` and the end of every run)."""
+sandbox (``sandbox_states``), summary.json and errors.json (``summary``), and a whole run directory scored
+or re-scored (``score_dir``: ``harness score`` and the end of every run)."""
 
 from harness.eval.score.bfcl_ast import BfclVerdict, bfcl_verdict
-from harness.eval.score.execution import SandboxStates
-from harness.eval.score.rescore import run_suite_of, score_run, score_samples
+from harness.eval.score.sandbox_states import SandboxStates
+from harness.eval.score.score_dir import run_suite_of, score_run, score_samples
 from harness.eval.score.scoring import CUT, Scorer, StateBackend, Verdict
 from harness.eval.score.summary import (
     RATE_METRICS,
     TARGET_METRIC,
     TIMING_METRICS,
     error_counts,
+    per_token,
+    steps_frame,
     summarize,
     wilson,
 )
@@ -29,9 +31,11 @@ __all__ = [
     "Verdict",
     "bfcl_verdict",
     "error_counts",
+    "per_token",
     "run_suite_of",
     "score_run",
     "score_samples",
+    "steps_frame",
     "summarize",
     "wilson",
 ]

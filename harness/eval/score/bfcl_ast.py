@@ -81,7 +81,7 @@ def is_irrelevance(category: str) -> bool:
 @functools.cache
 def ast_checker() -> Callable[..., dict[str, Any]]:
     """BFCL's ``ast_checker``, loaded once (see the module doc); BfclDataError when not installed."""
-    from harness.eval.data.bfcl_data import load_bfcl_module
+    from harness.eval.data import load_bfcl_module
 
     module = load_bfcl_module(
         CHECKER_MODULE, {MODEL_CONFIG_MODULE: {"MODEL_CONFIG_MAPPING": {MODEL_NAME: ModelConfig()}}}

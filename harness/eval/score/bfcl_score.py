@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harness.eval.data.cases import BAD_ENTRY, CallSpec, SingleTurnCase
+from harness.eval.data import BAD_ENTRY, CallSpec, SingleTurnCase
 from harness.eval.score.bfcl_ast import bfcl_verdict, is_irrelevance
 from harness.eval.score.verdicts import (
     CUT,
@@ -39,11 +39,11 @@ from harness.eval.score.verdicts import (
     unparsed,
     was_cut,
 )
-from harness.eval.store.records import SampleRecord, StepRecord
+from harness.eval.store import SampleRecord, StepRecord
 from harness.vocabulary import ErrorKind, Metric
 
 if TYPE_CHECKING:
-    from harness.sandbox.validation import SchemaCheck
+    from harness.sandbox import SchemaCheck
 
 
 
@@ -54,7 +54,7 @@ class SingleTurnScoring:
         self._validators: dict[str, dict[str, SchemaCheck]] = {}
 
     def _validator_of(self, case: SingleTurnCase) -> dict[str, SchemaCheck]:
-        from harness.sandbox.validation import argument_check
+        from harness.sandbox import argument_check
 
         found = self._validators.get(case.id)
         if found is None:

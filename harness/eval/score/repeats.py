@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from harness.eval.store.records import KFigure, Repeats, ScoreRow
+from harness.eval.store import KFigure, Repeats, ScoreRow
 from harness.stats import clustered_wilson, pass_at_k, pass_hat_k, wilson
 from harness.vocabulary import ACCURACY_METRICS
 

@@ -37,8 +37,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from harness.agents.types import ToolSchema
-from harness.eval.data.cases import Case, EpisodeCase, FsCase, NextCallCase, SingleTurnCase
+from harness.agents import ToolSchema
+from harness.eval.data import Case, EpisodeCase, FsCase, NextCallCase, SingleTurnCase
 from harness.eval.score.verdicts import (
     CUT,
     NOT_APPLICABLE,
@@ -53,12 +53,12 @@ from harness.eval.score.verdicts import (
     unparsed,
     was_cut,
 )
-from harness.eval.store.records import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
+from harness.eval.store import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
 from harness.vocabulary import ErrorKind, Metric
 
 
 class StateBackend(Protocol):
-    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.execution``)."""
+    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.sandbox_states``)."""
 
     def initial(self, case: FsCase) -> Any:
         """A fresh state: the case's tree and working directory."""
@@ -107,7 +107,7 @@ class Scorer:
         concurrency: int = 8,
     ) -> None:
         from harness.eval.score.bfcl_score import SingleTurnScoring
-        from harness.sandbox.validation import argument_check
+        from harness.sandbox import argument_check
 
         self.single_turn = SingleTurnScoring()
         """Single-turn cases bring their own tools and BFCL's verdict."""

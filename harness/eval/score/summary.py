@@ -32,8 +32,7 @@ from typing import Any, NamedTuple
 
 from harness import vocabulary
 from harness.eval.score.repeats import rate_figures
-from harness.eval.store.records import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow
-from harness.eval.store.results import typed_rows
+from harness.eval.store import METRICS, ErrorCount, SampleRecord, ScoreRow, SummaryRow, typed_rows
 from harness.stats import quantile, wilson
 from harness.vocabulary import Metric
 

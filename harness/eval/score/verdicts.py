@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.eval.store.records import StepRecord
+from harness.eval.store import StepRecord
 from harness.vocabulary import ErrorKind, Strategy
 
 CUT = ErrorKind.length_max_tokens

@@ -1,4 +1,4 @@
-"""The base of every record of a run directory (``records``, ``run_parts``, ``repeat_records``): strict and
+"""The base of every record of a run directory (``records``, ``run_inputs``, ``gate_records``): strict and
 immutable."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.eval.store.run_parts import PromptRecord
+from harness.eval.store.run_inputs import PromptRecord
 
 PROMPTS_FILE = "prompts.jsonl"
 

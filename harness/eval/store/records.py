@@ -23,8 +23,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from harness.eval.store.base import OmitsAbsent, Record, renamed
-from harness.eval.store.repeat_records import KFigure, Repeats, SetupIdentity
-from harness.eval.store.run_parts import PromptRecord, RunInputs, Selection, Shard
+from harness.eval.store.gate_records import KFigure, Repeats, SetupIdentity
+from harness.eval.store.run_inputs import PromptRecord, RunInputs, Selection, Shard
 from harness.vocabulary import SAMPLE_METRICS, Family, Metric, Strategy
 
 METRICS: tuple[Metric, ...] = SAMPLE_METRICS

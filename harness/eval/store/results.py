@@ -32,7 +32,7 @@ from harness.eval.store.records import (
     ScoreRow,
     SummaryRow,
 )
-from harness.files import MAX_FILE_BYTES, InputError, TooDeep, load_json, read_bytes, read_text
+from harness.files import MAX_FILE_BYTES, InputFileError, TooDeep, load_json, read_bytes, read_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -58,7 +58,7 @@ class RunDirError(Exception):
 
 
 def _problems(exc: ValidationError, model: Any = None) -> str:
-    from harness.agents.bundle import validation_problems
+    from harness.agents import validation_problems
 
     return "; ".join(validation_problems(exc, model=model))
 
@@ -86,7 +86,7 @@ def _json_text(value: BaseModel | Sequence[BaseModel]) -> str:
 def _read_text(path: Path) -> str:
     try:
         return read_text(path)
-    except InputError as exc:
+    except InputFileError as exc:
         raise RunDirError(path, exc.reason) from None
 
 
@@ -146,13 +146,13 @@ class SampleLog:
 
 
 def _sample_line(raw: bytes, where: str) -> SampleRecord | None:
-    """The record of one line; None when the line is not JSON at all (a torn write). InputError for
+    """The record of one line; None when the line is not JSON at all (a torn write). InputFileError for
     JSON nested too deep to be a sample."""
     try:
         value = load_json(raw, where, max_bytes=MAX_FILE_BYTES)  # a line is as long as the runner wrote it
     except TooDeep:
         raise
-    except InputError:
+    except InputFileError:
         return None
     return SampleRecord.model_validate(value)
 
@@ -167,7 +167,7 @@ def load_samples(path: Path) -> SampleLog:
         return log
     try:
         lines = read_bytes(path).split(b"\n")  # a regular file under MAX_FILE_BYTES (a FIFO is refused, not read)
-    except InputError as exc:
+    except InputFileError as exc:
         raise RunDirError(path, exc.reason) from None
     offset = 0
     for number, raw in enumerate(lines, start=1):
@@ -182,7 +182,7 @@ def load_samples(path: Path) -> SampleLog:
             record = _sample_line(raw, f"line {number}")
         except ValidationError as exc:
             raise RunDirError(path, f"line {number}: not a sample record: {_problems(exc, SampleRecord)}") from exc
-        except InputError as exc:
+        except InputFileError as exc:
             raise RunDirError(path, str(exc)) from None
         if record is None:
             if number == len(lines) - 1 and not lines[-1]:
@@ -329,7 +329,7 @@ def read_scores(run_dir: Path) -> list[ScoreRow] | None:
         return None
     try:
         data = read_bytes(path)  # a regular file under MAX_FILE_BYTES (a FIFO is refused, not read)
-    except InputError as exc:
+    except InputFileError as exc:
         raise RunDirError(path, exc.reason) from None
     try:
         rows = pl.read_parquet(io.BytesIO(data)).to_dicts()

@@ -18,31 +18,31 @@ if TYPE_CHECKING:
         NotExpressible,
         available,
         get_llg_tokenizer,
-        special_texts,
         to_llguidance,
         version,
     )
-    from harness.grammar.guidance.walk import GuidanceWalk, walk_guidance
+    from harness.grammar.guidance.lark import ebnf_to_lark
+    from harness.grammar.guidance.walk import compile_guidance, walk_guidance
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "SPECIAL_IN_TEXT": "convert",
     "NotExpressible": "convert",
     "available": "convert",
     "get_llg_tokenizer": "convert",
-    "special_texts": "convert",
     "to_llguidance": "convert",
     "version": "convert",
-    "GuidanceWalk": "walk",
     "walk_guidance": "walk",
+    "compile_guidance": "walk",
+    "ebnf_to_lark": "lark",
 })
 
 __all__ = [
     "SPECIAL_IN_TEXT",
-    "GuidanceWalk",
     "NotExpressible",
     "available",
+    "compile_guidance",
+    "ebnf_to_lark",
     "get_llg_tokenizer",
-    "special_texts",
     "to_llguidance",
     "version",
     "walk_guidance",

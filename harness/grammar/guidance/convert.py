@@ -26,7 +26,7 @@ import json
 import threading
 from typing import Any
 
-from harness.agents.constraint import ConstraintArtifact
+from harness.agents import ConstraintArtifact
 from harness.grammar.guidance.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
 from harness.vocabulary import ErrorKind
 
@@ -65,7 +65,7 @@ def get_llg_tokenizer(family: str) -> Any:
         if lt is None:
             import llguidance.hf
 
-            from harness.grammar import get_tokenizer
+            from harness.grammar.tokenizers import get_tokenizer
 
             tok = get_tokenizer(family)
             hf: Any = tok.hf  # a transformers fast tokenizer (llguidance reads its Rust backend)
@@ -76,7 +76,7 @@ def get_llg_tokenizer(family: str) -> Any:
 
 def special_texts(family: str, lt: Any) -> dict[str, int]:
     """Control-token texts the grammars write that llguidance treats as special tokens."""
-    from harness.grammar import get_tokenizer
+    from harness.grammar.tokenizers import get_tokenizer
 
     return {text: tid for text, tid in get_tokenizer(family).control_tokens.items() if lt.is_special_token(tid)}
 

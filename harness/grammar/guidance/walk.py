@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.constraint import REJECTED_GOLD, ConstraintArtifact, ConstraintError
+from harness.agents import REJECTED_GOLD, ConstraintArtifact, ConstraintError
 from harness.grammar.guidance.convert import SPECIAL_IN_TEXT, NotExpressible, get_llg_tokenizer, to_llguidance
 
 

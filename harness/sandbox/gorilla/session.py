@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from harness.agents.tools import Tool, ToolContext
-from harness.agents.types import ToolCall, ToolResult
+from harness.agents import Tool, ToolCall, ToolContext, ToolResult
 from harness.sandbox.gorilla.state import FileSystemState
 from harness.sandbox.workspace import EchoMode, Workspace
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
 
 # name -> (description, [(parameter, JSON type, required, extra schema keys)])
 _TABLE: dict[str, tuple[str, list[tuple[str, str, bool, dict[str, Any]]]]] = {

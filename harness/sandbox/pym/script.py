@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agents.types import ToolSchema
-from harness.files import InputError as FileError
+from harness.agents import ToolSchema
+from harness.files import InputFileError as FileError
 from harness.files import read_text
-from harness.sandbox.errors import InputError, ParseError
+from harness.sandbox.errors import ParseError, ScriptInputError
 from harness.sandbox.pym.declarations import BUILTIN_STUBS, ExternalSpec, InputSpec, parse_declarations
 from harness.sandbox.validation import SchemaCheck, compile_validator, first_error_of, first_problem
 from harness.sandbox.values import lone_surrogate
@@ -108,7 +108,7 @@ class Script:
     ) -> dict[str, Any]:
         """All inputs for a run: ``given`` (the arguments) over ``host`` (hidden values) over defaults.
 
-        Raises InputError naming the input when one is unknown, missing or of the wrong type.
+        Raises ScriptInputError naming the input when one is unknown, missing or of the wrong type.
         ``given_checked``: the caller already validated ``given`` against ``validator(include_hidden=False)``
         (PymTool does, to report ``tool:bad_arguments``), so only the host's values are checked here.
         """
@@ -116,7 +116,7 @@ class Script:
         host = host or {}
         for key in given:
             if key not in self.inputs:
-                raise InputError(
+                raise ScriptInputError(
                     f"{self.filename}: unknown input {key!r} (declared: {', '.join(self.inputs) or 'none'})",
                     input_name=key,
                     script=self.filename,
@@ -133,7 +133,7 @@ class Script:
                 values[spec.name] = spec.default
             else:
                 who = "the host (hidden input)" if spec.hidden else "the call"
-                raise InputError(
+                raise ScriptInputError(
                     f"{self.filename} line {spec.lineno}: missing input {spec.name!r}, which {who} must supply",
                     input_name=spec.name,
                     from_model=not spec.hidden,
@@ -143,7 +143,7 @@ class Script:
             _check_types(self, values)
             where = lone_surrogate(given)
             if where is not None:
-                raise InputError(
+                raise ScriptInputError(
                     f"{self.filename}: input {where!r} is not valid text (it holds a lone surrogate)",
                     input_name=where.split(".")[0].split("[")[0],
                     script=self.filename,
@@ -152,7 +152,7 @@ class Script:
         for name in from_host:
             problem = first_error_of(self._input_validator(name), values[name])
             if problem is not None:
-                raise InputError(
+                raise ScriptInputError(
                     f"{self.filename} line {self.inputs[name].lineno}: hidden input {name!r} {problem}",
                     input_name=name,
                     from_model=False,
@@ -168,7 +168,7 @@ def _check_types(script: Script, values: Mapping[str, Any]) -> None:
     message, name = problem
     spec = script.inputs.get(name) if name else None
     where = f"{script.filename} line {spec.lineno}" if spec else script.filename
-    raise InputError(
+    raise ScriptInputError(
         f"{where}: {message}",
         input_name=name,
         from_model=not (spec and spec.hidden),

@@ -12,12 +12,11 @@ from harness.lazy import lazy_exports
 from harness.sandbox.runtime.script_limits import PRESETS, Limits, PresetName
 
 if TYPE_CHECKING:
-    from harness.sandbox.runtime.execute import map_error, run_script
+    from harness.sandbox.runtime.execute import run_script
     from harness.sandbox.runtime.pool import Abandoned, Job, SandboxPool, close_pool, get_pool
-    from harness.sandbox.runtime.vfs import TreeOS, build_tree
+    from harness.sandbox.runtime.vfs import TreeOS
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "map_error": "execute",
     "run_script": "execute",
     "Abandoned": "pool",
     "Job": "pool",
@@ -25,7 +24,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "close_pool": "pool",
     "get_pool": "pool",
     "TreeOS": "vfs",
-    "build_tree": "vfs",
 })
 
 __all__ = [
@@ -36,9 +34,7 @@ __all__ = [
     "PresetName",
     "SandboxPool",
     "TreeOS",
-    "build_tree",
     "close_pool",
     "get_pool",
-    "map_error",
     "run_script",
 ]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic_monty as pm
 
-from harness.agents.events import (
+from harness.agents import (
     Event,
     ScriptCompleteEvent,
     ScriptErrorEvent,
@@ -32,11 +32,11 @@ from harness.sandbox.errors import (
     CheckError,
     ExecutionError,
     ExternalError,
-    InputError,
     LimitError,
     OutputError,
     ParseError,
     SandboxError,
+    ScriptInputError,
     UnavailableError,
 )
 from harness.sandbox.runtime.pool import Abandoned, Job, get_pool
@@ -223,7 +223,7 @@ async def _execute(
     try:
         os_handler = TreeOS.mounting(files, environ)
     except (TypeError, ValueError) as e:
-        raise InputError(f"{fname}: bad virtual files: {e}", from_model=False, script=fname) from e
+        raise ScriptInputError(f"{fname}: bad virtual files: {e}", from_model=False, script=fname) from e
     lookup = {name: run.wrap(name, fn) for name, fn in externals.items()}
     monty_limits = limits.to_monty()
 
@@ -368,7 +368,7 @@ def map_error(
         line = _frame_line(error)
         return ParseError(f"{fname} line {line}: {error.display('msg')}", script=fname, line=line)
     if isinstance(error, pm.MontyConversionError):
-        return InputError(
+        return ScriptInputError(
             f"{fname}: a value cannot cross into the sandbox: {error}", from_model=False, script=fname
         )
     if not isinstance(error, pm.MontyRuntimeError):

@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.agents.tools import Tool
-from harness.eval.data.suite import Suite, load_suite
-from harness.eval.store.records import RunRecord, SampleRecord, SummaryRow
-from harness.eval.store.results import (
+from harness.agents import Tool
+from harness.eval.data import Suite, load_suite
+from harness.eval.store import (
     RUN_FILE,
     SAMPLES_FILE,
     RunDirError,
+    RunRecord,
+    SampleRecord,
+    SummaryRow,
     load_samples,
     read_run,
     write_errors,
@@ -26,7 +28,7 @@ def run_suite_of(run_dir: Path, run: RunRecord) -> Suite:
     """The suite a run directory ran, with its bundle: the copies it keeps (``inputs``, checked against
     their digests), or for a run written before it kept copies the path run.json records (from the
     working directory, then from the run directory). RunDirError naming what is missing or changed."""
-    from harness.eval.data.snapshot import Snapshot, SnapshotError, load_inputs
+    from harness.eval.data import Snapshot, SnapshotError, load_inputs
 
     if run.inputs is not None:
         kept = run.inputs
@@ -70,7 +72,7 @@ def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[Sam
 async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequence[Tool]) -> list[SummaryRow]:
     """Score every saved sample of ``run_dir`` (the run ``run`` records, on ``suite`` with the bundle's
     ``tools``): writes scores.parquet, summary.json and errors.json; returns the summary rows."""
-    from harness.eval.score.execution import SandboxStates
+    from harness.eval.score.sandbox_states import SandboxStates
     from harness.eval.score.scoring import Scorer
     from harness.eval.score.summary import error_counts, summarize
 

@@ -1,4 +1,4 @@
-"""Parts of a run directory's records that the harness added for bringing one's own setup: the prompts a
+"""What went into a run, as its records keep it: the prompts a
 run sent (prompts.jsonl), which cases it took (``Selection``, ``Shard``) and the copies of its inputs
 (``RunInputs``). ``records`` uses them in ``StepRecord`` and ``RunRecord``."""
 

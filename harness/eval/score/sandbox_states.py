@@ -12,10 +12,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.agents.tools import Tool, ToolContext
-from harness.agents.types import ToolCall
-from harness.eval.data.cases import FsCase, NextCallCase
-from harness.eval.data.suite import EchoMode
+from harness.agents import Tool, ToolCall, ToolContext
+from harness.eval.data import EchoMode, FsCase, NextCallCase
 from harness.vocabulary import ErrorKind
 
 _ids = itertools.count(1)
@@ -44,7 +42,7 @@ class SandboxStates:
 
     async def run_call(self, state: Any, name: str, arguments: Mapping[str, Any]) -> Any:
         """Run one call on ``state`` in place; returns the ToolResult (an unknown tool is an error)."""
-        from harness.agents.types import ToolResult
+        from harness.agents import ToolResult
 
         call = ToolCall(id=f"score_{next(_ids)}", name=name, arguments=dict(arguments))
         tool = self.tools.get(name)

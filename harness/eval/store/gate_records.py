@@ -1,4 +1,4 @@
-"""The records the regression gate added to a run directory (re-exported by ``records``): what the
+"""The records the regression gate reads in a run directory (re-exported by ``records``): what the
 epochs of a run say about a rate (``Repeats``, in summary.json) and what determines a run's scores
 (``SetupIdentity``, in run.json). Both are absent in files written before them."""
 
