@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from harness.agents.bundle import BundleConfig, BundleError, load_bundle_config
-from harness.eval.run.config import ConfigError, load_run_config
+from harness.eval.run.config_file import ConfigError, load_config_file
 from harness.schema_errors import did_you_mean, fields_at, friendly_errors
 
 BUNDLE = """name: demo
@@ -77,5 +77,5 @@ CONFIGS = [  # (config file, the problem named)
 def test_a_bad_run_config_names_the_file_and_field(tmp_path: Path, text: str, problem: str) -> None:
     (tmp_path / "run.yaml").write_text(text)
     with pytest.raises(ConfigError, match=r"run\.yaml") as info:
-        load_run_config(tmp_path / "run.yaml")
+        load_config_file(tmp_path / "run.yaml")
     assert problem in str(info.value)

@@ -4,6 +4,13 @@ A *step* is one model call (and the tool calls it makes); ``run`` makes steps un
 without calling a tool, which ends the user's *turn*. ``Event`` is a union of frozen dataclasses; an observer has one method, ``emit``, and matches on the
 type it cares about. New event kinds (the sandbox's script events) are added to the union without
 changing any observer: one that does not know a kind simply ignores it.
+
+The events carry what a caller needs to record a run without wrapping the client: the request as
+sent (``ModelRequestEvent.request``), the response with its timings and engine figures
+(``ModelResponseEvent.response``) and each step's parsed calls, parse failures and tool results
+(``StepCompleteEvent.result``). The harness's runner records its samples from them
+(``harness.eval.run.recorder``), and a user's own observer gets the same events
+(``harness run --observer module:Class``).
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harness.agents.types import Message, TokenUsage, ToolCall, ToolResult
+from harness.agents.client import CompletionRequest, CompletionResponse
+from harness.agents.types import Message, StepResult, TokenUsage, ToolCall, ToolResult
 
 
 def _now() -> float:
@@ -47,6 +55,8 @@ class ModelRequestEvent:
     tools_count: int
     model: str
     extra_body: dict[str, Any] | None = None
+    request: CompletionRequest | None = None
+    """The request as the client receives it (messages, tools, constraint payload, sampling)."""
     at: float = field(default_factory=_now)
 
 
@@ -61,6 +71,9 @@ class ModelResponseEvent:
     latency_ms: float | None = None
     ttft_ms: float | None = None
     parse_errors: tuple[str, ...] = ()
+    response: CompletionResponse | None = None
+    """The response as the client returned it: raw text, finish reason, usage, timings and the
+    figures of an engine that runs the grammar itself (``stats``)."""
     at: float = field(default_factory=_now)
 
 
@@ -84,12 +97,15 @@ class ToolResultEvent:
 
 @dataclass(frozen=True, slots=True)
 class StepCompleteEvent:
-    """A step finished: the response and all its tool results are in the history."""
+    """A step finished: its response was parsed and every call it made ran (``step`` emits it, for a
+    lone step as for each step of ``run``)."""
 
     step: int
     tool_calls_count: int
     errors_count: int
     message: Message | None = None
+    result: StepResult | None = None
+    """The step: its parsed calls, parse failures and tool results, in call order."""
     at: float = field(default_factory=_now)
 
 

@@ -219,6 +219,7 @@ class AgentKernel:
                 tools_count=len(schemas),
                 model=self.model,
                 extra_body=payload.extra_body,
+                request=request,
             )
         )
         response = await self.client.chat_completion(request)
@@ -236,6 +237,7 @@ class AgentKernel:
                 latency_ms=response.latency_ms,
                 ttft_ms=response.ttft_ms,
                 parse_errors=tuple(f"{e.kind}: {e.message}" for e in errors),
+                response=response,
             )
         )
         # The text outside the calls, as the parser found it; with no calls, the whole answer.
@@ -243,13 +245,23 @@ class AgentKernel:
         message = Message(role="assistant", content=content, tool_calls=parsed.tool_calls)
         ws = workspace if workspace is not None else self.workspace
         results = await self._execute_all(parsed.tool_calls, tool_map, index, ws)
-        return StepResult(
+        result = StepResult(
             response_message=message,
             tool_calls=parsed.tool_calls,
             tool_results=results,
             usage=response.usage,
             parse_errors=errors,
         )
+        await self.emit(
+            StepCompleteEvent(
+                step=index,
+                tool_calls_count=len(result.tool_calls),
+                errors_count=len(errors) + sum(r.is_error for r in results),
+                message=message,
+                result=result,
+            )
+        )
+        return result
 
     async def _execute_all(
         self, calls: Sequence[ToolCall], tool_map: dict[str, Tool], index: int, workspace: Any
@@ -328,15 +340,6 @@ class AgentKernel:
                 history.extend(Message.tool(r) for r in step.tool_results)
                 if step.usage is not None:
                     usage = usage + step.usage
-                errors = len(step.parse_errors) + sum(r.is_error for r in step.tool_results)
-                await self.emit(
-                    StepCompleteEvent(
-                        step=index,
-                        tool_calls_count=len(step.tool_calls),
-                        errors_count=errors,
-                        message=step.response_message,
-                    )
-                )
                 if not step.tool_calls:
                     reason = "no_tool_calls"
                     break

@@ -150,14 +150,15 @@ def measure_point(
     epochs: int, out: Path,
 ) -> ClientPoint:
     """One run of the suite slice through ``--engine openai`` over ``urls``."""
-    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.run import RunOptions, RunPlace, run_suite
     from harness.eval.store import read_run
     from harness.stats import rounded_percentile
+    from harness.vocabulary import Family, Strategy
 
-    spec = RunSpec(suite_dir=suite_dir, engine="openai", base_urls=list(urls), model=f"oracle-{family}", families=[family],
-                   strategies=[strategy], limit=limit, epochs=epochs, concurrency=concurrency, out=out)
+    options = RunOptions(engine="openai", base_urls=tuple(urls), model=f"oracle-{family}", families=(Family(family),),
+                         strategies=(Strategy(strategy),), limit=limit, epochs=epochs, concurrency=concurrency)
     cpu_started = time.process_time()
-    outcome = asyncio.run(run_suite(spec))
+    outcome = asyncio.run(run_suite(suite_dir, options, RunPlace(out=out)))
     cpu_s = time.process_time() - cpu_started
     timing = read_run(outcome.run_dir).timing
     wall_s = timing.samples_s if timing is not None else outcome.wall_s  # the samples, not setup or scoring

@@ -34,7 +34,7 @@ from typing import Any
 from harness.agents import CompletionRequest, CompletionResponse
 from harness.bench.records import BenchRecord
 from harness.stats import rounded_percentile
-from harness.vocabulary import ACCURACY_METRICS, Strategy
+from harness.vocabulary import ACCURACY_METRICS, Family, Strategy
 
 SCORED = ACCURACY_METRICS
 MODES = ("off", "append", "verify")
@@ -254,10 +254,10 @@ def _differing_samples(plain_dir: Path, jump_dir: Path) -> dict[str, int]:
     return dict(counts)
 
 
-def _opener(setup: Any, family: str) -> Callable[[str, Any], tuple[Any, list[str] | None]]:
-    """The run's engine: ``setup`` for whatever engine name the spec says."""
+def _opener(setup: Any, family: str) -> Callable[[Any, Any], tuple[Any, list[str] | None]]:
+    """The run's engine: ``setup`` for whatever engine the options name."""
 
-    def open_engine(_name: str, _options: Any) -> tuple[Any, list[str] | None]:
+    def open_engine(_options: Any, _context: Any) -> tuple[Any, list[str] | None]:
         return setup, [family]
 
     return open_engine
@@ -296,7 +296,7 @@ def run_jump_bench(
     """Run the suite twice (see the module doc) into ``out_dir``; returns what ``jump.json`` holds."""
     from harness.engines import SharedClient
     from harness.engines.local import LocalEngine
-    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.run import RunOptions, RunPlace, run_suite
 
     engine = LocalEngine()
     engine.load()
@@ -305,12 +305,11 @@ def run_jump_bench(
         client = clients[mode] = ShadowClient(engine, mode)
         what = "jump-forward off" if mode == "off" else f"jump-forward {mode}; each request also decoded without it first"
         setup = SharedClient("local", f"{engine.note}; {what} (harness bench jump)", None, str(engine.model_id), client)
-        spec = RunSpec(
-            suite_dir=suite_dir, engine="local", families=[engine.family], strategies=list(strategies), limit=limit,
-            out=out_dir / RUN_DIRS[mode],
-        )
+        options = RunOptions(engine="local", families=(Family(engine.family),),
+                             strategies=tuple(Strategy(s) for s in strategies), limit=limit)
         log(f"{RUN_DIRS[mode]}: {suite_dir} -> {out_dir / RUN_DIRS[mode]}")
-        asyncio.run(run_suite(spec, _progress(RUN_DIRS[mode], log), log, open_engine=_opener(setup, engine.family)))
+        asyncio.run(run_suite(suite_dir, options, RunPlace(out=out_dir / RUN_DIRS[mode]), _progress(RUN_DIRS[mode], log),
+                              log, open_engine=_opener(setup, engine.family)))
     asyncio.run(engine.aclose())
     with (out_dir / "pairs.jsonl").open("w", encoding="utf-8") as fh:
         for mode, client in clients.items():

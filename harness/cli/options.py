@@ -57,7 +57,7 @@ class Target(StrEnum):
 
 
 GrammarBackendOpt = Annotated[
-    vocabulary.GrammarBackend,
+    vocabulary.GrammarBackend | None,
     typer.Option(
         "--grammar-backend",
         help="The grammar library that runs the constraints, as vLLM's two structured-outputs backends: "

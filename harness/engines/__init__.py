@@ -14,14 +14,15 @@ from harness.lazy import lazy_exports
 if TYPE_CHECKING:
     from harness.engines.limits import ServeLimits
     from harness.engines.local import LocalEngine
+    from harness.engines.openers import SharedClient
     from harness.engines.oracle import CLOSING_TEXT, OracleEngine, ServedOracle
     from harness.engines.registry import (
         ENGINE_NAMES,
         REGISTRY,
         Endpoint,
+        EngineContext,
         EngineError,
         EngineInfo,
-        EngineOptions,
         RunEngine,
         SampleContext,
         get_engine,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     )
     from harness.engines.remote.client import OpenAICompatibleClient
     from harness.engines.server import ServeError, run_server
-    from harness.engines.setup import SharedClient
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "ServeLimits": "limits",
@@ -39,14 +39,14 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "SampleContext": "registry",
     "ServeError": "server",
     "run_server": "server",
-    "SharedClient": "setup",
+    "SharedClient": "openers",
     "LocalEngine": "local",
     "OpenAICompatibleClient": "remote.client",
     "OracleEngine": "oracle",
     "ServedOracle": "oracle",
     **{
         name: "registry"
-        for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineOptions", "RunEngine", "get_engine", "open_engine")
+        for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineContext", "RunEngine", "get_engine", "open_engine")
     },
 })
 
@@ -55,9 +55,9 @@ __all__ = [
     "ENGINE_NAMES",
     "REGISTRY",
     "Endpoint",
+    "EngineContext",
     "EngineError",
     "EngineInfo",
-    "EngineOptions",
     "LocalEngine",
     "OpenAICompatibleClient",
     "OracleEngine",

@@ -1,7 +1,8 @@
 """The one list of model engines: what ``harness run --engine`` and ``harness serve --engine`` accept.
 
 An engine is registered with one ``EngineInfo`` line below; its code is a module of its own. For a
-run it provides an opener, ``open(options) -> (RunEngine, families)``, that sets the engine up once
+run it provides an opener, ``open(options, context) -> (RunEngine, families)`` (the run's
+``RunOptions`` and where it works), that sets the engine up once
 per run; ``harness serve`` needs a ``server(**options) -> ServedEngine`` as well. Adding an engine
 (say ``vllm``, in ``harness/engines/vllm/``) is that module plus one line here. Openers and servers
 are named by import path and load on first use, so this table imports nothing heavy.
@@ -14,12 +15,13 @@ starts and stops).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.agents import DecodingConstraint, LLMClient, ToolCall
+from harness.run_options import RunOptions
 
 if TYPE_CHECKING:
     from harness.agents import ModelConfig
@@ -31,27 +33,11 @@ class EngineError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class EngineOptions:
-    """What a run asks of its engine."""
+class EngineContext:
+    """Where an engine opened for a run works, beside what the run asks of it (its ``RunOptions``:
+    ``engine``, ``base_urls``, ``model``, ``models``, ``vllm_args``, ``keep_server``, ``target``,
+    ``families``, ``sample_timeout_s``)."""
 
-    base_urls: tuple[str, ...] = ()
-    """``--base-url``, given once per server: an OpenAI-compatible server, or several replicas serving the
-    same model (empty: the bundle's ``model.base_url``, then the default)."""
-    model: str | None = None
-    """``--model``: the served model id (None: what the server lists, or the bundle's ``model.id``); for
-    ``vllm``, the HF folder or id to serve."""
-    models: Mapping[str, str] = field(default_factory=dict)
-    """``--model FAMILY=NAME`` (or a config file's, or the suite's): per family, the served model id
-    (openai) or the folder or hub id to serve (vllm); a family left out takes ``model``."""
-    server_args: tuple[str, ...] = ()
-    """``--vllm-arg``: added to the command line of each vLLM server the run starts."""
-    keep_server: bool = False
-    """``--keep-server``: the vLLM servers the run starts stay up after it."""
-    target: str | None = None
-    """``--target`` (oracle only): whose grammar compiler the gold is replayed through (``vllm``)."""
-    grammar_backend: str = "xgrammar"
-    """``--grammar-backend``: the grammar library that runs the constraints: in process for the oracle,
-    the server's structured-outputs backend for ``vllm`` (``xgrammar`` or ``guidance``)."""
     run_dir: Path | None = None
     """The run's directory, for files an engine keeps (a vLLM server's log)."""
     log: Callable[[str], None] = field(default=lambda _m: None, compare=False)
@@ -59,10 +45,6 @@ class EngineOptions:
     engine_log: Callable[[str], None] | None = field(default=None, compare=False)
     """Where an in-process engine's own log lines go (llama.cpp's): the run's log file, not the
     terminal (None: Python's logging, logger ``harness.engines``)."""
-    families: list[str] | None = None
-    """``--family`` (None: the suite's, or what the engine or model implies)."""
-    timeout_s: float = 120.0
-    """Bound of one request (a sample has its own bound too)."""
     bundle_model: ModelConfig | None = None
     """The bundle's ``model`` section: defaults for the server, its key, the model id and its family."""
 
@@ -134,8 +116,8 @@ class RunEngine(Protocol):
     async def aclose(self) -> None: ...
 
 
-Opener = Callable[[EngineOptions], tuple[RunEngine, list[str] | None]]
-"""``options -> (engine, families)``: the families to run, or None for the suite's."""
+Opener = Callable[[RunOptions, EngineContext], tuple[RunEngine, list[str] | None]]
+"""``(options, context) -> (engine, families)``: the families to run, or None for the suite's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,24 +148,24 @@ REGISTRY: dict[str, EngineInfo] = {
         # CPU-bound on the event loop: more samples in flight only add noise to the mask times it measures.
         EngineInfo(
             "oracle", "gold replay through the grammar, no model (measures grammars)",
-            opener="harness.engines.setup:open_oracle", server="harness.engines.oracle:ServedOracle",
+            opener="harness.engines.openers:open_oracle", server="harness.engines.oracle:ServedOracle",
             serve_options=("grammar_backend",),
         ),
         # One llama.cpp context: requests are serialized anyway.
         EngineInfo(
             "local", "Gemma 3 270M (base) on llama.cpp, in FunctionGemma's format",
-            opener="harness.engines.setup:open_local", server="harness.engines.local:LocalEngine",
-            availability="harness.engines.setup:local_unavailable", serve_options=("mask_policy", "n_ctx"),
+            opener="harness.engines.openers:open_local", server="harness.engines.local:LocalEngine",
+            availability="harness.engines.openers:local_unavailable", serve_options=("mask_policy", "n_ctx"),
         ),
         # A server gains from requests in flight.
         EngineInfo(
             "openai", "any OpenAI-compatible server (vLLM first); several --base-url = replicas",
-            opener="harness.engines.setup:open_openai", concurrency=4, serves_models=True,
+            opener="harness.engines.openers:open_openai", concurrency=4, serves_models=True,
         ),
         # A real vLLM server per family, started and stopped by the run; it batches requests in flight.
         EngineInfo(
             "vllm", "a real vLLM server the harness starts and stops (Gemma 3 270M base weights)",
-            opener="harness.engines.vllm.setup:open_vllm",
+            opener="harness.engines.vllm.opener:open_vllm",
             availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=4, serves_models=True,
         ),
     )
@@ -205,15 +187,16 @@ def get_engine(name: str) -> EngineInfo:
     return info
 
 
-def open_engine(name: str, options: EngineOptions) -> tuple[RunEngine, list[str] | None]:
-    """Set engine ``name`` up for a run (see ``Opener``). An engine that cannot run here is an EngineError
+def open_engine(options: RunOptions, context: EngineContext | None = None) -> tuple[RunEngine, list[str] | None]:
+    """Set ``options.engine`` up for a run (see ``Opener``). An engine that cannot run here is an EngineError
     naming what is missing and how to install it: never another engine in its place (a stand-in would
     report its figures as the asked-for engine's)."""
+    name = options.engine
     why = unavailable(name)
     if why is not None:
         raise EngineError(f"--engine {name} cannot run on this machine: {why}")
     opener: Opener = _load(get_engine(name).opener)
-    return opener(options)
+    return opener(options, context or EngineContext())
 
 
 def unavailable(name: str) -> str | None:
@@ -236,9 +219,9 @@ __all__ = [
     "REGISTRY",
     "SERVED_ENGINE_NAMES",
     "Endpoint",
+    "EngineContext",
     "EngineError",
     "EngineInfo",
-    "EngineOptions",
     "Opener",
     "RunEngine",
     "SampleContext",

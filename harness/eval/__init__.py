@@ -41,7 +41,7 @@ from harness.eval.data import (
     write_suite,
 )
 from harness.eval.report import write_report
-from harness.eval.run import RunError, RunOutcome, RunSpec, run_suite
+from harness.eval.run import RunError, RunOptions, RunOutcome, RunPlace, run_suite
 from harness.eval.score import Scorer, score_run, summarize, wilson
 from harness.eval.store import (
     METRICS,
@@ -90,9 +90,10 @@ __all__ = [
     "RunDir",
     "RunDirError",
     "RunError",
+    "RunOptions",
     "RunOutcome",
+    "RunPlace",
     "RunRecord",
-    "RunSpec",
     "SampleRecord",
     "SampleWriter",
     "ScoreRow",

@@ -269,7 +269,7 @@ async def test_sequential_when_concurrency_is_one() -> None:
     client = ScriptedClient([reply("CALL echo {}\nCALL echo {}")])
     kernel, rec = make_kernel(client)
     await kernel.step(USER, [echo_tool()])
-    assert names(rec)[2:] == ["ToolCall", "ToolResult", "ToolCall", "ToolResult"]
+    assert names(rec)[2:] == ["ToolCall", "ToolResult", "ToolCall", "ToolResult", "StepComplete"]
 
 
 class RaisingObserver:

@@ -10,12 +10,13 @@ from harness.agents.bundle import ModelConfig
 from harness.engines.registry import (
     ENGINE_NAMES,
     SERVED_ENGINE_NAMES,
+    EngineContext,
     EngineError,
-    EngineOptions,
     build_served,
     get_engine,
     open_engine,
 )
+from harness.run_options import RunOptions
 
 BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://127.0.0.1:9/v1", api_key_env="K_API_KEY")
 
@@ -36,39 +37,41 @@ def test_unknown_engine_names_the_known_ones() -> None:
 @pytest.mark.parametrize("name", ["oracle", "local"])
 def test_server_options_are_refused_by_in_process_engines(name: str) -> None:
     with pytest.raises(EngineError, match="--base-url and --model are for a server engine"):
-        open_engine(name, EngineOptions(model="x"))
+        open_engine(RunOptions(engine=name, model="x"))
     with pytest.raises(EngineError, match="--base-url and --model are for a server engine"):
-        open_engine(name, EngineOptions(base_urls=("http://h:1/v1",)))
+        open_engine(RunOptions(engine=name, base_urls=("http://h:1/v1",)))
 
 
 @pytest.mark.parametrize("name", ["local", "openai", "vllm"])
 def test_target_is_for_the_oracle_only(name: str) -> None:
     with pytest.raises(EngineError, match="--target is for --engine oracle"):
-        open_engine(name, EngineOptions(target="vllm"))
+        open_engine(RunOptions(engine=name, target="vllm"))
 
 
 def test_vllm_with_a_base_url_uses_that_server_and_starts_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VLLM_BASE_URL", raising=False)
     with pytest.raises(EngineError, match="one --base-url"):
-        open_engine("vllm", EngineOptions(base_urls=("http://h:1/v1", "http://h:2/v1"), model="m", families=["qwen"]))
-    engine, families = open_engine("vllm", EngineOptions(base_urls=("http://h:1/v1",), model="m", families=["qwen"]))
+        open_engine(RunOptions(engine="vllm", base_urls=("http://h:1/v1", "http://h:2/v1"), model="m", families=["qwen"]))
+    engine, families = open_engine(RunOptions(engine="vllm", base_urls=("http://h:1/v1",), model="m", families=["qwen"]))
     assert (engine.name, engine.base_url, families) == ("vllm", "http://h:1/v1", ["qwen"])
     assert "a vLLM server you run at http://h:1/v1 (--base-url)" in engine.note
     monkeypatch.setenv("VLLM_BASE_URL", "http://h:3/v1")
-    engine, _ = open_engine("vllm", EngineOptions(model="m", families=["qwen"]))
+    engine, _ = open_engine(RunOptions(engine="vllm", model="m", families=["qwen"]))
     assert engine.base_url == "http://h:3/v1" and "($VLLM_BASE_URL)" in engine.note
 
 
 @pytest.mark.parametrize(
-    ("options", "families", "base_url"),
+    ("options", "bundle", "families", "base_url"),
     [
-        (EngineOptions(model="Qwen/Qwen3-0.6B"), ["qwen"], "http://127.0.0.1:8000/v1"),  # the family from the id
-        (EngineOptions(model="org/served-7b", bundle_model=BUNDLE_MODEL), ["qwen"], "http://127.0.0.1:9/v1"),
-        (EngineOptions(model="oracle-function_gemma", base_urls=("http://h:1/v1",)), ["function_gemma"], "http://h:1/v1"),
+        (RunOptions(engine="openai", model="Qwen/Qwen3-0.6B"), None, ["qwen"], "http://127.0.0.1:8000/v1"),  # the id
+        (RunOptions(engine="openai", model="org/served-7b"), BUNDLE_MODEL, ["qwen"], "http://127.0.0.1:9/v1"),
+        (RunOptions(engine="openai", model="oracle-function_gemma", base_urls=("http://h:1/v1",)), None,
+         ["function_gemma"], "http://h:1/v1"),
     ],
 )
-async def test_openai_takes_flags_then_the_bundle(options: EngineOptions, families: list[str], base_url: str) -> None:
-    engine, got = open_engine("openai", options)
+async def test_openai_takes_flags_then_the_bundle(options: RunOptions, bundle: ModelConfig | None, families: list[str],
+                                                  base_url: str) -> None:
+    engine, got = open_engine(options, EngineContext(bundle_model=bundle))
     try:
         assert got == families and engine.base_url == base_url and engine.model_id == options.model
     finally:
@@ -77,9 +80,9 @@ async def test_openai_takes_flags_then_the_bundle(options: EngineOptions, famili
 
 def test_openai_needs_a_family_it_can_tell() -> None:
     with pytest.raises(EngineError, match="which model family is 'org/served-7b'"):
-        open_engine("openai", EngineOptions(model="org/served-7b"))
+        open_engine(RunOptions(engine="openai", model="org/served-7b"))
     with pytest.raises(EngineError, match="is one model: pass one --family"):
-        open_engine("openai", EngineOptions(model="Qwen/Qwen3-0.6B", families=["qwen", "function_gemma"]))
+        open_engine(RunOptions(engine="openai", model="Qwen/Qwen3-0.6B", families=["qwen", "function_gemma"]))
 
 
 # -- the openai engine's server and key: flags > environment > bundle ------------------------------------
@@ -102,9 +105,9 @@ def test_openai_settings_come_from_flags_then_environment_then_bundle(
     flags: tuple[str, ...], environ: dict[str, str], bundle: ModelConfig | None, urls: tuple[str, ...],
     source: str, key: str | None,
 ) -> None:
-    from harness.engines.setup import server_settings
+    from harness.engines.openers import server_settings
 
-    got = server_settings(EngineOptions(base_urls=flags, bundle_model=bundle), environ)
+    got = server_settings(RunOptions(engine="openai", base_urls=flags), bundle, environ)
     assert (got.base_urls, got.source, got.api_key) == (urls, source, key)
 
 
@@ -113,7 +116,7 @@ def test_listing_the_served_models_sends_the_key() -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from harness.engines.setup import served_models
+    from harness.engines.openers import served_models
 
     seen: list[str] = []
 
@@ -141,7 +144,7 @@ def test_listing_the_served_models_sends_the_key() -> None:
 
 
 def test_an_unreachable_server_is_a_clear_engine_error() -> None:
-    from harness.engines.setup import served_models
+    from harness.engines.openers import served_models
 
     with pytest.raises(EngineError, match=r"cannot list the models of http://127.0.0.1:9/v1/models: .*is the server running"):
         served_models("http://127.0.0.1:9/v1", timeout_s=2.0)
@@ -153,14 +156,14 @@ def test_an_engine_that_cannot_load_is_refused_never_replaced(monkeypatch: pytes
     command that installs it; the oracle never stands in for a model."""
     from typer.testing import CliRunner
 
-    import harness.engines.setup as setup
+    import harness.engines.openers as setup
     from harness.cli.main import app
 
     real = setup.local_unavailable()
     monkeypatch.setattr(setup, "local_unavailable", lambda: "llama-cpp-python is not installed; install it with: "
                         "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install -e '.[local]'")
     with pytest.raises(EngineError, match=r"--engine local cannot run on this machine: llama-cpp-python"):
-        open_engine("local", EngineOptions())
+        open_engine(RunOptions(engine="local"))
     smoke = Path(__file__).resolve().parents[2] / "suites" / "smoke"
     result = CliRunner().invoke(app, ["run", str(smoke), "--out", str(tmp_path / "run")])
     assert result.exit_code == 2, result.output

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from harness.cli.main import app
 from harness.engines.vllm.kept import KeptServer, find_kept, kept_servers, record, server_key, stop_kept
 from harness.engines.vllm.launch import server_args, server_env
-from harness.engines.vllm.setup import VllmSetup, user_model
+from harness.engines.vllm.opener import VllmServers, user_model
 
 runner = CliRunner()
 STAND_IN = """
@@ -92,13 +92,13 @@ def test_the_key_is_the_servers_command_without_where_it_listens() -> None:
 def test_a_run_asking_for_the_same_server_uses_the_kept_one(stand_in: tuple[KeptServer, int], tmp_path: Path) -> None:
     server, _ = stand_in
     lines: list[str] = []
-    setup = VllmSetup(log_dir=tmp_path, model_args={"qwen": str(tmp_path / "my-qwen")}, log=lines.append)
+    setup = VllmServers(log_dir=tmp_path, model_args={"qwen": str(tmp_path / "my-qwen")}, log=lines.append)
     setup.prepare(["qwen"])  # no vLLM started (none could be: the folder holds no model)
     assert setup.servers["qwen"] == server and setup.base_url == server.base_url
     assert any("using the kept server for qwen" in line for line in lines)
     assert setup.describe()["servers"][0]["kept"] is True
     assert [e.base_url for e in setup.endpoints(["qwen"])] == [server.base_url]
-    other = VllmSetup(log_dir=tmp_path, model_args={"qwen": str(tmp_path / "my-qwen")}, extra_args=("--x", "1"))
+    other = VllmServers(log_dir=tmp_path, model_args={"qwen": str(tmp_path / "my-qwen")}, extra_args=("--x", "1"))
     other.resolve("qwen")
     assert find_kept(server_key(server_args(other.models["qwen"], 0, extra=other.extra_args), server_env())) is None
 

@@ -25,7 +25,7 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn
 from bfcl_side import CATEGORIES, FsEntry, fs_only_entries
 
 from harness.eval.data import BFCL_ADDED_TOOLS_PROMPT, CallSpec, EpisodeCase, import_bfcl, load_suite
-from harness.eval.run import RunSpec, run_suite
+from harness.eval.run import RunOptions, RunPlace, run_suite
 from harness.eval.store import SampleRecord, read_summary
 from harness.sandbox import FileSystemState
 
@@ -217,9 +217,8 @@ async def test_gold_replay_scores_one_under_every_family_and_strategy(
     """The issue's bar: BFCL's ground truth, replayed by the oracle through each grammar, passes every
     entry as it passes in BFCL (a 34-call turn too: the bfcl bundle allows several calls a response)."""
     out = tmp_path / "run"
-    spec = RunSpec(suite_dir=suites[category], engine="oracle", families=["function_gemma", "qwen"],
-                   strategies=STRATEGIES, out=out)
-    await run_suite(spec)
+    spec = suites[category], RunOptions(engine="oracle", families=["function_gemma", "qwen"], strategies=STRATEGIES), RunPlace(out=out)
+    await run_suite(*spec)
     got = {(r.family, r.strategy, r.metric): (r.value, r.n) for r in read_summary(out)}
     for family in ("function_gemma", "qwen"):
         for strategy in STRATEGIES:

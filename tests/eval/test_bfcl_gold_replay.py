@@ -27,7 +27,7 @@ from harness.eval.data.bfcl_single import (
     entry_category,
     import_bfcl_single_turn,
 )
-from harness.eval.run import RunSpec, run_suite
+from harness.eval.run import RunOptions, RunPlace, run_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ["function_gemma", "qwen"]
@@ -66,7 +66,7 @@ def _expected(category: str, unfit: set[str]) -> dict[tuple[str, str, str], str]
 
 async def _failed(suite: Path, out: Path) -> dict[tuple[str, str, str], str]:
     """(case, family, strategy) -> error kind of every sample that did not end ok."""
-    await run_suite(RunSpec(suite_dir=suite, engine="oracle", families=FAMILIES, strategies=STRATEGIES, out=out))
+    await run_suite(suite, RunOptions(engine="oracle", families=FAMILIES, strategies=STRATEGIES), RunPlace(out=out))
     rows = [json.loads(line) for line in (out / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
     return {(r["case_id"], r["family"], r["strategy"]): r["error_kind"] for r in rows if r["status"] != "ok"}
 

@@ -143,13 +143,13 @@ def test_payloads_differ_for_tool_sets_that_share_names() -> None:
 @pytest.mark.slow
 async def test_an_oracle_run_scores_bfcl_match(tmp_path: Path) -> None:
     from harness.eval.data.bfcl_single import import_bfcl_single_turn
-    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.run import RunOptions, RunPlace, run_suite
     from harness.eval.store import read_summary
 
     suite = tmp_path / "live_parallel"
     import_bfcl_single_turn("live_parallel", None, suite, bundle=str(ROOT / "bundles" / "bfcl"))
     out = tmp_path / "run"
-    await run_suite(RunSpec(suite_dir=suite, engine="oracle", families=["function_gemma", "qwen"], out=out, limit=4))
+    await run_suite(suite, RunOptions(engine="oracle", families=["function_gemma", "qwen"], limit=4), RunPlace(out=out))
     got = {(r.family, r.strategy, r.metric): (r.value, r.n) for r in read_summary(out)}
     for family in ("function_gemma", "qwen"):
         for strategy in ("none", "ebnf", "structural_tag", "json_schema"):

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.eval.run import RunSpec, run_suite
+from harness.eval.run import RunPlace, run_suite
 from harness.eval.store import load_run_dir
+from harness.run_options import RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELLPER = ROOT / "suites" / "shellper"
@@ -34,8 +35,8 @@ def fresh_process() -> None:
 
 
 def run(out: Path, **options: object) -> Path:
-    spec = RunSpec(suite_dir=SHELLPER, engine="oracle", limit=LIMIT, out=out, **options)  # type: ignore[arg-type]
-    return asyncio.run(run_suite(spec)).run_dir
+    chosen = RunOptions(engine="oracle", limit=LIMIT, **options)  # type: ignore[arg-type]
+    return asyncio.run(run_suite(SHELLPER, chosen, RunPlace(out=out))).run_dir
 
 
 def test_a_second_run_on_the_oracle_compiles_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +57,7 @@ def test_the_guidance_backend_runs_the_suite_and_the_report_shows_both(tmp_path:
     xgr = run(tmp_path / "xgrammar", strategies=["ebnf", "json_schema"])
     llg = run(tmp_path / "guidance", strategies=["ebnf", "json_schema"], grammar_backend="guidance")
     loaded = load_run_dir(llg)
-    assert loaded.run.grammar_backend == "guidance"
+    assert loaded.run.options.grammar_backend == "guidance"
     samples = loaded.samples
     assert samples is not None
     backends = {step.stats.grammar_backend for s in samples.samples.values() for step in s.steps

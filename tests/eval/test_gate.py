@@ -303,15 +303,14 @@ def test_two_seeds_of_one_setup_compare_as_no_regression(tmp_path: Path) -> None
     seeds are an A/A pair (one setup, other samples) and the gate says so; the same seed reproduces."""
     import asyncio
 
-    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.run import RunOptions, RunPlace, run_suite
     from harness.eval.store import load_samples
 
     shellper = Path(__file__).resolve().parents[2] / "suites" / "shellper"
 
     def run(name: str, seed: int) -> Path:
-        spec = RunSpec(suite_dir=shellper, engine="local", families=["function_gemma"], strategies=["json_schema"],
-                       limit=4, epochs=2, temperature=1.0, seed=seed, out=tmp_path / name)
-        asyncio.run(run_suite(spec))
+        spec = shellper, RunOptions(engine="local", families=["function_gemma"], strategies=["json_schema"], limit=4, epochs=2, temperature=1.0, seed=seed), RunPlace(out=tmp_path / name)
+        asyncio.run(run_suite(*spec))
         return tmp_path / name
 
     def outputs(run_dir: Path) -> dict[str, tuple[int | None, str | None]]:

@@ -28,6 +28,7 @@ from harness.eval.store import (
     write_scores,
     write_summary,
 )
+from harness.run_options import RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "data" / "runs"
@@ -36,7 +37,7 @@ ORACLE_RUNS = [name for name in OLD_RUNS if name.endswith("-oracle")]
 
 # What changed since those files were written: a model call was a "turn" (now a "step", whose user
 # turn is "turn"), the rejection rate was "grammar_rejections"; fields added since read as defaults.
-RENAMED_SAMPLE_KEYS = {"turns": "steps"}
+RENAMED_SAMPLE_KEYS = {"turns": "steps", "setup_ms": "workspace_ms"}
 RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
@@ -46,16 +47,19 @@ NEW_STATS_DEFAULTS = {
     "compile_found": None, "grammar_backend": None, "grammar_reason": None,
 }
 NEW_RUN_DEFAULTS = {
-    "bundle": None, "resumed_at": [], "machine": None, "target": None, "engine_details": None, "max_tokens_source": None,
-    "temperature": None, "top_p": None, "seed": None, "setup": None,
-    "models": None, "vllm_args": [], "selection": None, "inputs": None, "merged_from": [],
-    "grammar_backend": "xgrammar",
+    "bundle": None, "resumed_at": [], "machine": None, "engine_details": None, "max_tokens_source": None, "setup": None,
+    "models": None, "inputs": None, "merged_from": [],
 }
-NEW_VERSIONS_DEFAULTS = {"llguidance": None}
+"""And a run's options, at run.json's top level then, are in ``options`` now (``RunOptions``), but for the
+served model ids (``model``, ``models``), which stay where they were."""
+SERVED = {"model", "models"}
 
 
 def old_run_as_today(raw: dict[str, Any]) -> dict[str, Any]:
-    return {**NEW_RUN_DEFAULTS, **raw, "versions": {**NEW_VERSIONS_DEFAULTS, **raw["versions"]}}
+    out = {**NEW_RUN_DEFAULTS, **raw}
+    moved = {k: out.pop(k) for k in list(out) if k in RunOptions.model_fields and k not in SERVED}
+    versions = {"llguidance": None, **out["versions"]}
+    return {**out, "versions": versions, "options": {**RunOptions().model_dump(mode="json"), **moved}}
 
 
 def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -145,14 +149,15 @@ def test_old_names_are_read() -> None:
 @pytest.mark.parametrize(
     ("edit", "problem"),
     [
-        (lambda r: r.pop("engine"), "engine: Field required"),
-        (lambda r: r.update(epochs="two"), "epochs: Input should be a valid integer"),
-        (lambda r: r.update(enigne="oracle"), "enigne: unknown key: did you mean 'engine'?"),
+        (lambda r: r.pop("options"), "options: Field required"),
+        (lambda r: r["options"].update(epochs="two"), "options.epochs: Input should be a valid integer"),
+        (lambda r: r["options"].update(enigne="oracle"), "options.enigne: unknown key: did you mean 'engine'?"),
+        (lambda r: r.update(enigne="oracle"), "enigne: unknown key"),
         (lambda r: r["suite"].pop("kind"), "suite.kind: Field required"),
     ],
 )
 def test_a_bad_run_json_names_its_field(tmp_path: Path, edit: Any, problem: str) -> None:
-    raw = json.loads((RUNS / "smoke-oracle" / "run.json").read_text())
+    raw = read_run(RUNS / "smoke-oracle").model_dump(mode="json")  # today's format
     edit(raw)
     (tmp_path / "run.json").write_text(json.dumps(raw))
     with pytest.raises(RunDirError, match=f"run.json: .*{problem}"):

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from harness.eval.report import write_report
-from harness.eval.run import RunSpec, run_suite
+from harness.eval.run import RunOptions, RunPlace, run_suite
 
 pytestmark = pytest.mark.slow  # installs a browser on first use, runs the oracle twice, draws every plot
 
@@ -75,7 +75,7 @@ def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     and the embedded engine's fixture run."""
     root = tmp_path_factory.mktemp("page")
     oracle = root / "smoke-oracle-cut"
-    asyncio.run(run_suite(RunSpec(suite_dir=ROOT / "suites" / "smoke", engine="oracle", out=oracle, max_tokens=24)))
+    asyncio.run(run_suite(ROOT / "suites" / "smoke", RunOptions(engine="oracle", max_tokens=24), RunPlace(out=oracle)))
     _wrong_echo(oracle)
     out = root / "report"
     write_report([oracle, LOCAL_RUN], out)

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.eval.run import RunError, RunSpec, run_suite
+from harness.eval.run import RunError, RunOptions, RunPlace, run_suite
 from harness.eval.store import load_samples, read_run, read_summary
 
 SMOKE = Path(__file__).resolve().parents[2] / "suites" / "smoke"
@@ -26,7 +26,7 @@ STARTED = {"strategies": ["ebnf"], "limit": 3}
 def interrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run whose last two samples were never saved (as a kill leaves it)."""
     out = tmp_path_factory.mktemp("resume") / "run"
-    asyncio.run(run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out, **STARTED)))  # type: ignore[arg-type]
+    asyncio.run(run_suite(SMOKE, RunOptions(engine="oracle", **STARTED), RunPlace(out=out)))  # type: ignore[arg-type]
     samples = out / "samples.jsonl"
     lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
     samples.write_text("".join(lines[:-2]), encoding="utf-8")
@@ -59,7 +59,7 @@ async def test_another_matrix_is_refused_naming_the_difference(interrupted: Path
     out = copy_of(interrupted, tmp_path)
     before = (out / "samples.jsonl").read_bytes(), (out / "run.json").read_bytes()
     with pytest.raises(RunError, match="cannot resume") as info:
-        await run_suite(RunSpec(suite_dir=SMOKE, engine=given.pop("engine", "oracle"), out=out, resume=True, **given))
+        await run_suite(SMOKE, RunOptions(engine=given.pop("engine", "oracle"), **given), RunPlace(out=out, resume=True))
     assert difference in str(info.value)
     assert ((out / "samples.jsonl").read_bytes(), (out / "run.json").read_bytes()) == before  # nothing touched
 
@@ -67,7 +67,7 @@ async def test_another_matrix_is_refused_naming_the_difference(interrupted: Path
 async def test_several_differences_are_all_named(interrupted: Path, tmp_path: Path) -> None:
     out = copy_of(interrupted, tmp_path)
     with pytest.raises(RunError) as info:
-        await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out, resume=True, strategies=["none"], epochs=3))
+        await run_suite(SMOKE, RunOptions(engine="oracle", strategies=["none"], epochs=3), RunPlace(out=out, resume=True))
     assert "strategies ['none']" in str(info.value) and "epochs 3" in str(info.value)
 
 
@@ -75,10 +75,10 @@ async def test_several_differences_are_all_named(interrupted: Path, tmp_path: Pa
 async def test_a_resume_continues_exactly_the_recorded_run(interrupted: Path, tmp_path: Path,
                                                            given: dict[str, Any]) -> None:
     out = copy_of(interrupted, tmp_path)
-    outcome = await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out, resume=True, **given))
+    outcome = await run_suite(SMOKE, RunOptions(engine="oracle", **given), RunPlace(out=out, resume=True))
     assert (outcome.skipped, outcome.ran, outcome.total) == (4, 2, 6)
     run = read_run(out)
-    assert (run.strategies, run.limit, run.epochs) == (["ebnf"], 3, 1) and len(run.resumed_at) == 1
+    assert (run.options.strategies, run.options.limit, run.options.epochs) == (("ebnf",), 3, 1) and len(run.resumed_at) == 1
     samples = load_samples(out / "samples.jsonl").samples.values()
     assert {(s.family, s.strategy) for s in samples} == {("function_gemma", "ebnf"), ("qwen", "ebnf")}
     assert {row.strategy for row in read_summary(out)} == {"ebnf"}

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from harness.cli.main import app
 from harness.engines.registry import get_engine
 from harness.eval.data import load_suite
-from harness.eval.run import RunSpec
-from harness.eval.run.config import ConfigError, parse_models, split_vllm_args
+from harness.eval.run.config_file import ConfigError, parse_models, split_vllm_args
 from harness.eval.run.resolve import model_args
+from harness.run_options import RunOptions
 
 runner = CliRunner()
 
@@ -62,11 +62,11 @@ def test_flags_win_over_the_suite_and_engines_without_models_ignore_the_suites(t
     suite = type(suite)(suite.path, suite.spec.model_copy(update={"models": {"qwen": "s-q", "function_gemma": "s-g"}}),
                         suite.cases)
     openai, oracle = get_engine("openai"), get_engine("oracle")
-    assert model_args(RunSpec(Path("x"), engine="openai", models={"qwen": "f-q"}), suite, openai) == {
+    assert model_args(RunOptions(engine="openai", models={"qwen": "f-q"}), suite, openai) == {
         "qwen": "f-q", "function_gemma": "s-g"}
-    assert model_args(RunSpec(Path("x"), engine="openai", families=["qwen"]), suite, openai) == {"qwen": "s-q"}
-    assert model_args(RunSpec(Path("x"), engine="openai", model="bare"), suite, openai) == {}  # a bare --model: all
-    assert model_args(RunSpec(Path("x"), engine="oracle"), suite, oracle) == {}
+    assert model_args(RunOptions(engine="openai", families=["qwen"]), suite, openai) == {"qwen": "s-q"}
+    assert model_args(RunOptions(engine="openai", model="bare"), suite, openai) == {}  # a bare --model: all
+    assert model_args(RunOptions(engine="oracle"), suite, oracle) == {}
 
 
 BAD_RUNS = [  # (extra flags, the problem named)

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.bundles import load_agent
 from harness.cli.main import app
-from harness.engines.registry import EngineOptions, RunEngine, SampleContext, open_engine
+from harness.engines.registry import EngineContext, RunEngine, SampleContext, open_engine
 from harness.eval.data import load_suite
-from harness.eval.run import RunError, RunSpec, run_suite
+from harness.eval.run import RunError, RunOptions, RunPlace, run_suite
 from harness.eval.store import (
     CallRecord,
     SummaryRow,
@@ -52,7 +52,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import asyncio
 
     out = tmp_path_factory.mktemp("runs") / "smoke"
-    asyncio.run(run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=out)))
+    asyncio.run(run_suite(SMOKE, RunOptions(engine="oracle"), RunPlace(out=out)))
     return out
 
 
@@ -76,7 +76,7 @@ def test_the_token_bound_is_derived_from_the_suite_and_recorded(smoke_run: Path)
     run = read_run(smoke_run)
     longest = longest_gold(load_suite(SMOKE), load_agent(ROOT / "bundles" / "shellper"))
     assert longest is not None and not longest.estimated
-    assert run.max_tokens == derive(longest) >= longest.tokens + 1
+    assert run.options.max_tokens == derive(longest) >= longest.tokens + 1
     assert run.max_tokens_source is not None and run.max_tokens_source.startswith("derived: 1.5 x the longest gold")
     assert rows_of(summary(smoke_run), "truncated") == {0.0}
 
@@ -116,18 +116,17 @@ async def test_a_run_cut_by_the_token_bound_says_so(tmp_path: Path, source: str,
                 suite.cases[:2])
     out = tmp_path / "run"
     seen = Seen()
-    await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", families=["qwen"],
-                            strategies=["json_schema"], max_tokens=given, out=out), lambda total, done: seen)
+    await run_suite(tmp_path / "suite", RunOptions(engine="oracle", families=["qwen"], strategies=["json_schema"], max_tokens=given), RunPlace(out=out), lambda total, done: seen)
     # The progress heard of every sample, and of why each failed, as it finished.
     assert seen.starts == [f"{c.id}/qwen/json_schema/1" for c in suite.cases[:2]] == [r for r, _ in seen.ends]
     assert {failure for _, failure in seen.ends} == {"length:max_tokens"}
     log = (out / "run.log").read_text()
     assert f"token bound: {given or in_suite} per model response ({source})" in log and "oracle: ready in" in log
     run = read_run(out)
-    assert (run.max_tokens, run.max_tokens_source) == (given or in_suite, source)
+    assert (run.options.max_tokens, run.max_tokens_source) == (given or in_suite, source)
     for sample in load_samples(out / "samples.jsonl").samples.values():
         assert [step.finish_reason for step in sample.steps] == ["length"]
-        assert len(sample.steps[0].stats.mask_us) == run.max_tokens  # type: ignore[union-attr]
+        assert len(sample.steps[0].stats.mask_us) == run.options.max_tokens  # type: ignore[union-attr]
     rows = summary(out)
     assert rows[("qwen", "json_schema", "truncated")].value == 1.0
     assert rows[("qwen", "json_schema", "validity")].value == 0.0
@@ -143,7 +142,7 @@ def test_every_sample_is_saved_once_with_its_transcript(smoke_run: Path) -> None
     assert one.status == "ok" and step.tool_calls and step.tool_results
     assert (step.tool_results[0].duration_us or 0) > 0
     run = read_run(smoke_run)
-    assert run.engine == "oracle" and "measures grammars, not a model" in run.engine_note
+    assert run.options.engine == "oracle" and "measures grammars, not a model" in run.engine_note
     assert run.versions.xgrammar and run.finished_at and run.bundle == "bundles/shellper"
 
 
@@ -171,7 +170,7 @@ def test_matrix_options_select_families_strategies_cases_and_epochs(tmp_path: Pa
     expected = {f"{c}/qwen/{s}/{e}" for c in first_two for s in ("none", "json_schema") for e in (1, 2)}
     assert set(load_samples(out / "samples.jsonl").samples) == expected
     run = read_run(out)
-    assert (run.families, run.strategies, run.epochs, run.limit) == (["qwen"], ["none", "json_schema"], 2, 2)
+    assert (run.options.families, run.options.strategies, run.options.epochs, run.options.limit) == (("qwen",), ("none", "json_schema"), 2, 2)
 
 
 def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
@@ -184,13 +183,12 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
 
 async def test_a_run_directory_with_samples_is_not_overwritten(smoke_run: Path) -> None:
     with pytest.raises(RunError, match="--resume"):
-        await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=smoke_run))
+        await run_suite(SMOKE, RunOptions(engine="oracle"), RunPlace(out=smoke_run))
 
 
 async def test_a_sample_over_its_time_bound_is_counted_as_sample_timeout(tmp_path: Path) -> None:
-    spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "t", families=["qwen"], strategies=["none"],
-                   limit=2, sample_timeout_s=1e-6)
-    await run_suite(spec)
+    spec = SMOKE, RunOptions(engine="oracle", families=["qwen"], strategies=["none"], limit=2, sample_timeout_s=1e-6), RunPlace(out=tmp_path / "t")
+    await run_suite(*spec)
     samples = load_samples(tmp_path / "t" / "samples.jsonl").samples.values()
     assert {(s.status, s.error_kind) for s in samples} == {("error", "sample:timeout")}
     assert {v for (_, metric), v in scores_by_key(tmp_path / "t").items() if metric == "exact_match"} == {
@@ -226,14 +224,14 @@ class FlakyOracle:
         return Client()
 
 
-def flaky_oracle(name: str, options: EngineOptions) -> tuple[Any, list[str] | None]:
-    engine, families = open_engine(name, options)
+def flaky_oracle(options: RunOptions, context: EngineContext) -> tuple[Any, list[str] | None]:
+    engine, families = open_engine(options, context)
     return FlakyOracle(engine), families
 
 
 async def test_a_model_timeout_is_retried_once(tmp_path: Path) -> None:
-    spec = RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "f", families=["qwen"], strategies=["ebnf"], limit=2)
-    await run_suite(spec, open_engine=flaky_oracle)
+    spec = SMOKE, RunOptions(engine="oracle", families=["qwen"], strategies=["ebnf"], limit=2), RunPlace(out=tmp_path / "f")
+    await run_suite(*spec, open_engine=flaky_oracle)
     samples = list(load_samples(tmp_path / "f" / "samples.jsonl").samples.values())
     assert [(s.status, s.attempts) for s in samples] == [("ok", 2), ("ok", 2)]
 
@@ -315,9 +313,8 @@ def oracle_server() -> Any:
 async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, tmp_path: Path) -> None:
     # The served model is an oracle: each request carries its gold answer, so every point must pass
     # through HTTP, the server's tool-call parsing and the client's, with nothing measured twice.
-    spec = RunSpec(suite_dir=SMOKE, engine="openai", base_urls=[oracle_server], model="oracle-function_gemma",
-                   strategies=["none", "ebnf"], limit=3, out=tmp_path / "http")
-    outcome = await run_suite(spec)
+    spec = SMOKE, RunOptions(engine="openai", base_urls=[oracle_server], model="oracle-function_gemma", strategies=["none", "ebnf"], limit=3), RunPlace(out=tmp_path / "http")
+    outcome = await run_suite(*spec)
     assert outcome.errors == 0
     rows = summary(tmp_path / "http")
     for strategy in ("none", "ebnf"):
@@ -327,8 +324,8 @@ async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, 
         assert ("function_gemma", strategy, "mask_us_p50") not in rows
         assert ("function_gemma", strategy, "grammar_rejection") not in rows
     run = read_run(tmp_path / "http")
-    assert (run.engine, run.model, run.base_url) == ("openai", "oracle-function_gemma", oracle_server)
-    assert run.families == ["function_gemma"]  # read from the model id
+    assert (run.options.engine, run.model, run.base_url) == ("openai", "oracle-function_gemma", oracle_server)
+    assert run.options.families == ("function_gemma",)  # read from the model id
     assert ("function_gemma", "ebnf", "ttft_ms_p50") in rows and ("function_gemma", "ebnf", "ms_per_token_p50") in rows
     # The report of a server run: what a client measured, named as the openai engine's.
     from harness.eval.report import write_report
@@ -343,8 +340,8 @@ async def test_the_openai_engine_runs_through_a_real_server(oracle_server: str, 
 async def test_episodes_run_turn_by_turn_with_the_tools_executed(tmp_path: Path, strategy: str) -> None:
     # Under every constrained strategy the grammar must let a turn end with a plain answer.
     episodes = ROOT / "suites" / "fs-episodes"
-    spec = RunSpec(suite_dir=episodes, engine="oracle", strategies=[strategy], limit=3, out=tmp_path / "ep")
-    await run_suite(spec)
+    spec = episodes, RunOptions(engine="oracle", strategies=[strategy], limit=3), RunPlace(out=tmp_path / "ep")
+    await run_suite(*spec)
     rows = summary(tmp_path / "ep")
     for family in ("function_gemma", "qwen"):
         for metric in ("validity", "exact_match", "state_match"):
@@ -377,9 +374,9 @@ async def test_the_run_takes_the_bundles_road(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "suite.yaml").write_text(yaml.safe_dump(suite))
     (tmp_path / "s" / "cases.jsonl").write_text((episodes / "cases.jsonl").read_text().splitlines()[0] + "\n")
-    spec = RunSpec(suite_dir=tmp_path / "s", engine="oracle", families=["qwen"], strategies=["none"], out=tmp_path / "r")
-    await run_suite(spec)
-    assert read_run(tmp_path / "r").max_steps_per_turn == 1
+    spec = tmp_path / "s", RunOptions(engine="oracle", families=["qwen"], strategies=["none"]), RunPlace(out=tmp_path / "r")
+    await run_suite(*spec)
+    assert read_run(tmp_path / "r").options.max_steps_per_turn == 1
     (sample,) = load_samples(tmp_path / "r" / "samples.jsonl").samples.values()
     assert [step.turn for step in sample.steps] == [0]  # one model call, and no later turn
     assert sample.max_steps_turns == (0,)  # turn 0 has gold calls: the model was cut off after one
@@ -399,7 +396,7 @@ async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp
     checks = {"bfcl": ("validity", "exact_match", "state_match"), "shellper": ("validity", "exact_match")}
     for name, metrics in checks.items():
         out = tmp_path / f"{name}-run"
-        await run_suite(RunSpec(suite_dir=tmp_path / name, engine="oracle", strategies=STRATEGIES, out=out))
+        await run_suite(tmp_path / name, RunOptions(engine="oracle", strategies=STRATEGIES), RunPlace(out=out))
         rows = summary(out)
         for family in ("function_gemma", "qwen"):
             for strategy in STRATEGIES:
@@ -431,7 +428,7 @@ async def test_the_suites_echo_mode_reaches_the_run_and_the_scoring(tmp_path: Pa
                      families=["qwen"], strategies=["none"], echo_mode=mode)  # type: ignore[arg-type]
     write_suite(tmp_path / "suite", spec, [case])
     out = tmp_path / "run"
-    await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", out=out))
+    await run_suite(tmp_path / "suite", RunOptions(engine="oracle"), RunPlace(out=out))
     tool_output, pwd_failure = ECHO_MODES[mode]
     (sample,) = load_samples(out / "samples.jsonl").samples.values()
     (step,) = sample.steps
@@ -471,8 +468,8 @@ async def test_the_step_bound_counts_responses_and_ends_the_episode_like_bfcl(
                      families=["qwen"], strategies=["ebnf"])
     write_suite(tmp_path / "suite", spec, [case])
     out = tmp_path / "run"
-    await run_suite(RunSpec(suite_dir=tmp_path / "suite", engine="oracle", out=out, max_steps_per_turn=max_steps))
-    assert read_run(out).max_steps_per_turn == (max_steps or 21)
+    await run_suite(tmp_path / "suite", RunOptions(engine="oracle", max_steps_per_turn=max_steps), RunPlace(out=out))
+    assert read_run(out).options.max_steps_per_turn == (max_steps or 21)
     (sample,) = load_samples(out / "samples.jsonl").samples.values()
     assert sample.max_steps_turns == forced
     if forced:  # the episode ended in the turn that ran over: turn 1 never started

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
-from harness.engines.registry import EngineOptions, RunEngine, SampleContext, open_engine
-from harness.eval.run import RunError, RunSpec, run_suite
-from harness.eval.run.spec import sample_seed
+from harness.engines.registry import EngineContext, RunEngine, SampleContext, open_engine
+from harness.eval.run import RunOptions, RunPlace, run_suite
+from harness.eval.run.resolved import sample_seed
 from harness.eval.store import load_samples, read_run
 from harness.grammar.mask import pick_token
 
@@ -59,13 +60,13 @@ class RecordingOracle:
 async def _recorded_run(out: Path, suite: Path = SMOKE, **options: Any) -> RecordingOracle:
     engines: list[RecordingOracle] = []
 
-    def opener(name: str, engine_options: EngineOptions) -> tuple[Any, list[str] | None]:
-        engine, families = open_engine(name, engine_options)
+    def opener(options: RunOptions, context: EngineContext) -> tuple[Any, list[str] | None]:
+        engine, families = open_engine(options, context)
         engines.append(RecordingOracle(engine))
         return engines[-1], families
 
-    spec = RunSpec(suite_dir=suite, engine="oracle", out=out, strategies=["ebnf", "json_schema"], limit=2, **options)
-    await run_suite(spec, open_engine=opener)
+    spec = suite, RunOptions(engine="oracle", strategies=["ebnf", "json_schema"], limit=2, **options), RunPlace(out=out)
+    await run_suite(*spec, open_engine=opener)
     return engines[0]
 
 
@@ -77,7 +78,7 @@ async def test_every_request_carries_the_samples_seed(tmp_path: Path) -> None:
         case, _, _, epoch = sample.split("/")
         assert seed == sample_seed(11, case, int(epoch))  # one seed per case and epoch, whatever the lane
     run = read_run(tmp_path / "r")
-    assert (run.temperature, run.top_p, run.seed) == (0.8, 0.9, 11)
+    assert (run.options.temperature, run.options.top_p, run.options.seed) == (0.8, 0.9, 11)
     saved = load_samples(tmp_path / "r" / "samples.jsonl").samples
     assert {s.sample_id: s.seed for s in saved.values()} == by_sample
 
@@ -86,7 +87,7 @@ async def test_a_greedy_run_sends_no_seed_and_records_a_random_one(tmp_path: Pat
     engine = await _recorded_run(tmp_path / "g")
     assert {(t, p, s) for _, t, p, s in engine.seen} == {(0.0, 1.0, None)}
     run = read_run(tmp_path / "g")
-    assert run.temperature == 0.0 and run.seed is not None  # recorded: --seed with it reproduces a sampled rerun
+    assert run.options.temperature == 0.0 and run.options.seed is not None  # recorded: --seed with it reproduces a sampled rerun
     assert all(s.seed is None for s in load_samples(tmp_path / "g" / "samples.jsonl").samples.values())
 
 
@@ -109,7 +110,7 @@ async def test_a_suite_sets_defaults_and_flags_override_them(
     suite = _suite_with(tmp_path, temperature=0.7, top_p=0.95, seed=5)
     await _recorded_run(tmp_path / "r", suite=suite, **flags)
     run = read_run(tmp_path / "r")
-    assert (run.temperature, run.top_p, run.seed) == recorded
+    assert (run.options.temperature, run.options.top_p, run.options.seed) == recorded
 
 
 async def test_setup_identity_leaves_the_seed_out(tmp_path: Path) -> None:
@@ -119,7 +120,7 @@ async def test_setup_identity_leaves_the_seed_out(tmp_path: Path) -> None:
     assert a is not None and b is not None and c is not None
     assert a.digest == b.digest != c.digest
     assert (a.engine, a.temperature, a.max_tokens, c.max_tokens) == ("oracle", 1.0, a.max_tokens, 12)
-    assert a.suite == "smoke v1" and a.suite_digest and a.grammar_library
+    assert a.suite == "smoke v1" and a.grammar_library
 
 
 @pytest.mark.parametrize(
@@ -127,9 +128,9 @@ async def test_setup_identity_leaves_the_seed_out(tmp_path: Path) -> None:
     [({"temperature": 2.5}, "--temperature must be within 0..2"), ({"top_p": 0.0}, "--top-p must be above 0"),
      ({"seed": -1}, "--seed must be within")],
 )
-async def test_bad_sampling_options_are_refused(tmp_path: Path, options: dict[str, Any], message: str) -> None:
-    with pytest.raises(RunError, match=message):
-        await run_suite(RunSpec(suite_dir=SMOKE, engine="oracle", out=tmp_path / "x", **options))
+def test_bad_sampling_options_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        RunOptions(engine="oracle", **options)
 
 
 # -- nucleus sampling -------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ def test_merged_shards_equal_the_unsharded_run(shards: tuple[Path, list[Path]], 
     got, strip = answers(merged), answers(whole)
     assert got == strip  # every sample once, in the unsharded run's order, with the same answers
     record = read_run(merged)
-    assert record.merged_from == [p.name for p in parts] and record.selection == Selection(ids=("*",))
+    assert record.merged_from == [p.name for p in parts] and record.options.selection == Selection(ids=("*",))
     assert len(record.engine_details["shards"]) == 3  # type: ignore[index]
     assert json.loads((merged / "errors.json").read_text()) == json.loads((whole / "errors.json").read_text())
 
@@ -148,7 +148,7 @@ def _drop_last_sample(part: Path) -> None:
 
 def _other_setup(part: Path) -> None:
     record = json.loads((part / "run.json").read_text())
-    record["strategies"] = ["ebnf"]
+    record["options"]["strategies"] = ["ebnf"]
     (part / "run.json").write_text(json.dumps(record))
 
 
@@ -162,7 +162,7 @@ def _sampled(parts: list[Path], seeds: tuple[int, ...]) -> None:
     """The shards as if sampled at temperature 1 with these run seeds (a greedy run's seed is unused)."""
     for part, seed in zip(parts, seeds, strict=True):
         record = json.loads((part / "run.json").read_text())
-        record.update(temperature=1.0, seed=seed)
+        record["options"].update(temperature=1.0, seed=seed)
         (part / "run.json").write_text(json.dumps(record))
 
 
@@ -200,7 +200,7 @@ def test_a_run_records_its_selection_and_resume_keeps_it(tmp_path: Path) -> None
     base = ["run", "shellper", "--engine", "oracle", "--family", "qwen", "--strategy", "ebnf", "--out", str(out)]
     result = runner.invoke(app, [*base, "--tag", "tool_error", "--sample", "2", "--seed", "5"])
     assert result.exit_code == 0, result.output
-    assert read_run(out).selection == Selection(tags=("tool_error",), sample=2, seed=5)
+    assert read_run(out).options.selection == Selection(tags=("tool_error",), sample=2, seed=5)
     assert len(_lines(out)) == 2
     result = runner.invoke(app, [*base, "--resume", "--tag", "other"])
     assert result.exit_code == 2 and "selection" in result.stderr  # another selection is another run

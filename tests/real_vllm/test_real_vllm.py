@@ -56,16 +56,12 @@ def check_in_language(family: str, strategy: str, tools: list[ToolSchema], outpu
 def smoke_runs(vllm_servers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The smoke suite under all four strategies through the openai path, per family."""
 
-    from harness.eval.run import RunSpec, run_suite
+    from harness.eval.run import RunOptions, RunPlace, run_suite
 
     out: dict[str, Path] = {}
     for family, server in vllm_servers.items():
-        spec = RunSpec(
-            suite_dir=SMOKE, engine="openai", base_urls=[server.base_url], model=server.model.served_name,
-            families=[family], strategies=list(STRATEGIES), out=tmp_path_factory.mktemp(f"smoke-{family}"),
-            max_tokens=48,
-        )
-        outcome = asyncio.run(run_suite(spec))
+        spec = SMOKE, RunOptions(engine="openai", base_urls=[server.base_url], model=server.model.served_name, families=[family], strategies=list(STRATEGIES), max_tokens=48), RunPlace(out=tmp_path_factory.mktemp(f"smoke-{family}"))
+        outcome = asyncio.run(run_suite(*spec))
         out[family] = outcome.run_dir
     return out
 

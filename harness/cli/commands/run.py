@@ -6,19 +6,19 @@ Everything heavy (the suite models, polars, xgrammar, the sandbox) is imported i
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from harness.cli.errors import ExitCode, fail
-from harness.cli.options import Engine, Families, GrammarBackendOpt, Strategies, Target
+from harness.cli.options import Engine, Families, GrammarBackendOpt, Names, Strategies, Target
 from harness.vocabulary import SAMPLE_METRICS, STRATEGIES, GrammarBackend
 
 if TYPE_CHECKING:
     from harness.eval.run import RunOutcome
-    from harness.eval.store import Selection, SummaryRow
+    from harness.eval.store import SummaryRow
+    from harness.run_options import RunOptions, Selection
 
 # The options of ``harness run``, one alias each (the command's signature stays readable).
 SuiteDirArg = Annotated[Path, typer.Argument(
@@ -117,7 +117,14 @@ MaxTokensOpt = Annotated[
         "answer). An answer cut by it fails as length:max_tokens.",
     ),
 ]
-
+MaxStepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-steps-per-turn", min=1, metavar="N",
+        help="Episodes: model calls per user turn (default: the bundle's kernel.max_steps). A turn whose last "
+        "call still calls tools ends the episode (state_match fails with state:force_terminated).",
+    ),
+]
 TemperatureOpt = Annotated[
     float | None,
     typer.Option(
@@ -138,6 +145,15 @@ SeedOpt = Annotated[
                  help="The run's seed: each sample's sampling seed derives from it, and --sample draws its subset "
                  "with it (default: the suite's seed, else a random one for sampling and 0 for --sample; "
                  "run.json records it)."),
+]
+
+ObserverOpt = Annotated[
+    list[str] | None,
+    typer.Option("--observer", metavar="MODULE:CLASS",
+                 help="Your own observer of the kernel's events (requests, responses, tool calls and results, "
+                 "steps, timings), e.g. to export traces: CLASS(sample_key) is called for each sample attempt and "
+                 "gets every event through emit(event), then close() if it has one. Importable from the current "
+                 "environment; repeatable. See docs/architecture.md."),
 ]
 
 
@@ -174,7 +190,7 @@ def run(
     vllm_arg: VllmArgOpt = None,
     keep_server: KeepServerOpt = False,
     target: TargetOpt = None,
-    grammar_backend: GrammarBackendOpt = GrammarBackend.xgrammar,
+    grammar_backend: GrammarBackendOpt = None,
     family: Families = None,
     strategy: Strategies = None,
     limit: LimitOpt = None,
@@ -190,9 +206,11 @@ def run(
     report: ReportOpt = False,
     sample_timeout: SampleTimeoutOpt = 300.0,
     max_tokens: MaxTokensOpt = None,
+    max_steps_per_turn: MaxStepsOpt = None,
     temperature: TemperatureOpt = None,
     top_p: TopPOpt = None,
     seed: SeedOpt = None,
+    observer: ObserverOpt = None,
 ) -> None:
     """Run a suite: family x strategy x case x epoch samples, saved as they finish, then scored.
 
@@ -207,23 +225,24 @@ def run(
 
     from harness.agents import BundleError, ModelCallError
     from harness.eval.data import SuiteError
-    from harness.eval.run import RunError, RunSpec, run_suite
+    from harness.eval.run import RunError, RunPlace, load_observer, run_suite
     from harness.eval.store import RunDirError
     from harness.files import InputFileError
 
-    setup = _setup(engine, model, config, vllm_arg, keep_server)
-    spec = RunSpec(
-        suite_dir=suite_dir, engine=engine.value, base_urls=list(base_url or []), model=setup.model,
-        models=setup.models, vllm_args=setup.vllm_args, keep_server=setup.keep_server,
-        target=None if target is None else target.value, grammar_backend=grammar_backend.value, families=list(family) if family else None,
-        strategies=list(strategy) if strategy else None, limit=limit,
-        selection=_selection(sample_id, tag, sample, seed, shard), concurrency=concurrency, epochs=epochs,
-        out=out, resume=resume, retry_errors=retry_errors, sample_timeout_s=sample_timeout, max_tokens=max_tokens,
-        temperature=temperature, top_p=top_p, seed=seed,
+    options = _run_options(
+        engine=engine, base_url=base_url, model=model, config=config, vllm_arg=vllm_arg, keep_server=keep_server,
+        target=target, grammar_backend=grammar_backend, family=family, strategy=strategy, limit=limit, sample_id=sample_id, tag=tag, sample=sample,
+        shard=shard, concurrency=concurrency, epochs=epochs, sample_timeout=sample_timeout, max_tokens=max_tokens,
+        max_steps_per_turn=max_steps_per_turn, temperature=temperature, top_p=top_p, seed=seed,
     )
+    place = RunPlace(out=out, resume=resume, retry_errors=retry_errors)
+    try:
+        observers = [load_observer(name) for name in observer or ()]
+    except RunError as exc:
+        fail(str(exc))
     bars = _Bars()
     try:
-        outcome = asyncio.run(run_suite(spec, bars.factory, bars.log))
+        outcome = asyncio.run(run_suite(suite_dir, options, place, bars.factory, bars.log, observers=observers))
     except (RunError, SuiteError, BundleError, RunDirError, InputFileError, ModelCallError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
@@ -241,39 +260,54 @@ def run(
              hint="check the engine or its server (run.log, --base-url, --model), then run again into another --out")
 
 
-@dataclass(frozen=True)
-class _Setup:
-    """The models and server settings of a run, from its flags over its config file."""
+def _run_options(*, engine: Engine, base_url: list[str] | None, model: list[str] | None, config: Path | None,
+                 vllm_arg: list[str] | None, keep_server: bool, target: Target | None,
+                 grammar_backend: GrammarBackend | None, family: Names | None,
+                 strategy: Names | None, limit: int | None, sample_id: list[str] | None, tag: list[str] | None,
+                 sample: int | None, shard: str | None, concurrency: int | None, epochs: int | None,
+                 sample_timeout: float, max_tokens: int | None, max_steps_per_turn: int | None,
+                 temperature: float | None, top_p: float | None, seed: int | None) -> RunOptions:
+    """The one place ``harness run``'s flags (and its ``--config`` file) become the run's ``RunOptions``
+    (``harness.run_options``: validated there, once); exit 2 naming the flag, file or field that is wrong.
+    ``--model``, ``--vllm-arg`` and ``--keep-server`` take over the config file's (whose models only
+    server engines use)."""
+    from pydantic import ValidationError
 
-    model: str | None
-    models: dict[str, str]
-    vllm_args: list[str] | None
-    keep_server: bool
-
-
-def _setup(engine: Engine, given: list[str] | None, config: Path | None, vllm_arg: list[str] | None,
-           keep_server: bool) -> _Setup:
-    """``--model``, ``--vllm-arg`` and ``--keep-server`` over the ``--config`` file's (whose models only
-    server engines use); exit 2 naming the flag, file or field that is wrong."""
-    from harness.eval.run import ConfigError, RunConfig, load_run_config, parse_models, split_vllm_args
+    from harness.eval.run import ConfigError, ConfigFile, load_config_file, parse_models, split_vllm_args
+    from harness.run_options import RunOptions, problems
+    from harness.vocabulary import Family, Strategy
 
     try:
-        file = load_run_config(config) if config is not None else RunConfig()
-        bare, models = parse_models(given or [])
+        file = load_config_file(config) if config is not None else ConfigFile()
+        bare, models = parse_models(model or [])
         args = split_vllm_args(vllm_arg) if vllm_arg else split_vllm_args(file.server.vllm_args, "server.vllm_args")
     except ConfigError as exc:
         fail(str(exc))
     if engine.value in ("openai", "vllm") and bare is None:
         models = {**file.models, **models}
     if engine.value == "vllm":
-        return _Setup(bare, models, args or None, keep_server or file.server.keep)
-    return _Setup(bare, models, vllm_arg and args, keep_server)
+        keep_server = keep_server or file.server.keep
+    elif not vllm_arg:
+        args = []
+    try:
+        return RunOptions(
+            engine=engine.value, base_urls=tuple(base_url or ()), model=bare, models=models,
+            vllm_args=tuple(args) or None, keep_server=keep_server, target=None if target is None else target.value,
+            grammar_backend=None if grammar_backend is None else grammar_backend.value,
+            families=tuple(Family(f) for f in family) if family else None,
+            strategies=tuple(Strategy(s) for s in strategy) if strategy else None,
+            limit=limit, selection=_selection(sample_id, tag, sample, seed, shard), concurrency=concurrency,
+            epochs=epochs, sample_timeout_s=sample_timeout, max_tokens=max_tokens,
+            max_steps_per_turn=max_steps_per_turn, temperature=temperature, top_p=top_p, seed=seed,
+        )
+    except ValidationError as exc:
+        fail("; ".join(problems(exc)))
 
 
 def _selection(ids: list[str] | None, tags: list[str] | None, sample: int | None, seed: int | None,
                shard: str | None) -> Selection | None:
     """The case selection of the flags (None: none given); exit 2 naming a bad ``--shard``."""
-    from harness.eval.store import Selection, Shard
+    from harness.run_options import Selection, Shard
 
     parsed = None
     if shard is not None:

@@ -29,7 +29,7 @@ def serve(
     ] = MaskPolicy.lazy,
     n_ctx: Annotated[int, typer.Option("--n-ctx", min=1, metavar="TOKENS", help="local engine: context window in tokens.")] = 8192,
     config: Annotated[Path | None, typer.Option("--config", metavar="FILE", help=_CONFIG_HELP)] = None,
-    grammar_backend: GrammarBackendOpt = GrammarBackend.xgrammar,
+    grammar_backend: GrammarBackendOpt = None,
 ) -> None:
     """Serve /v1/models and /v1/chat/completions (vLLM's request fields and response shape), within the
     bounds of ServeLimits (README: harness serve)."""
@@ -45,6 +45,7 @@ def serve(
         fail(str(exc))
     except ValidationError as exc:
         fail(f"{config or 'HARNESS_SERVE_* environment'}: {'; '.join(validation_problems(exc))}")
+    grammar_backend = grammar_backend or GrammarBackend.xgrammar
     if grammar_backend != GrammarBackend.xgrammar and engine != ServedEngine.oracle:
         fail(f"--grammar-backend {grammar_backend} is for --engine oracle (the local engine decodes with xgrammar)")
     options = {"mask_policy": mask_policy.value, "n_ctx": n_ctx, "grammar_backend": grammar_backend.value}

@@ -33,7 +33,7 @@ VllmArgsOpt = Annotated[
 def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt = None) -> None:
     """Start a kept vLLM server per family (or find the one already up) and wait until it serves."""
     from harness.engines import EngineError
-    from harness.engines.vllm import VllmSetup, state_dir, vllm_unavailable
+    from harness.engines.vllm import VllmServers, state_dir, vllm_unavailable
     from harness.eval.run import ConfigError, parse_models, split_vllm_args
 
     why = vllm_unavailable()
@@ -47,19 +47,19 @@ def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt =
     families = list(family) if family else list(models) or ["function_gemma"]
     if bare is not None and len(families) != 1:
         fail("--model NAME serves one family: pass one --family, or --model FAMILY=NAME for each")
-    setup = VllmSetup(log_dir=state_dir(), model_arg=bare, model_args=models, extra_args=tuple(args), keep=True,
-                      log=lambda m: typer.echo(m, err=True))
+    kept = VllmServers(log_dir=state_dir(), model_arg=bare, model_args=models, extra_args=tuple(args), keep=True,
+                    log=lambda m: typer.echo(m, err=True))
     try:
-        setup.prepare(families)
+        kept.prepare(families)
     except EngineError as exc:
         fail(str(exc))
     except KeyboardInterrupt:
-        for server in setup.servers.values():
+        for server in kept.servers.values():
             if hasattr(server, "stop"):
                 server.stop()
         raise
-    for name, server in setup.servers.items():
-        typer.echo(f"{name}: {setup.model_for(name)} at {server.base_url} (kept: harness vllm down stops it)")
+    for name, server in kept.servers.items():
+        typer.echo(f"{name}: {kept.model_for(name)} at {server.base_url} (kept: harness vllm down stops it)")
 
 
 @app.command("down", epilog=example("harness vllm down", "harness vllm down --family qwen"))

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from harness.engines.vllm.kept import kept_servers, state_dir, stop_kept
     from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_unavailable
     from harness.engines.vllm.models import ModelFolder, default_model
-    from harness.engines.vllm.setup import VllmSetup
+    from harness.engines.vllm.opener import VllmServers
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "VllmGrammarTarget": "backend",
@@ -23,7 +23,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "state_dir": "kept",
     "stop_kept": "kept",
     "vllm_unavailable": "launch",
-    "VllmSetup": "setup",
+    "VllmServers": "opener",
     "VllmError": "launch",
     "VllmServer": "launch",
     "check_environment": "launch",
@@ -36,7 +36,7 @@ __all__ = [
     "VllmError",
     "VllmGrammarTarget",
     "VllmServer",
-    "VllmSetup",
+    "VllmServers",
     "check_environment",
     "default_model",
     "kept_servers",

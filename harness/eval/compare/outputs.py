@@ -124,8 +124,8 @@ def markdown_summary(cmp: Comparison) -> str:
     regs = cmp.regressions
     head = f"❌ {len(regs)} regression(s)" if regs else "✅ no regression"
     md = [f"## harness compare: {head}", "",
-          f"Baseline `{cmp.baseline_dir}` ({cmp.baseline_run.engine}) vs candidate `{cmp.candidate_dir}` "
-          f"({cmp.candidate_run.engine}); {limits(cmp)}.", ""]
+          f"Baseline `{cmp.baseline_dir}` ({cmp.baseline_run.options.engine}) vs candidate `{cmp.candidate_dir}` "
+          f"({cmp.candidate_run.options.engine}); {limits(cmp)}.", ""]
     md += [f"- **{r.family}/{r.strategy}/{r.metric}**: {r.reason}" for r in regs]
     md += [f"- note: {line}" for line in weak_passes(cmp)] + [f"- warning: {w}" for w in cmp.warnings]
     if cmp.paired:

@@ -40,20 +40,29 @@ class SetupCheck:
 
 
 def recorded_fields(run: RunRecord) -> dict[str, Any]:
-    """A run's setup as flat fields: its ``setup``, else what an older run.json says of it."""
+    """A run's setup as flat fields: its ``setup``, else what an older run.json says of it; and the
+    digest of its suite (``RunInputs.suite_digest``) when it kept a copy of it."""
+    fields = _setup_of(run)
+    if run.inputs is not None:
+        fields["suite_digest"] = run.inputs.suite_digest
+    return fields
+
+
+def _setup_of(run: RunRecord) -> dict[str, Any]:
     if run.setup is not None:
         return setup_fields(run.setup)
+    options = run.options
     fields: dict[str, Any] = {
-        "engine": f"{run.engine} --target {run.target}" if run.target else run.engine,
-        "max_steps_per_turn": run.max_steps_per_turn if run.suite.kind == "episode" else None,
+        "engine": f"{options.engine} --target {options.target}" if options.target else options.engine,
+        "max_steps_per_turn": options.max_steps_per_turn if run.suite.kind == "episode" else None,
         "suite": f"{run.suite.name} v{run.suite.version}",
-        "temperature": run.temperature if run.temperature is not None else 0.0,
-        "top_p": run.top_p if run.top_p is not None else 1.0,
+        "temperature": options.temperature if options.temperature is not None else 0.0,
+        "top_p": options.top_p if options.top_p is not None else 1.0,
     }
     if run.model and "," not in run.model:
-        fields.update({f"models[{family}]": run.model for family in run.families})
-    if run.max_tokens is not None:
-        fields["max_tokens"] = run.max_tokens
+        fields.update({f"models[{family}]": run.model for family in options.families or ()})
+    if options.max_tokens is not None:
+        fields["max_tokens"] = options.max_tokens
     library = grammar_library(run)
     if library:
         fields["grammar_library"] = library

@@ -95,14 +95,15 @@ def backend_disagreements(runs: Sequence[Run]) -> list[list[str]]:
     for i, a in enumerate(runs):
         for b in runs[i + 1:]:
             ra, rb = a.data.run, b.data.run
-            if ra.grammar_backend == rb.grammar_backend or (ra.engine, ra.suite.name) != (rb.engine, rb.suite.name):
+            backend_a, backend_b = ra.options.grammar_backend or "xgrammar", rb.options.grammar_backend or "xgrammar"
+            if backend_a == backend_b or (ra.options.engine, ra.suite.name) != (rb.options.engine, rb.suite.name):
                 continue
             by_id = {s.sample_id: s for s in b.samples}
             for sample in a.samples:
                 other = by_id.get(sample.sample_id)
                 if other is None:
                     continue
-                rows += _differing_calls(sample, other, ra.grammar_backend, rb.grammar_backend)
+                rows += _differing_calls(sample, other, backend_a, backend_b)
     return rows
 
 

@@ -53,9 +53,10 @@ class Run:
     def engine(self) -> str:
         """The engine, as every figure and table names it (``oracle --target vllm`` for a target run,
         ``oracle [guidance]`` for a run with ``--grammar-backend guidance``)."""
-        run = self.data.run
-        name = f"{run.engine} --target {run.target}" if run.target else run.engine
-        return name if run.grammar_backend == "xgrammar" else f"{name} [{run.grammar_backend}]"
+        options = self.data.run.options
+        name = f"{options.engine} --target {options.target}" if options.target else options.engine
+        backend = options.grammar_backend or "xgrammar"
+        return name if backend == "xgrammar" else f"{name} [{backend}]"
 
     @property
     def samples(self) -> list[SampleRecord]:
@@ -112,13 +113,13 @@ def ordered(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
 
 
 def families(runs: Sequence[Run]) -> list[str]:
-    listed = [f for r in runs for f in r.data.run.families]
+    listed = [f for r in runs for f in r.data.run.options.families or ()]
     return ordered([*listed, *(row.family for r in runs for row in r.data.summary)], listed)
 
 
 def strategies(runs: Sequence[Run]) -> list[str]:
     """The strategies of the runs in the canonical order (none, ebnf, structural_tag, json_schema)."""
-    listed = [s for r in runs for s in r.data.run.strategies]
+    listed = [s for r in runs for s in r.data.run.options.strategies or ()]
     return ordered([*listed, *(row.strategy for r in runs for row in r.data.summary)], STRATEGIES)
 
 

@@ -58,7 +58,7 @@ def _step_values(runs: Sequence[Run], panels: Sequence[str]) -> dict[tuple[str, 
 
 
 def _all_oracle(runs: Sequence[Run]) -> bool:
-    return all(r.data.run.engine == "oracle" for r in runs)
+    return all(r.data.run.options.engine == "oracle" for r in runs)
 
 
 def draw(runs: Sequence[Run], families: list[str], strategies: list[str], plot_dir: Path) -> list[Figure]:

@@ -54,6 +54,7 @@ def summary_cell(row: SummaryRow | None) -> str:
 def run_facts(run: Run) -> list[tuple[str, str]]:
     """(what, value) lines of a run's header: engine, suite, model, bound, versions, counts."""
     r = run.data.run
+    o = r.options
     facts = [
         ("engine", run.engine),
         ("what it is", r.engine_note),
@@ -63,11 +64,11 @@ def run_facts(run: Run) -> list[tuple[str, str]]:
     if r.model or r.base_url:
         facts.append(("model", f"{r.model or '(not given)'}; base URL: {r.base_url or '(none)'}"))
     facts += [
-        ("matrix", f"families {', '.join(r.families)}; strategies {', '.join(r.strategies)}; epochs {r.epochs}; "
-                   f"limit {r.limit or 'none (every case)'}; concurrency {r.concurrency}"),
-        ("bounds", f"at most {r.max_steps_per_turn} model calls per turn; "
-                   + (f"{r.max_tokens} tokens per answer ({r.max_tokens_source or 'source not recorded'})"
-                      if r.max_tokens is not None else "tokens per answer: the engine's own (not recorded)")),
+        ("matrix", f"families {', '.join(o.families or ())}; strategies {', '.join(o.strategies or ())}; "
+                   f"epochs {o.epochs}; limit {o.limit or 'none (every case)'}; concurrency {o.concurrency}"),
+        ("bounds", f"at most {o.max_steps_per_turn} model calls per turn; "
+                   + (f"{o.max_tokens} tokens per answer ({r.max_tokens_source or 'source not recorded'})"
+                      if o.max_tokens is not None else "tokens per answer: the engine's own (not recorded)")),
         ("versions", ", ".join(f"{k} {v}" for k, v in r.versions.model_dump().items())),
         ("when", f"git commit {r.git_commit or '(unknown)'}; started {r.started_at}, finished {r.finished_at}"),
     ]
@@ -179,8 +180,8 @@ def verdicts(runs: Sequence[Run], family_names: Sequence[str], strategy_names: S
     """(run, sentence) per run and family: the strategy to use, or for the oracle what its grammars cost."""
     out: list[tuple[Run, str]] = []
     for run in runs:
-        if run.data.run.engine == "oracle":
-            out += [(run, oracle_verdict(run, f, strategy_names)) for f in family_names if f in run.data.run.families]
+        if run.data.run.options.engine == "oracle":
+            out += [(run, oracle_verdict(run, f, strategy_names)) for f in family_names if f in (run.data.run.options.families or ())]
         else:
             out += [(run, best.sentence()) for best in best_strategies(tradeoff(run, family_names, strategy_names))]
     return out

@@ -2,7 +2,7 @@
 as the run without ``--shard`` would have been: nothing lost, nothing counted twice.
 
 Refused (``MergeError``, exit 2, naming the directory and the difference) unless the shards are the N
-shares of one setup: the same run matrix (``resolve.MATRIX_FIELDS``, the comparison ``--resume`` makes,
+shares of one setup: the same options (``harness.run_options.differences``, the comparison ``--resume`` makes,
 with ``--shard`` left out of the selection), the same models, the same suite and bundle (their digests in
 run.json), every index 1..N once, and each shard complete (every sample its share holds saved, none
 more). The merged directory holds the copies of the suite and bundle, every sample in the order the
@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.eval.data import Suite
-from harness.eval.run.resolve import MATRIX_FIELDS
-from harness.eval.run.spec import CaseSelection
+from harness.eval.run.resolved import CaseSelection
 from harness.eval.store import (
     PROMPTS_FILE,
     RUN_FILE,
@@ -36,6 +35,7 @@ from harness.eval.store import (
     setup_fields,
     write_run,
 )
+from harness.run_options import COMPARED, RunOptions, differences
 
 
 class MergeError(ValueError):
@@ -52,10 +52,10 @@ class _Shard:
 
 def expected_ids(run: RunRecord, suite: Suite, selection: CaseSelection) -> list[str]:
     """The sample ids a run of ``run``'s matrix with ``selection`` writes, in the order it writes them."""
-    cases = selection.select(suite.cases)
+    cases, options = selection.select(suite.cases), run.options
     ids = [(make_sample_id(case.id, family, strategy, epoch), case.id)
-           for family in run.families for strategy in run.strategies for case in cases
-           for epoch in range(1, run.epochs + 1)]
+           for family in options.families or () for strategy in options.strategies or () for case in cases
+           for epoch in range(1, (options.epochs or 1) + 1)]
     return [sample_id for sample_id, case_id in ids if selection.wants(sample_id, case_id)]
 
 
@@ -63,7 +63,7 @@ def _load(path: Path) -> _Shard:
     from harness.eval.score import run_suite_of
 
     run = read_run(path)
-    if run.selection is None or run.selection.shard is None:
+    if run.options.selection is None or run.options.selection.shard is None:
         raise MergeError(f"{path}: not a shard: its run.json records no --shard")
     if run.inputs is None:
         raise MergeError(f"{path}: its run.json records no copies of its suite and bundle (a run written before "
@@ -72,40 +72,38 @@ def _load(path: Path) -> _Shard:
     return _Shard(path, run, run_suite_of(path, run), samples.samples)
 
 
-def _same_setup(first: _Shard, other: _Shard) -> None:
+def _unsharded(options: RunOptions) -> RunOptions:
+    """``options`` as the run without ``--shard`` records them (a greedy run draws a seed it never uses)."""
+    selection = options.selection.model_copy(update={"shard": None}) if options.selection else None
+    return options.model_copy(update={"selection": selection, "seed": options.seed if options.temperature else None})
+
+
+def _same_run(first: _Shard, other: _Shard) -> None:
     """The differences between two shards' setups, every one named (MergeError)."""
     a, b = first.run, other.run
-    differences = []
-    greedy = not a.temperature and not b.temperature  # a greedy run draws a seed it never uses
-    for name in MATRIX_FIELDS:
-        mine, theirs = getattr(a, name), getattr(b, name)
-        if name == "seed" and greedy:
-            continue
-        if name == "selection":
-            mine, theirs = mine.model_copy(update={"shard": None}), theirs.model_copy(update={"shard": None})
-        if mine != theirs:
-            differences.append(f"{name} {theirs!r} (vs {mine!r} in {first.path})")
+    found = differences(_unsharded(b.options), _unsharded(a.options), COMPARED, skip_absent=False,
+                        against=f"in {first.path}")
     for name, mine, theirs in (("suite", (a.suite.name, a.inputs and a.inputs.suite_digest),
                                 (b.suite.name, b.inputs and b.inputs.suite_digest)),
                                ("bundle", a.inputs and a.inputs.bundle_digest, b.inputs and b.inputs.bundle_digest),
                                ("models", a.models or a.model, b.models or b.model)):
         if mine != theirs:
-            differences.append(f"{name} {theirs!r} (vs {mine!r} in {first.path})")
+            found.append(f"{name} {theirs!r} (in {first.path}: {mine!r})")
     if a.setup is not None and b.setup is not None:  # the servers' versions and arguments, weights, template
-        differences += [f"setup.{d}" for d in setup_differences(setup_fields(a.setup), setup_fields(b.setup))]
-    if differences:
-        raise MergeError(f"{other.path}: not a shard of the same run: {'; '.join(differences)}")
+        found += [f"setup.{d}" for d in setup_differences(setup_fields(a.setup), setup_fields(b.setup))]
+    if found:
+        raise MergeError(f"{other.path}: not a shard of the same run: {'; '.join(found)}")
 
 
 def check_shards(shards: Sequence[_Shard]) -> list[str]:
     """Every check of the module doc; returns the merged run's sample ids in the unsharded run's order."""
     first = shards[0]
     for shard in shards[1:]:
-        _same_setup(first, shard)
-    count = first.run.selection.shard.count  # type: ignore[union-attr]
+        _same_run(first, shard)
+    count = first.run.options.selection.shard.count  # type: ignore[union-attr]
     seen: dict[int, Path] = {}
     for shard in shards:
-        index = shard.run.selection.shard.index  # type: ignore[union-attr]
+        index = shard.run.options.selection.shard.index  # type: ignore[union-attr]
         if index in seen:
             raise MergeError(f"{shard.path}: shard {index}/{count} is given twice (also {seen[index]})")
         seen[index] = shard.path
@@ -114,7 +112,7 @@ def check_shards(shards: Sequence[_Shard]) -> list[str]:
         raise MergeError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{i}/{count}' for i in missing)} "
                          f"missing: a merge joins all {count} shares of a run")
     for shard in shards:
-        wanted = expected_ids(shard.run, shard.suite, CaseSelection(shard.run.limit, shard.run.selection))
+        wanted = expected_ids(shard.run, shard.suite, CaseSelection(shard.run.options.limit, shard.run.options.selection))
         lacking = [i for i in wanted if i not in shard.samples]
         extra = sorted(set(shard.samples) - set(wanted))
         if lacking:
@@ -123,20 +121,21 @@ def check_shards(shards: Sequence[_Shard]) -> list[str]:
         if extra:
             raise MergeError(f"{shard.path}: samples.jsonl holds {len(extra)} samples outside its share (first: "
                              f"{extra[0]})")
-    unsharded = first.run.selection.model_copy(update={"shard": None})  # type: ignore[union-attr]
-    return expected_ids(first.run, first.suite, CaseSelection(first.run.limit, unsharded))
+    unsharded = first.run.options.selection.model_copy(update={"shard": None})  # type: ignore[union-attr]
+    return expected_ids(first.run, first.suite, CaseSelection(first.run.options.limit, unsharded))
 
 
 def _record(shards: Sequence[_Shard], out: Path) -> RunRecord:
     first = shards[0].run
-    selection = first.selection.model_copy(update={"shard": None})  # type: ignore[union-attr]
+    selection = first.options.selection.model_copy(update={"shard": None})  # type: ignore[union-attr]
     empty = not (selection.ids or selection.tags or selection.sample)
     machines = {s.run.machine for s in shards}
-    details = [{"run_id": s.run.run_id, "shard": str(s.run.selection.shard),  # type: ignore[union-attr]
+    details = [{"run_id": s.run.run_id, "shard": str(s.run.options.selection.shard),  # type: ignore[union-attr]
                 "engine_details": s.run.engine_details, "machine": s.run.machine and s.run.machine.model_dump(),
                 "timing": s.run.timing and s.run.timing.model_dump(), "base_url": s.run.base_url} for s in shards]
     return first.model_copy(update={
-        "run_id": out.name, "selection": None if empty else selection, "merged_from": [s.run.run_id for s in shards],
+        "run_id": out.name, "options": first.options.model_copy(update={"selection": None if empty else selection}),
+        "merged_from": [s.run.run_id for s in shards],
         "engine_details": {"shards": details}, "machine": first.machine if len(machines) == 1 else None,
         "base_url": ", ".join(dict.fromkeys(s.run.base_url for s in shards if s.run.base_url)) or None,
         "started_at": min(s.run.started_at for s in shards), "resumed_at": [],
@@ -153,7 +152,7 @@ async def merge_runs(paths: Sequence[Path], out: Path) -> list[SummaryRow]:
 
     if len(paths) < 2:
         raise MergeError("harness merge joins two or more shard directories")
-    shards = sorted((_load(Path(p)) for p in paths), key=lambda s: s.run.selection.shard.index)  # type: ignore[union-attr]
+    shards = sorted((_load(Path(p)) for p in paths), key=lambda s: s.run.options.selection.shard.index)  # type: ignore[union-attr]
     order = check_shards(shards)
     if (out / RUN_FILE).exists() or (out / SAMPLES_FILE).exists():
         raise MergeError(f"--out {out}: already holds a run; merge into a new directory")

@@ -34,8 +34,8 @@ from harness.agents import (
 )
 from harness.engines import Endpoint, RunEngine, SampleContext
 from harness.eval.data import Case, NextCallCase, SingleTurnCase
+from harness.eval.run.resolved import RunError
 from harness.eval.run.sample import gold_answers, schema_only_tools
-from harness.eval.run.spec import RunError
 
 CONNECT_TIMEOUT_S = 3.0
 """A server that does not answer ``/models`` within this is down (or the URL is wrong)."""

@@ -1,6 +1,6 @@
 """The runner: family x strategy x case x epoch samples, run concurrently, saved as they finish.
 
-``run_suite(RunSpec)`` is a short pipeline: the options are resolved once into a ``ResolvedRun``
+``run_suite(suite_dir, RunOptions)`` is a short pipeline: the options are resolved once into a ``ResolvedRun``
 (``resolve.resolve_run``: the suite and its bundle's agent read once, every option settled, the engine
 opened), the samples' file is opened (on resume a line torn by a kill is cut off and its sample runs
 again), one agent variant per family and strategy runs the samples (payloads and grammars are built
@@ -15,16 +15,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.agents import Agent, AgentOptions, CompletionRequest
+from harness.agents import Agent, AgentOptions, CompletionRequest, Observer
 from harness.engines import REGISTRY, EngineError, RunEngine, SampleContext, get_engine, open_engine
 from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite
 from harness.eval.run.preflight import preflight
-from harness.eval.run.resolve import EngineOpener, RunError, resolve_run
+from harness.eval.run.recorder import ObserverFactory, close_observers
+from harness.eval.run.resolve import EngineOpener, RunError, RunPlace, resolve_run
+from harness.eval.run.resolved import ResolvedRun
 from harness.eval.run.run_log import LOG_FILE, RunLog
 from harness.eval.run.sample import (
     Draw,
@@ -35,7 +37,7 @@ from harness.eval.run.sample import (
     run_single_turn,
     sample_record,
 )
-from harness.eval.run.spec import ResolvedRun, RunSpec
+from harness.eval.run.setup_identity import checked_identity
 from harness.eval.store import (
     RETRIED_FILE,
     SAMPLES_FILE,
@@ -47,19 +49,17 @@ from harness.eval.store import (
     SampleKey,
     SampleRecord,
     SampleWriter,
-    SetupIdentity,
     SuiteRef,
     git_commit,
     machine,
     make_sample_id,
     repair_samples,
     set_aside_errors,
-    setup_differences,
-    setup_fields,
     utc_now,
     versions,
     write_run,
 )
+from harness.run_options import RunOptions
 from harness.vocabulary import ErrorKind, Family
 
 RETRY_KINDS = frozenset({ErrorKind.model_timeout, ErrorKind.model_connection})
@@ -115,10 +115,13 @@ class _Job:
 class Runner:
     """One run: the suite, the engine setup, one agent per family and strategy, the sandbox states."""
 
-    def __init__(self, run: ResolvedRun, engine: RunEngine) -> None:
+    def __init__(self, run: ResolvedRun, engine: RunEngine, observers: Sequence[ObserverFactory] = (),
+                 log: Callable[[str], None] = lambda _m: None) -> None:
         from harness.eval.score import SandboxStates, Scorer
 
         self.resolved, self.suite, self.engine = run, run.suite, engine
+        self.observers, self.log = list(observers), log
+        """The user's observer factories (``recorder.ObserverFactory``), called per sample attempt."""
         self.tools = run.agent.tools
         self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None)
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
@@ -145,7 +148,7 @@ class Runner:
         if isinstance(first, NextCallCase | EpisodeCase) and no_args:  # single-turn cases run no tool
             state = self.states.initial(first)
             await asyncio.gather(*(
-                self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.engine.concurrency)
+                self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.options.concurrency or 1)
             ))
         for agent in self.agents:
             agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
@@ -166,11 +169,11 @@ class Runner:
         if self.prompts is None or not record.steps:
             return record
         steps = []
-        for step, request in zip(record.steps, requests, strict=False):
+        for step, request in zip(record.steps, requests, strict=True):
             tools = request.tools if request.send_tools or not self._server else ()
             text = agent.adapter.render_prompt(request.messages, tools)
             steps.append(step.model_copy(update={"prompt_id": self.prompts.add(agent.family, text)}))
-        return record.model_copy(update={"steps": (*steps, *record.steps[len(steps):])})
+        return record.model_copy(update={"steps": tuple(steps)})
 
     def draw(self, job: _Job) -> Draw:
         """The sample's temperature, top_p and seed (derived from the run's seed, its case and epoch)."""
@@ -178,23 +181,30 @@ class Runner:
         return Draw(sampling.temperature, sampling.top_p, sampling.seed_for(job.case.id, job.epoch))
 
     async def _attempt(self, job: _Job) -> SampleOutcome:
+        observers = [factory(job.key(self.suite)) for factory in self.observers]
+        try:
+            return await self._observed_attempt(job, observers)
+        finally:
+            await close_observers(observers, self.log)
+
+    async def _observed_attempt(self, job: _Job, observers: list[Observer]) -> SampleOutcome:
         constraint = job.agent.constraint
         gold = tuple(tuple(answer) for answer in gold_answers(job.case, constraint.allow_parallel_calls))
         client = self.engine.client_for(SampleContext(job.sample_id, job.agent.family, constraint, gold))
         started = time.perf_counter()
-        setup_ms = 0.0
+        workspace_ms = 0.0
         if isinstance(job.case, SingleTurnCase):
-            outcome = await run_single_turn(job.agent, job.case, client, self.draw(job))
+            outcome = await run_single_turn(job.agent, job.case, client, self.draw(job), observers)
         elif isinstance(job.case, NextCallCase):
             workspace = await self.states.workspace_after_history(job.case)
-            setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job))
+            workspace_ms = (time.perf_counter() - started) * 1000.0
+            outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job), observers)
         else:
             workspace = self.states.workspace(job.case)
-            setup_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_episode(job.agent, job.case, client, workspace, self.resolved.max_steps_per_turn,
-                                        self.draw(job))
-        outcome.setup_ms = setup_ms
+            workspace_ms = (time.perf_counter() - started) * 1000.0
+            outcome = await run_episode(job.agent, job.case, client, workspace,
+                                        self.resolved.options.max_steps_per_turn, self.draw(job), observers)
+        outcome.workspace_ms = workspace_ms
         return outcome
 
     async def run_sample(self, job: _Job) -> SampleRecord:
@@ -203,10 +213,10 @@ class Runner:
         while True:
             attempts += 1
             try:
-                outcome = await asyncio.wait_for(self._attempt(job), self.resolved.sample_timeout_s)
+                outcome = await asyncio.wait_for(self._attempt(job), self.resolved.options.sample_timeout_s)
             except TimeoutError:
                 outcome = SampleOutcome(
-                    error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.sample_timeout_s:g} s"
+                    error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.options.sample_timeout_s:g} s"
                 )
             except Exception as exc:  # a bug or a broken engine: counted on the sample, never hidden
                 outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
@@ -240,7 +250,7 @@ class Runner:
                 await asyncio.sleep(HEARTBEAT_S)
                 progress.tick()
 
-        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.resolved.engine.concurrency))]
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, self.resolved.options.concurrency or 1))]
         beat = asyncio.create_task(heartbeat())
         try:
             await asyncio.gather(*workers)
@@ -289,17 +299,11 @@ def _run_record(run: ResolvedRun, engine: RunEngine, inputs: RunInputs) -> RunRe
     """run.json as the run starts (a resumed run keeps its start time and notes this session's)."""
     suite = run.suite
     record = RunRecord(
-        run_id=run.run_dir.name,
+        run_id=run.run_dir.name, options=run.options,
         suite=SuiteRef(name=suite.name, version=suite.spec.version, kind=suite.kind, path=_relative(suite.path)),
-        bundle=_relative(run.agent.path), engine=engine.name, engine_note=engine.note, base_url=engine.base_url,
-        target=run.engine.target, grammar_backend=run.engine.grammar_backend, model=engine.model_id, families=list(run.families),
-        models={family: model for family, model in run.models.items()}, vllm_args=list(run.engine.vllm_args),
-        selection=run.cases.selection, inputs=inputs,
-        strategies=list(run.strategies), epochs=run.epochs, limit=run.cases.limit,
-        concurrency=run.engine.concurrency, sample_timeout_s=run.sample_timeout_s,
-        max_steps_per_turn=run.max_steps_per_turn, max_tokens=run.sampling.max_tokens,
-        max_tokens_source=run.sampling.max_tokens_source, temperature=run.sampling.temperature,
-        top_p=run.sampling.top_p, seed=run.sampling.seed, versions=versions(), machine=machine(),
+        bundle=_relative(run.agent.path), engine_note=engine.note, base_url=engine.base_url, model=engine.model_id,
+        models={family: model for family, model in run.models.items()}, inputs=inputs,
+        max_tokens_source=run.max_tokens_source, versions=versions(), machine=machine(),
         git_commit=git_commit(), started_at=utc_now(),
     )
     if run.resumed is not None:
@@ -320,9 +324,10 @@ class _Generated:
 
 
 async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: RunLog,
-                    progress_factory: Callable[[int, int], Progress] | None) -> _Generated:
+                    progress_factory: Callable[[int, int], Progress] | None,
+                    observers: Sequence[ObserverFactory]) -> _Generated:
     """run.json written, the engine prepared (before the clock starts), the samples not yet saved run."""
-    runner = Runner(run, engine)
+    runner = Runner(run, engine, observers, log)
     jobs = runner.jobs()
     todo = [j for j in jobs if j.sample_id not in done]
     record = _run_record(run, engine, _inputs(run))
@@ -337,14 +342,14 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         prepared = time.perf_counter()
         try:
             await runner.prepare()
-            await preflight(engine, runner.agents, todo[0].case, run.sample_timeout_s, log)
+            await preflight(engine, runner.agents, todo[0].case, run.options.sample_timeout_s, log)
         except EngineError as exc:
             raise RunError(str(exc)) from None
         log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
         # What an engine knows only once it runs (a started server's version, command and model).
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
                                            "model": engine.model_id, "engine_details": engine.describe() or None})
-    record = record.model_copy(update={"setup": _setup(run, record, prepared=bool(todo))})
+    record = record.model_copy(update={"setup": checked_identity(run, record, prepared=bool(todo))})
     write_run(run.run_dir, record)
     progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None
     started = time.perf_counter()
@@ -353,36 +358,26 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
     return _Generated(record, len(jobs), len(jobs) - len(todo), finished, time.perf_counter() - started)
 
 
-def _setup(run: ResolvedRun, record: RunRecord, prepared: bool) -> SetupIdentity | None:
-    """The run's setup identity once its engine is ready. A resumed run must have the setup it recorded
-    (one samples.jsonl never mixes two setups); when it has nothing left to run, the recorded one stays."""
-    from harness.eval.run.setup_identity import setup_identity
-
-    previous = run.resumed.setup if run.resumed is not None else None
-    if previous is not None and not prepared:
-        return previous
-    identity = setup_identity(run, record)
-    if previous is not None and previous.digest != identity.digest:
-        differences = setup_differences(setup_fields(previous), setup_fields(identity))
-        raise RunError(f"{run.run_dir}: cannot resume: the setup differs from the one run.json records: "
-                       f"{'; '.join(differences)}. Use another --out for the new setup.")
-    return identity
-
-
 async def run_suite(
-    spec: RunSpec,
+    suite_dir: Path,
+    options: RunOptions,
+    place: RunPlace | None = None,
     progress_factory: Callable[[int, int], Progress] | None = None,
     log: Callable[[str], None] = lambda _m: None,
     open_engine: EngineOpener = open_engine,
+    observers: Sequence[ObserverFactory] = (),
 ) -> RunOutcome:
-    """Run a suite into a results directory, then score it: resolve, open the samples, generate, score.
-    ``open_engine(spec.engine, options)`` sets the engine up (the registry's by default) and may
-    restrict the families (the embedded engine has weights for some only)."""
+    """Run the suite in ``suite_dir`` with ``options`` into a results directory (``place``), then score
+    it: resolve, open the samples, generate, score (``place`` None: a new run under ``results/``).
+    ``open_engine(options, context)`` sets the engine up (the registry's by default) and may restrict
+    the families (the embedded engine has weights for some only). ``observers``: factories of the
+    user's observers (``recorder``'s module doc), called with each sample attempt's key; what they
+    return gets every kernel event of that attempt."""
     from harness.eval.score import score_samples
 
     started = time.perf_counter()
     run_log = RunLog(log)
-    run, engine = await resolve_run(spec, run_log, open_engine)
+    run, engine = await resolve_run(suite_dir, options, run_log, place or RunPlace(), open_engine)
     try:
         done = _open_samples(run, run_log)
     except BaseException:
@@ -390,7 +385,7 @@ async def run_suite(
         raise
     with run_log.to_file(run.run_dir / LOG_FILE):
         try:
-            generated = await _generate(run, engine, done, run_log, progress_factory)
+            generated = await _generate(run, engine, done, run_log, progress_factory, observers)
         finally:
             await engine.aclose()
         finished = generated.finished

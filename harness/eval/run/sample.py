@@ -1,7 +1,9 @@
 """Running one sample: a case on one family x strategy, through the real kernel, into a sample record.
 
 The agent of a sample is the bundle's ``Agent`` for that family and strategy (``harness.bundles``);
-each sample gets its own kernel (``Agent.make_kernel``) on the client the engine gives it.
+each sample gets its own kernel (``Agent.make_kernel``) on the client the engine gives it, and its
+steps are recorded from the kernel's events (``recorder.SampleRecorder``), which the user's observers
+receive too.
 Generation only: nothing here scores. A next-call sample is one ``kernel.step`` on the case's history,
 its calls executed in the sandbox on the state the history leaves (so the transcript holds real tool
 results and timings). An episode is one ``kernel.run`` per user turn, tools executed in the sandbox on a
@@ -20,13 +22,14 @@ from typing import Any, NamedTuple
 
 from harness.agents import (
     Agent,
+    AgentKernel,
     CompletionRequest,
     CompletionResponse,
     ConstraintError,
     LLMClient,
     Message,
     ModelCallError,
-    StepResult,
+    Observer,
     Tool,
     ToolCall,
     ToolContext,
@@ -34,37 +37,9 @@ from harness.agents import (
     ToolSchema,
 )
 from harness.eval.data import EpisodeCase, NextCallCase, SingleTurnCase
-from harness.eval.store import (
-    CallRecord,
-    ParseErrorRecord,
-    SampleKey,
-    SampleRecord,
-    StepRecord,
-    StepStats,
-    ToolResultRecord,
-    UsageRecord,
-)
+from harness.eval.run.recorder import SampleRecorder
+from harness.eval.store import SampleKey, SampleRecord, StepRecord
 from harness.vocabulary import ErrorKind
-
-
-class RecordingClient:
-    """Wraps the run's LLMClient and keeps every response of one sample, in order (the kernel's
-    StepResult does not carry latency or engine stats)."""
-
-    def __init__(self, inner: LLMClient) -> None:
-        self.inner = inner
-        self.responses: list[CompletionResponse] = []
-        self.requests: list[CompletionRequest] = []
-        """Every request sent, in order (the last may have no response: the call failed)."""
-
-    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
-        self.requests.append(request)
-        response = await self.inner.chat_completion(request)
-        self.responses.append(response)
-        return response
-
-    async def aclose(self) -> None:
-        """The inner client belongs to the run (or the sample's factory), not to this wrapper."""
 
 
 def gold_answers(
@@ -89,55 +64,6 @@ def gold_answers(
     return answers
 
 
-def _stats(response: CompletionResponse) -> StepStats | None:
-    s = response.stats
-    if s is None:
-        return None
-    return StepStats(
-        compile_ms=s.compile_ms,
-        compile_cached=s.compile_cached,
-        compile_found=s.compile_found,
-        grammar_backend=s.grammar_backend,
-        grammar_reason=s.grammar_reason,
-        mask_us=tuple(round(v, 3) for v in s.mask_us),
-        accept_us=tuple(round(v, 3) for v in s.accept_us),
-        generated_tokens=s.generated_tokens,
-        grammar_error=s.grammar_error,
-        target_steps=s.target_steps,
-        target_mask_diff_steps=s.target_mask_diff_steps,
-        target_only_tokens=s.target_only_tokens,
-        forced_tokens=s.forced_tokens,
-    )
-
-
-def step_record(step: StepResult, response: CompletionResponse, turn: int | None = None) -> StepRecord:
-    """One model call of a sample (``turn``: the episode's user turn it answered)."""
-    usage = response.usage
-    return StepRecord(
-        output=response.content,
-        tool_calls=tuple(CallRecord(name=c.name, arguments=c.arguments) for c in step.tool_calls),
-        parse_errors=tuple(ParseErrorRecord(kind=e.kind, message=e.message) for e in step.parse_errors),
-        tool_results=tuple(
-            ToolResultRecord(
-                name=r.name, output=r.output, is_error=r.is_error, error_kind=r.error_kind,
-                duration_us=None if r.duration_us is None else round(r.duration_us, 1),
-            )
-            for r in step.tool_results
-        ),
-        latency_ms=response.latency_ms,
-        ttft_ms=response.ttft_ms,
-        constraint_first=response.constraint_first,
-        finish_reason=response.finish_reason,
-        usage=None if usage is None else UsageRecord(
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            total_tokens=usage.total_tokens,
-        ),
-        stats=_stats(response),
-        turn=turn,
-    )
-
-
 class Draw(NamedTuple):
     """How a sample's requests choose tokens: the run's temperature and top_p, the sample's seed."""
 
@@ -156,7 +82,7 @@ class SampleOutcome:
     steps: list[StepRecord] = field(default_factory=list)
     error_kind: str | None = None
     error: str | None = None
-    setup_ms: float = 0.0
+    workspace_ms: float = 0.0
     """Time spent building the sample's workspace (a next-call point replays its history in the
     sandbox, once per case): sandbox time, not harness time."""
     max_steps_turns: list[int] = field(default_factory=list)
@@ -166,27 +92,42 @@ class SampleOutcome:
     """The request of each step, in step order (their prompts are kept in prompts.jsonl)."""
 
 
+def _kernel(agent: Agent, client: LLMClient, draw: Draw, observers: Sequence[Observer],
+            episode: bool) -> tuple[AgentKernel, SampleRecorder]:
+    """The sample's kernel, its events going to the sample's recorder and the user's observers."""
+    recorder = SampleRecorder(episode=episode)
+    return agent.make_kernel(client, [recorder, *observers], **draw._asdict()), recorder
+
+
+def _check_recorded(kernel: AgentKernel) -> None:
+    """The recorder saw every event (an observer's failure is reported, not raised, by the kernel: a
+    failure of the runner's own would lose steps without a word)."""
+    lost = [e for e in kernel.observer_errors if e.observer == SampleRecorder.__name__]
+    if lost:
+        raise RuntimeError(f"the sample's recorder failed on {lost[0].event_type}: {lost[0].error}")
+
+
 async def run_next_call(
-    agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any, draw: Draw = GREEDY
+    agent: Agent, case: NextCallCase, client: LLMClient, workspace: Any, draw: Draw = GREEDY,
+    observers: Sequence[Observer] = (),
 ) -> SampleOutcome:
     """One step on the case's history; the calls run on ``workspace`` (the state after the history)."""
-    return await _one_step(agent, case.history(), agent.tools, client, workspace, draw)
+    return await _one_step(agent, case.history(), agent.tools, client, workspace, draw, observers)
 
 
 async def _one_step(
-    agent: Agent, messages: Sequence[Message], tools: Sequence[Tool], client: LLMClient, workspace: Any, draw: Draw
+    agent: Agent, messages: Sequence[Message], tools: Sequence[Tool], client: LLMClient, workspace: Any, draw: Draw,
+    observers: Sequence[Observer],
 ) -> SampleOutcome:
-    recorder = RecordingClient(client)
-    kernel = agent.make_kernel(recorder, **draw._asdict())
-    outcome = SampleOutcome(requests=recorder.requests)
+    kernel, recorder = _kernel(agent, client, draw, observers, episode=False)
+    outcome = SampleOutcome(steps=recorder.steps, requests=recorder.requests)
     try:
-        step = await kernel.step(agent.opening(messages), tools, workspace=workspace)
+        await kernel.step(agent.opening(messages), tools, workspace=workspace)
     except ModelCallError as exc:
         outcome.error_kind, outcome.error = exc.kind, str(exc)
         return outcome
-    response = recorder.responses[-1]
-    outcome.steps.append(step_record(step, response))
-    _note_rejection(outcome, [response])
+    _check_recorded(kernel)
+    _note_rejection(outcome, recorder.responses)
     return outcome
 
 
@@ -210,7 +151,8 @@ def schema_only_tools(case: SingleTurnCase) -> list[SchemaOnlyTool]:
 EMPTY_LANGUAGE = ErrorKind.constraint_empty_language
 
 
-async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient, draw: Draw = GREEDY) -> SampleOutcome:
+async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient, draw: Draw = GREEDY,
+                          observers: Sequence[Observer] = ()) -> SampleOutcome:
     """One step on the case's messages with the case's own tools (nothing is executed). An entry with no
     function under a grammar that forces a call has no valid answer at all (``constraint:empty_language``);
     an entry whose tools use a keyword the strategy does not enforce gets no grammar
@@ -219,14 +161,14 @@ async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient,
     if not case.tool_schemas() and constraint.constrained and not constraint.allow_text_answer:
         return SampleOutcome(error_kind=EMPTY_LANGUAGE, error="no function to call and no plain answer allowed")
     try:
-        return await _one_step(agent, case.history(), schema_only_tools(case), client, None, draw)
+        return await _one_step(agent, case.history(), schema_only_tools(case), client, None, draw, observers)
     except ConstraintError as exc:
         return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
 
 async def run_episode(
     agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None,
-    draw: Draw = GREEDY,
+    draw: Draw = GREEDY, observers: Sequence[Observer] = (),
 ) -> SampleOutcome:
     """``kernel.run`` per user turn on one workspace; every step of every turn is recorded.
 
@@ -235,11 +177,10 @@ async def run_episode(
     end the turn with a plain answer. When that last one calls tools too, the episode ends there
     (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
     one more to answer, which is ``max_steps`` 21 (``bundles/bfcl``)."""
-    recorder = RecordingClient(client)
-    kernel = agent.make_kernel(recorder, **draw._asdict())
+    kernel, recorder = _kernel(agent, client, draw, observers, episode=True)
     history: list[Message] = agent.opening()
     bound = max_steps or agent.config.kernel.max_steps
-    outcome = SampleOutcome(requests=recorder.requests)
+    outcome = SampleOutcome(steps=recorder.steps, requests=recorder.requests)
     for index, user_messages in enumerate(case.turns):
         offered = set(case.offered([t.schema.name for t in agent.tools], index))
         tools = [t for t in agent.tools if t.schema.name in offered]
@@ -250,12 +191,8 @@ async def run_episode(
         except ModelCallError as exc:
             outcome.error_kind, outcome.error = exc.kind, str(exc)
             return outcome
-        responses = recorder.responses[seen:]
-        outcome.steps.extend(
-            step_record(step, response, turn=index)
-            for step, response in zip(result.steps, responses, strict=True)
-        )
-        if _note_rejection(outcome, responses):
+        _check_recorded(kernel)
+        if _note_rejection(outcome, recorder.responses[seen:]):
             return outcome
         if result.termination_reason == "max_steps":
             outcome.max_steps_turns.append(index)
@@ -289,8 +226,8 @@ def sample_record(
         attempts=attempts,
         max_steps_turns=tuple(outcome.max_steps_turns),
         duration_ms=round(duration_ms, 3),
-        setup_ms=round(outcome.setup_ms, 3),
-        harness_ms=round(max(0.0, duration_ms - model_ms - tool_ms - outcome.setup_ms), 3),
+        workspace_ms=round(outcome.workspace_ms, 3),
+        harness_ms=round(max(0.0, duration_ms - model_ms - tool_ms - outcome.workspace_ms), 3),
         seed=seed,
     )
 
@@ -300,7 +237,6 @@ __all__ = [
     "GREEDY",
     "NOT_EXECUTED",
     "Draw",
-    "RecordingClient",
     "SampleOutcome",
     "SchemaOnlyTool",
     "gold_answers",
@@ -309,5 +245,4 @@ __all__ = [
     "run_single_turn",
     "sample_record",
     "schema_only_tools",
-    "step_record",
 ]

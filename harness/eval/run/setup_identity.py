@@ -19,9 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.eval.data import Suite
-from harness.eval.run.spec import ResolvedRun
-from harness.eval.store import RunRecord, SetupIdentity, grammar_library, identity_with_digest
+from harness.eval.run.resolved import ResolvedRun, RunError
+from harness.eval.store import RunRecord, SetupIdentity, grammar_library, identity_with_digest, setup_differences, setup_fields
 
 CHUNK = 1 << 20
 """How much of each end of a weights file the folder digest reads."""
@@ -55,17 +54,6 @@ def folder_digest(folder: Path) -> str | None:
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".log"):
         h.update(f"{path.relative_to(folder)}\0{file_digest(path)}\n".encode())
-    return "sha256:" + h.hexdigest()[:16]
-
-
-def suite_digest(suite: Suite) -> str | None:
-    """sha256 of suite.yaml and the cases file (None when either cannot be read)."""
-    h = hashlib.sha256()
-    try:
-        for path in (suite.path / "suite.yaml", suite.cases_path):
-            h.update(path.read_bytes())
-    except OSError:
-        return None
     return "sha256:" + h.hexdigest()[:16]
 
 
@@ -129,21 +117,35 @@ def setup_identity(run: ResolvedRun, record: RunRecord) -> SetupIdentity:
     weights: dict[str, str | None] = dict.fromkeys(families)
     servers: dict[str, str | None] = dict.fromkeys(families)
     templates: dict[str, str | None] = dict.fromkeys(families)
-    if record.engine == "local":
+    if record.options.engine == "local":
         weights = dict.fromkeys(families, _local_weights())
     recorded = _servers(record.engine_details)
     for family in families:
-        if record.engine == "vllm":
+        if record.options.engine == "vllm":
             weights[family], servers[family], templates[family] = _server_fields(family, recorded.get(family))
     return identity_with_digest(
-        engine=f"{record.engine} --target {record.target}" if record.target else record.engine,
+        engine=f"{record.options.engine} --target {record.options.target}" if record.options.target else record.options.engine,
         models={str(f): m for f, m in run.models.items()}, weights=weights, servers=servers,
         chat_templates=templates, grammar_library=grammar_library(record),
         max_tokens=run.sampling.max_tokens,
-        max_steps_per_turn=run.max_steps_per_turn if run.suite.kind == "episode" else None,  # one call per point
-        suite=f"{run.suite.name} v{run.suite.spec.version}", suite_digest=suite_digest(run.suite),
+        max_steps_per_turn=run.options.max_steps_per_turn if run.suite.kind == "episode" else None,  # one call per point
+        suite=f"{run.suite.name} v{run.suite.spec.version}",
         temperature=run.sampling.temperature, top_p=run.sampling.top_p,
     )
 
 
-__all__ = ["file_digest", "folder_digest", "server_arguments", "setup_identity", "suite_digest"]
+def checked_identity(run: ResolvedRun, record: RunRecord, prepared: bool) -> SetupIdentity | None:
+    """The run's setup identity once its engine is ready. A resumed run must have the setup it recorded
+    (one samples.jsonl never mixes two setups); when it has nothing left to run, the recorded one stays."""
+    previous = run.resumed.setup if run.resumed is not None else None
+    if previous is not None and not prepared:
+        return previous
+    identity = setup_identity(run, record)
+    differences = setup_differences(setup_fields(previous), setup_fields(identity)) if previous else []
+    if differences:
+        raise RunError(f"{run.run_dir}: cannot resume: the setup differs from the one run.json records: "
+                       f"{'; '.join(differences)}. Use another --out for the new setup.")
+    return identity
+
+
+__all__ = ["checked_identity", "file_digest", "folder_digest", "server_arguments", "setup_identity"]

@@ -51,7 +51,9 @@ def _suite_for(run_dir: Path, run: RunRecord, suite_dir: Path | None) -> Suite:
 def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[SampleRecord]) -> None:
     """Every sample belongs to the run run.json records (its suite kind, families, strategies and
     epochs): a results directory holding samples of two runs would mix them in every figure."""
-    lanes = {(f, s) for f in run.families for s in run.strategies}
+    options = run.options
+    families, strategies, epochs = options.families or (), options.strategies or (), options.epochs or 1
+    lanes = {(f, s) for f in families for s in strategies}
     cases = {case.id for case in suite.cases}
     for sample in samples:
         if sample.case_id not in cases:
@@ -60,11 +62,11 @@ def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[Sam
         if sample.kind != suite.kind:
             raise RunDirError(run_dir / SAMPLES_FILE, f"sample {sample.sample_id!r} is of kind {sample.kind}; the "
                               f"suite {suite.name!r} is of kind {suite.kind} (is --suite the run's suite?)")
-        if (sample.family, sample.strategy) not in lanes or sample.epoch > run.epochs:
+        if (sample.family, sample.strategy) not in lanes or sample.epoch > epochs:
             raise RunDirError(
                 run_dir / SAMPLES_FILE,
                 f"sample {sample.sample_id!r} is not part of the run {RUN_FILE} records (families "
-                f"{', '.join(run.families)}; strategies {', '.join(run.strategies)}; {run.epochs} epoch(s)): "
+                f"{', '.join(families)}; strategies {', '.join(strategies)}; {epochs} epoch(s)): "
                 "samples of two runs are mixed here",
             )
 
@@ -79,7 +81,7 @@ async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequ
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
     _check_matrix(run_dir, run, suite, samples)
     states = SandboxStates(tools, echo_mode=suite.spec.echo_mode)
-    scorer = Scorer(suite.cases, [t.schema for t in tools], run.engine, states)
+    scorer = Scorer(suite.cases, [t.schema for t in tools], run.options.engine, states)
     rows = await scorer.score_all(samples)
     write_scores(run_dir, rows)
     summary = summarize(samples, rows)

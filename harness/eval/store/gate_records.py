@@ -8,6 +8,8 @@ import hashlib
 import json
 from typing import Any
 
+from pydantic import model_validator
+
 from harness.eval.store.base import Record
 
 
@@ -70,14 +72,21 @@ class SetupIdentity(Record):
     are one model call each)."""
     suite: str
     """The suite's name and version."""
-    suite_digest: str | None
-    """sha256 of suite.yaml and the cases file (None: unknown)."""
     temperature: float
     """Sampling temperature (0: greedy)."""
     top_p: float
     """Nucleus sampling."""
     digest: str
     """sha256 over the fields above (canonical JSON): equal digests, equal setups."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_suite_digest(cls, data: Any) -> Any:
+        """Identities written before 27 November 2026 held a second digest of the suite; the suite's one
+        digest is ``RunInputs.suite_digest`` (the cases are what a run tests, not its setup)."""
+        if isinstance(data, dict) and "suite_digest" in data:
+            data = {k: v for k, v in data.items() if k != "suite_digest"}
+        return data
 
 
 _PER_FAMILY = ("models", "weights", "servers", "chat_templates")

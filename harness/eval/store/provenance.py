@@ -84,7 +84,7 @@ def git_commit(cwd: Path | None = None) -> str | None:
 def grammar_library(record: RunRecord) -> str | None:
     """The grammar backend and its version as run.json records them (``xgrammar 0.2.8``,
     ``guidance: llguidance 1.7.0``); None when not installed."""
-    if record.grammar_backend == "guidance":
+    if record.options.grammar_backend == "guidance":
         version = record.versions.llguidance
         return f"guidance: llguidance {version}" if version else "guidance: llguidance"
     return f"xgrammar {record.versions.xgrammar}" if record.versions.xgrammar else None

@@ -25,10 +25,15 @@ from pydantic import Field, model_validator
 from harness.eval.store.base import OmitsAbsent, Record, renamed
 from harness.eval.store.gate_records import KFigure, Repeats, SetupIdentity
 from harness.eval.store.run_inputs import PromptRecord, RunInputs, Selection, Shard
+from harness.run_options import RunOptions
 from harness.vocabulary import SAMPLE_METRICS, Family, Metric, Strategy
 
 METRICS: tuple[Metric, ...] = SAMPLE_METRICS
 """The per-sample metrics of scores.parquet; summary.json gives each one's rate under the same name."""
+_OLD_TOP_LEVEL_OPTIONS = frozenset({
+    "engine", "target", "vllm_args", "families", "strategies", "epochs", "limit", "selection", "concurrency",
+    "sample_timeout_s", "max_steps_per_turn", "max_tokens", "temperature", "top_p", "seed"})
+"""The fields of ``RunOptions`` that run.json held at the top level before ``RunRecord.options``."""
 _OLD_METRIC_NAMES = {"grammar_rejections": "grammar_rejection"}
 SampleKind = Literal["next_call", "episode", "single_turn"]
 Status = Literal["ok", "error"]
@@ -89,8 +94,8 @@ class StepStats(Record):
     compile_cached: bool | None
     """The compile was a cache hit."""
     compile_found: str | None = None
-    """Where the grammar came from: ``compiled`` (cold: compiled for this call), ``memory`` (compiled
-    earlier in the process) or ``disk`` (kept by an earlier run on this machine); None in older files."""
+    """``compiled`` (cold, for this call), ``memory`` (compiled earlier in the process) or ``disk`` (kept by
+    an earlier run); None in older files."""
     grammar_backend: str | None = None
     """The grammar library that ran the constraint (``xgrammar``, ``guidance``); None in older files."""
     grammar_reason: str | None = None
@@ -130,8 +135,7 @@ class StepRecord(Record):
     ttft_ms: float | None
     """Time to first token (when streaming, or from an in-process engine)."""
     constraint_first: bool | None = None
-    """The run's first call to its server with this constraint (the server compiles it then, unless it
-    kept it from before); None: no constraint, or an in-process engine (``stats.compile_found``)."""
+    """The run's first call to its server with this constraint (compiled then, unless the server kept it)."""
     finish_reason: str | None = None
     """Why the answer ended, as the engine said (``stop``, ``length``...; None in older files)."""
     usage: UsageRecord | None
@@ -188,10 +192,11 @@ class SampleRecord(SampleKey, OmitsAbsent):
     one turn at most; files written before may list several."""
     duration_ms: float
     """Wall time of the sample."""
-    setup_ms: float = 0.0
-    """Of which building the sample's workspace (sandbox time)."""
+    workspace_ms: float = 0.0
+    """Of which building the sample's workspace (sandbox time; ``setup_ms`` in files written before
+    27 November 2026)."""
     harness_ms: float
-    """Of which the harness itself: the wall time less model, tool and setup time."""
+    """Of which the harness itself: the wall time less model, tool and workspace time."""
     seed: int | None = None
     """The seed its requests carried (a sampled run: derived from the run's seed, the case and the
     epoch); absent when the run was greedy."""
@@ -199,7 +204,7 @@ class SampleRecord(SampleKey, OmitsAbsent):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return renamed(data, "turns", "steps")
+        return renamed(renamed(data, "turns", "steps"), "setup_ms", "workspace_ms")
 
     def tool_results(self) -> list[ToolResultRecord]:
         """Every tool result of every step, in order."""
@@ -348,8 +353,9 @@ class RunRecord(Record):
     """The suite."""
     bundle: str | None = None
     """The bundle's folder (runs written before November 2026 do not say)."""
-    engine: str
-    """The registered engine (``oracle``, ``local``, ``openai``...)."""
+    options: RunOptions
+    """What the run asked for, every value settled (``harness.run_options``): the one model the command
+    maps onto, recorded as-is. Files written before it held these fields at the top level."""
     engine_note: str
     """What the engine is, in words (the oracle measures grammars, not a model...)."""
     base_url: str | None = None
@@ -358,47 +364,16 @@ class RunRecord(Record):
     """The served model id the requests carried (one per family for ``vllm``, comma-separated)."""
     models: dict[str, str] | None = None
     """The served model id each family's requests carried (None in runs written before models per family)."""
-    vllm_args: list[str] = Field(default_factory=list)
-    """``--vllm-arg``: arguments added to every vLLM server the run started (as given, in order)."""
-    target: str | None = None
-    """Oracle: whose grammar compiler the gold went through (``vllm``; None: the harness's)."""
-    grammar_backend: str = "xgrammar"
-    """The grammar library that ran the constraints: ``xgrammar`` or ``guidance`` (llguidance; the
-    oracle in process, or a vLLM server's structured-outputs backend). Older runs: xgrammar."""
     engine_details: dict[str, Any] | None = None
     """What the engine recorded once it ran: for ``vllm`` each server's version, full command line,
     start-up time, model and log; for replicas the requests each answered."""
-    families: list[Family]
-    """Model families run."""
-    strategies: list[Strategy]
-    """Constraint strategies run."""
-    epochs: int
-    """Repetitions of every case."""
-    limit: int | None = None
-    """Only the first N cases (None: all)."""
-    selection: Selection | None = None
-    """Which cases, beyond the limit (None: every case)."""
     inputs: RunInputs | None = None
     """The copies of the suite and bundle this directory keeps (None in runs written before them)."""
     merged_from: list[str] = Field(default_factory=list)
     """``harness merge``: the run ids of the shards this run joins."""
-    concurrency: int
-    """Samples in flight."""
-    sample_timeout_s: float
-    """Bound of one sample."""
-    max_steps_per_turn: int
-    """Bound of model calls per user turn."""
-    max_tokens: int | None = None
-    """Bound per model response (None in runs written before the bound was always set: the engine's own)."""
     max_tokens_source: str | None = None
     """Where the bound came from: ``--max-tokens``, ``suite.yaml max_tokens``, or how it was derived
     from the suite's longest gold answer (``harness.eval.run.token_bound``)."""
-    temperature: float | None = None
-    """Sampling temperature (None in runs written before it was recorded: greedy)."""
-    top_p: float | None = None
-    """Nucleus sampling (None in runs written before it was recorded: 1)."""
-    seed: int | None = None
-    """The run's seed; each sample's is derived from it, its case and its epoch (``SampleRecord.seed``)."""
     setup: SetupIdentity | None = None
     """What determines the scores (``SetupIdentity``); None in runs written before it was recorded."""
     versions: Versions
@@ -416,6 +391,15 @@ class RunRecord(Record):
     timing: RunTiming | None = None
     """Where the time went (written at the end)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _options_of_old_files(cls, data: Any) -> Any:
+        """A run.json written before ``options``: its option fields, at the top level then, moved in."""
+        if isinstance(data, dict) and "options" not in data and "engine" in data:
+            moved = {k: v for k, v in data.items() if k in _OLD_TOP_LEVEL_OPTIONS}
+            data = {**{k: v for k, v in data.items() if k not in moved}, "options": moved}
+        return data
+
 
 __all__ = [
     "METRICS",
@@ -430,6 +414,7 @@ __all__ = [
     "Record",
     "Repeats",
     "RunInputs",
+    "RunOptions",
     "RunRecord",
     "RunTiming",
     "SampleKey",

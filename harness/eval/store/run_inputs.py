@@ -1,12 +1,12 @@
 """What went into a run, as its records keep it: the prompts a
-run sent (prompts.jsonl), which cases it took (``Selection``, ``Shard``) and the copies of its inputs
+run sent (prompts.jsonl), which cases it took (``Selection``, ``Shard``: defined with the run's options in
+``harness.run_options``) and the copies of its inputs
 (``RunInputs``). ``records`` uses them in ``StepRecord`` and ``RunRecord``."""
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from harness.eval.store.base import Record
+from harness.run_options import Selection, Shard
 from harness.vocabulary import Family
 
 
@@ -21,34 +21,6 @@ class PromptRecord(Record):
     """The prompt exactly as the family's chat template renders the request's messages and tools (what
     the harness's own engines feed the model, and what a vLLM server started with the family's template
     renders: checked token for token)."""
-
-
-class Shard(Record):
-    """``--shard I/N``: this run holds the I-th of N deterministic shares of the selected cases."""
-
-    index: int = Field(ge=1)
-    """I, from 1."""
-    count: int = Field(ge=1)
-    """N."""
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-class Selection(Record):
-    """Which of the suite's cases a run takes, beyond ``--limit`` (applied in this order: ids and tags,
-    the random subset, the limit, the shard)."""
-
-    ids: tuple[str, ...] = ()
-    """``--sample-id``: case ids, or sample ids (``case/family/strategy/epoch``), shell patterns allowed."""
-    tags: tuple[str, ...] = ()
-    """``--tag``: cases holding any of these tags."""
-    sample: int | None = Field(default=None, ge=1)
-    """``--sample N``: a random subset of N cases, across conversations (in the suite's order)."""
-    seed: int | None = None
-    """``--seed``: the subset's seed (recorded, so the same subset can be drawn again)."""
-    shard: Shard | None = None
-    """``--shard I/N`` (None: every selected case)."""
 
 
 class RunInputs(Record):

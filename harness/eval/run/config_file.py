@@ -1,4 +1,4 @@
-"""A run's config file (``harness run SUITE --config FILE``): the models and the server a setup uses,
+"""A run's config file (``harness run SUITE --config FILE``): the models and the vLLM servers of a run,
 kept beside the suite instead of on every command line. Flags override it; it overrides the suite's
 ``models``.
 
@@ -62,7 +62,7 @@ class ServerConfig(BaseModel):
     """Leave the servers up for later runs (as ``--keep-server``)."""
 
 
-class RunConfig(BaseModel):
+class ConfigFile(BaseModel):
     """The contents of a run's config file."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -84,7 +84,7 @@ class RunConfig(BaseModel):
         return value
 
 
-def load_run_config(path: Path) -> RunConfig:
+def load_config_file(path: Path) -> ConfigFile:
     """The config file at ``path``; ConfigError naming the file and each field that is wrong."""
     from harness.agents import validation_problems
 
@@ -93,13 +93,13 @@ def load_run_config(path: Path) -> RunConfig:
     except InputFileError as exc:
         raise ConfigError(f"--config: {exc}") from None
     if raw is None:
-        return RunConfig()
+        return ConfigFile()
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     try:
-        config = RunConfig.model_validate(raw)
+        config = ConfigFile.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError("; ".join(f"{path}: {p}" for p in validation_problems(exc, model=RunConfig))) from None
+        raise ConfigError("; ".join(f"{path}: {p}" for p in validation_problems(exc, model=ConfigFile))) from None
     split_vllm_args(config.server.vllm_args, f"{path}: server.vllm_args")
     return config
 
@@ -134,9 +134,9 @@ def parse_models(given: Iterable[str]) -> tuple[str | None, dict[str, str]]:
 __all__ = [
     "MANAGED_FLAGS",
     "ConfigError",
-    "RunConfig",
+    "ConfigFile",
     "ServerConfig",
-    "load_run_config",
+    "load_config_file",
     "parse_models",
     "split_vllm_args",
 ]

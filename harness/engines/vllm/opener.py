@@ -12,7 +12,6 @@ the death of the harness process (see :mod:`harness.engines.vllm.launch`).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -21,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import LLMClient
-from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
+from harness.engines.registry import Endpoint, EngineContext, EngineError, SampleContext
 from harness.engines.vllm.models import ModelFolder
+from harness.run_options import RunOptions
 from harness.vocabulary import FAMILIES
 
 STATUS_EVERY_S = 15.0
@@ -44,8 +44,8 @@ def user_model(path_or_id: str, family: str) -> ModelFolder:
 
 
 @dataclass
-class VllmSetup:
-    """The engine setup of a run on vLLM: per family a model, a server and a client."""
+class VllmServers:
+    """The vLLM engine of a run: per family a model, a server and a client."""
 
     log_dir: Path
     model_arg: str | None = None
@@ -54,9 +54,9 @@ class VllmSetup:
     model_args: dict[str, str] = field(default_factory=dict)
     """``--model FAMILY=NAME``: the model of each family named."""
     extra_args: tuple[str, ...] = ()
-    """``--vllm-arg``: added to each server's command line."""
     grammar_backend: str = "xgrammar"
     """``--grammar-backend``: the servers' structured-outputs backend (part of a kept server's key)."""
+    """``--vllm-arg``: added to each server's command line."""
     keep: bool = False
     """Start kept servers (they stay up after the run: ``harness vllm down``)."""
     log: Callable[[str], None] = lambda _m: None
@@ -73,9 +73,7 @@ class VllmSetup:
     @property
     def note(self) -> str:
         parts = [f"{m.family}: {m.note}" for m in self.models.values()]
-        head = ("vllm: a real vLLM server started by the harness (structured outputs: "
-                f"{self.grammar_backend}), timings as its client sees them")
-        return "; ".join([head, *parts])
+        return "; ".join([f"vllm: a real vLLM server started by the harness (structured outputs: {self.grammar_backend}), timings as its client sees them", *parts])
 
     @property
     def base_url(self) -> str | None:
@@ -186,19 +184,19 @@ class VllmSetup:
                 server.stop()
 
 
-def _attach(options: EngineOptions, url: str, source: str) -> tuple[Any, list[str] | None]:
+def _attach(options: RunOptions, context: EngineContext, url: str, source: str) -> tuple[Any, list[str] | None]:
     """A vLLM server the user runs (``--base-url`` or ``$VLLM_BASE_URL``): used through the OpenAI client,
     as ``--engine openai`` would, recorded as vllm."""
-    from harness.engines.setup import open_openai
+    from harness.engines.openers import open_openai
 
-    setup, families = open_openai(dataclasses.replace(options, base_urls=(url,)))
-    setup.name = "vllm"
-    setup.note = (f"vllm: a vLLM server you run at {url} ({source}) serving {setup.model_id}; timings as its "
+    opened, families = open_openai(options.model_copy(update={"base_urls": (url,)}), context)
+    opened.name = "vllm"
+    opened.note = (f"vllm: a vLLM server you run at {url} ({source}) serving {opened.model_id}; timings as its "
                   "client sees them")
-    return setup, families
+    return opened, families
 
 
-def open_vllm(options: EngineOptions) -> tuple[Any, list[str] | None]:
+def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[str] | None]:
     """The registry's opener: servers are started in ``prepare`` (after run.json is written), one per
     family; without ``--family`` only function_gemma runs (the family with real weights here), or the
     families ``--model FAMILY=NAME`` names. With ``--base-url`` or ``$VLLM_BASE_URL``, a server you run
@@ -211,27 +209,27 @@ def open_vllm(options: EngineOptions) -> tuple[Any, list[str] | None]:
     if url:
         if len(options.base_urls) > 1:
             raise EngineError("--engine vllm takes one --base-url (replicas: --engine openai)")
-        return _attach(options, url, "--base-url" if options.base_urls else f"${BASE_URL_ENV}")
+        return _attach(options, context, url, "--base-url" if options.base_urls else f"${BASE_URL_ENV}")
     why = vllm_unavailable()
     if why:
         raise EngineError(f"--engine vllm: {why}")
-    families = options.families or [f for f in FAMILIES if f in options.models] or None
+    families = [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models] or None
     if options.model and (not families or len(families) != 1):
         raise EngineError("--model NAME with --engine vllm serves one model: pass one --family (its prompt and "
                           "call format), or name each family's model: --model FAMILY=NAME")
     if not families:
         # qwen runs on a random-weight format fixture, which checks the path but says nothing about a
         # model: it runs when asked for.
-        options.log("--engine vllm: running function_gemma (Gemma 3 270M base weights); --family qwen adds "
+        context.log("--engine vllm: running function_gemma (Gemma 3 270M base weights); --family qwen adds "
                     "the Qwen3 format fixture (random weights: it checks the path, not a model)")
         families = ["function_gemma"]
-    if options.run_dir is None:
+    if context.run_dir is None:
         raise EngineError("--engine vllm needs the run directory for its server logs")
-    setup = VllmSetup(log_dir=options.run_dir, model_arg=options.model, model_args=dict(options.models),
-                      extra_args=tuple(options.server_args), keep=options.keep_server,
-                      grammar_backend=options.grammar_backend,
-                      request_timeout_s=min(options.timeout_s, 120.0), log=options.log)
-    return setup, families
+    opened = VllmServers(log_dir=context.run_dir, model_arg=options.model, model_args=dict(options.models),
+                      extra_args=tuple(options.vllm_args or ()), keep=options.keep_server,
+                      grammar_backend=options.grammar_backend or "xgrammar",
+                      request_timeout_s=min(options.sample_timeout_s, 120.0), log=context.log)
+    return opened, families
 
 
-__all__ = ["BASE_URL_ENV", "VllmSetup", "open_vllm", "user_model"]
+__all__ = ["BASE_URL_ENV", "VllmServers", "open_vllm", "user_model"]

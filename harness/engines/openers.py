@@ -12,11 +12,15 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.agents import CompletionRequest, CompletionResponse, LLMClient
-from harness.engines.registry import Endpoint, EngineError, EngineOptions, SampleContext
+from harness.engines.registry import Endpoint, EngineContext, EngineError, SampleContext
+from harness.run_options import RunOptions
 from harness.vocabulary import GrammarBackend
+
+if TYPE_CHECKING:
+    from harness.agents import ModelConfig
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 """Where the openai engine looks when neither ``--base-url``, ``$OPENAI_BASE_URL`` nor the bundle's
@@ -160,10 +164,9 @@ class ServerSettings:
     """``$OPENAI_API_KEY``, else the variable the bundle's ``model.api_key_env`` names (None: no key)."""
 
 
-def server_settings(options: EngineOptions, environ: Mapping[str, str] | None = None) -> ServerSettings:
+def server_settings(options: RunOptions, bundle: ModelConfig | None, environ: Mapping[str, str] | None = None) -> ServerSettings:
     """The openai engine's server and key, flags > environment > bundle (see ``ServerSettings``)."""
     env = os.environ if environ is None else environ
-    bundle = options.bundle_model
     if options.base_urls:
         urls, source = options.base_urls, "--base-url"
     elif env.get(BASE_URL_ENV):
@@ -176,16 +179,16 @@ def server_settings(options: EngineOptions, environ: Mapping[str, str] | None = 
     return ServerSettings(tuple(urls), source, key)
 
 
-def _no_server_options(name: str, options: EngineOptions) -> None:
+def _no_server_options(name: str, options: RunOptions) -> None:
     if options.base_urls or options.model or options.models:
         raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
     if options.target is not None and name != "oracle":
         raise EngineError("--target is for --engine oracle (whose grammar compiler the gold is replayed through)")
-    if options.grammar_backend != "xgrammar" and name != "oracle":
+    if (options.grammar_backend or "xgrammar") != "xgrammar" and name != "oracle":
         raise EngineError(f"--grammar-backend is for --engine oracle or vllm, not {name}")
 
 
-def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | None]:
+def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleClients, list[str] | None]:
     """A fresh OracleEngine per sample; compiled grammars shared by the whole run. With ``target`` vllm,
     each grammar is compiled by vLLM's own backend and the steps where it differs are counted."""
     from harness.engines.oracle import NOTE, OracleEngine
@@ -230,20 +233,16 @@ def open_oracle(options: EngineOptions) -> tuple[PerSampleClients, list[str] | N
                 targets[family] = VllmGrammarTarget(default_model(family))
                 targets[family].load()
 
-    return PerSampleClients("oracle", note, client, warm, model_id="oracle"), options.families
+    return PerSampleClients("oracle", note, client, warm, model_id="oracle"), _listed(options.families)
 
 
-def _oracle_backend(options: EngineOptions) -> GrammarBackend:
+def _oracle_backend(options: RunOptions) -> GrammarBackend:
     """The oracle's grammar library; llguidance must be installed for ``guidance``."""
-    try:
-        backend = GrammarBackend(options.grammar_backend)
-    except ValueError:
-        raise EngineError(f"unknown --grammar-backend {options.grammar_backend!r}: expected "
-                          f"{' or '.join(GrammarBackend)}") from None
+    backend = GrammarBackend(options.grammar_backend or "xgrammar")
     if backend == GrammarBackend.guidance:
-        from harness.grammar import guidance_available as available
+        from harness.grammar import guidance_available
 
-        why = available()
+        why = guidance_available()
         if why:
             raise EngineError(f"--grammar-backend guidance: {why}")
         if options.target is not None:
@@ -251,26 +250,26 @@ def _oracle_backend(options: EngineOptions) -> GrammarBackend:
     return backend
 
 
-def _served_model(base_url: str, api_key: str | None, options: EngineOptions) -> str:
+def _served_model(base_url: str, api_key: str | None, options: RunOptions, bundle: ModelConfig | None) -> str:
     if options.model:
         return options.model
     models = served_models(base_url, api_key, timeout_s=3.0)
     if len(models) == 1:
         return models[0]
-    bundle_id = options.bundle_model.id if options.bundle_model else None
+    bundle_id = bundle.id if bundle else None
     if bundle_id in models:
         return str(bundle_id)
     raise EngineError(f"{base_url} serves {models or 'no models'}: choose one with --model")
 
 
-def _family_of(model: str, options: EngineOptions) -> list[str]:
+def _family_of(model: str, options: RunOptions, bundle: ModelConfig | None) -> list[str]:
     from harness.agents.families import FAMILIES, families_of_model
 
+    families: list[str]
     if options.families:
-        families = options.families
+        families = list(options.families)
     else:
         families = families_of_model(model)
-        bundle = options.bundle_model
         if len(families) != 1 and bundle is not None and bundle.id == model:
             families = [bundle.family]
         if len(families) != 1:
@@ -280,7 +279,7 @@ def _family_of(model: str, options: EngineOptions) -> list[str]:
     return list(families)
 
 
-def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
+def open_openai(options: RunOptions, context: EngineContext) -> tuple[SharedClient, list[str] | None]:
     """One OpenAI-compatible client for every sample. The server and key: flags, then the environment,
     then the bundle (``server_settings``); the model: ``--model``, else the one the server lists (the
     bundle's ``model.id`` when it lists several); the family: ``--family``, else what the model id says
@@ -291,15 +290,15 @@ def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]
 
     if options.target is not None:
         _no_server_options("openai", options)
-    settings = server_settings(options)
+    settings = server_settings(options, context.bundle_model)
     base_urls = list(settings.base_urls)
-    by_family = _models_by_family(base_urls[0], settings.api_key, options)
+    by_family = _models_by_family(base_urls[0], settings.api_key, options, context.bundle_model)
     models = sorted(set(by_family.values()))
     for url in base_urls[1:]:
         missing = set(models) - set(served_models(url, settings.api_key, timeout_s=3.0))
         if missing:
             raise EngineError(f"replica {url} does not serve {sorted(missing)}: every --base-url must serve the same models")
-    timeout = min(options.timeout_s, 120.0)
+    timeout = min(options.sample_timeout_s, 120.0)
     key = settings.api_key or NO_KEY
     clients = [OpenAICompatibleClient(url, api_key=key, timeout_s=timeout) for url in base_urls]
     client: Any = clients[0] if len(clients) == 1 else ReplicaClient(clients, base_urls)
@@ -310,28 +309,29 @@ def open_openai(options: EngineOptions) -> tuple[SharedClient, list[str] | None]
     relay = all(m.startswith(SERVED_PREFIX) for m in models)
     if relay:
         note += "; the served model is an oracle: each request carries its gold answer"
-    setup = SharedClient("openai", note, ", ".join(base_urls), ", ".join(models), client, relay_gold=relay,
+    opened = SharedClient("openai", note, ", ".join(base_urls), ", ".join(models), client, relay_gold=relay,
                          stream=True, models=by_family, base_urls=tuple(base_urls), api_key=settings.api_key)
-    return setup, list(by_family)
+    return opened, list(by_family)
 
 
-def _models_by_family(base_url: str, api_key: str | None, options: EngineOptions) -> dict[str, str]:
+def _models_by_family(base_url: str, api_key: str | None, options: RunOptions,
+                      bundle: ModelConfig | None) -> dict[str, str]:
     """The served model id of each family of the run: ``--model FAMILY=NAME`` for those it names (a bare
     ``--model`` for the others), else one model (``--model``, or the one the server lists) for the one
     family ``--family`` or the model's id says."""
     from harness.agents.families import FAMILIES
 
     if options.models:
-        families = options.families or [f for f in FAMILIES if f in options.models]
+        families = [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models]
         missing = [f for f in families if not (options.models.get(f) or options.model)]
         if missing:
             raise EngineError(f"--family {missing[0]}: which model serves it? name it: --model {missing[0]}=NAME")
         return {f: options.models.get(f) or str(options.model) for f in families}
-    model = _served_model(base_url, api_key, options)
-    return {family: model for family in _family_of(model, options)}
+    model = _served_model(base_url, api_key, options, bundle)
+    return {family: model for family in _family_of(model, options, bundle)}
 
 
-def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
+def open_local(options: RunOptions, context: EngineContext) -> tuple[SharedClient, list[str] | None]:
     """The embedded engine, shared by every sample (it has weights for some families only)."""
     from harness.engines.local import LocalEngine, NoWeightsError, check_family
 
@@ -341,9 +341,13 @@ def open_local(options: EngineOptions) -> tuple[SharedClient, list[str] | None]:
             check_family(family)
         except NoWeightsError as exc:
             raise EngineError(f"--engine local, --family {family}: {exc}") from None
-    engine = LocalEngine(log=options.engine_log)
-    setup = SharedClient("local", str(engine.note), None, str(engine.model_id), engine)
-    return setup, options.families or list(engine.families)
+    engine = LocalEngine(log=context.engine_log)
+    opened = SharedClient("local", str(engine.note), None, str(engine.model_id), engine)
+    return opened, _listed(options.families) or list(engine.families)
+
+
+def _listed(families: tuple[str, ...] | None) -> list[str] | None:
+    return list(families) if families else None
 
 
 def local_unavailable() -> str | None:
