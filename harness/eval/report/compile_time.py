@@ -28,7 +28,8 @@ TTFT_NOTE = (
     "Per call: in-process engines time their compile (\"compiled for the call\": cold; the others found the "
     "grammar compiled, in memory or kept on disk by an earlier run); the oracle has no model, so its time to "
     "first token is its whole call. Against a server, the compile is the median time to first token of the "
-    "run's first calls with a constraint less that of repeats."
+    "run's first calls with a constraint less that of repeats (the run's preflight probe is a call too: it pays "
+    "the compile of the tool set it probes)."
 )
 DISAGREEMENT_HEADERS = ["refused by", "taken by", "sample", "call", "why"]
 
