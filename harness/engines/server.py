@@ -44,8 +44,8 @@ import socket
 import threading
 import time
 import uuid
-from functools import partial
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from harness.agents import CompletionResponse, ConstraintError, ModelCallError

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
         set_cache_limit,
         was_compiled,
     )
+    from harness.grammar.decode import JUMP_MODES, REJECTED_GOLD, GoldTextSource, JumpMode
+    from harness.grammar.decode import decode as constrained_decode
+    from harness.grammar.decode_result import DecodeResult, MaskPolicy
     from harness.grammar.guidance import (
         SPECIAL_IN_TEXT,
         NotExpressible,
@@ -33,11 +36,8 @@ if TYPE_CHECKING:
         to_llguidance,
         walk_guidance,
     )
-    from harness.grammar.guidance import version as llguidance_version
     from harness.grammar.guidance import available as guidance_available
-    from harness.grammar.decode import JUMP_MODES, REJECTED_GOLD, GoldTextSource, JumpMode
-    from harness.grammar.decode import decode as constrained_decode
-    from harness.grammar.decode_result import DecodeResult, MaskPolicy
+    from harness.grammar.guidance import version as llguidance_version
     from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
     from harness.grammar.sources import GoldSource, TokenSource
@@ -100,8 +100,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 
 __all__ = [
     "JUMP_MODES",
-    "SPECIAL_IN_TEXT",
     "REJECTED_GOLD",
+    "SPECIAL_IN_TEXT",
     "TOKENIZER_FAMILIES",
     "CompiledConstraint",
     "DecodeResult",

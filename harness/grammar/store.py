@@ -110,7 +110,7 @@ def load(folder: Path, key: StoreKey, tokenizer_info: Any) -> Any | None:
         if not isinstance(record, dict) or record.get("key") != digest or record.get("format") != FORMAT:
             raise ValueError("another key or layout")
         compiled = xgr.CompiledGrammar.deserialize_json(record["compiled"], tokenizer_info)
-    except Exception:  # noqa: BLE001 - anything wrong with the file means: compile again
+    except Exception:
         with contextlib.suppress(OSError):
             path.unlink()
         return None

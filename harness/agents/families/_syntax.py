@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.agents.families._types import fits_type
 from harness.agents.families._values import ESCAPE, MAX_JSON_WS, fg_text, json_text
 
 

@@ -45,6 +45,7 @@ from harness.grammar import (
 from harness.grammar import guidance_available as available
 from harness.grammar import llguidance_version as version
 
+
 def _bit(bm: Any, token: int) -> bool:
     return bool((int(bm[0, token >> 5]) >> (token & 31)) & 1)
 

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.eval.run.resolved import ResolvedRun, RunError
-from harness.eval.store import RunRecord, SetupIdentity, grammar_library, identity_with_digest, setup_differences, setup_fields
+from harness.eval.store import (
+    RunRecord,
+    SetupIdentity,
+    grammar_library,
+    identity_with_digest,
+    setup_differences,
+    setup_fields,
+)
 
 CHUNK = 1 << 20
 """How much of each end of a weights file the folder digest reads."""
