@@ -18,8 +18,10 @@ and the engines: this module, above all three, puts them together.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Unpack
+from typing import Any, Unpack
 
 from harness.agents import (
     Agent,
@@ -27,10 +29,11 @@ from harness.agents import (
     BundleConfig,
     BundleError,
     LLMClient,
+    Tool,
     bundle_file,
     load_bundle_config,
 )
-from harness.sandbox import PymTool, bundle_limits, load_bundle_tools
+from harness.sandbox import bundle_limits, load_bundle_tools
 
 
 def load_bundle(path: str | Path) -> BundleConfig:
@@ -39,6 +42,65 @@ def load_bundle(path: str | Path) -> BundleConfig:
     config = load_bundle_config(file)
     bundle_limits(file, config)
     return config
+
+
+def python_tools(file: Path, config: BundleConfig) -> list[Tool]:
+    """The tools of a bundle whose source is Python classes (``python:``), each class imported in a worker
+    (one per bundle file, kept for the process). BundleError naming the field when a class does not
+    import or the tools JSON is wrong."""
+    key = (str(file.resolve()), config.model_dump_json())
+    if key not in _SOURCES:
+        _SOURCES[key] = _python_source(file.resolve(), config)
+    return list(_SOURCES[key].tools)
+
+
+_SOURCES: dict[tuple[str, str], Any] = {}
+"""One worker per bundle for the process (a run, its agents and its scoring share it)."""
+
+
+def _python_source(file: Path, config: BundleConfig) -> Any:
+    from pydantic import ValidationError
+
+    from harness.agents import PythonClassSource, WorkerFailure, WorkerSettings
+    from harness.sandbox import Limits
+
+    python = config.python
+    assert python is not None
+    limits, _ = bundle_limits(file, config)
+    try:  # a size as the sandbox's limits read one ('2gb', bytes)
+        memory = Limits.model_validate({"max_memory": python.memory}).max_memory or 0
+    except ValidationError as exc:
+        raise BundleError(file, [f"python.memory: {exc.errors()[0]['msg']}"]) from None
+    tools_json = None
+    if python.tools_json is not None:
+        tools_json = _read_tools_json(file, file.parent / python.tools_json)
+    settings = WorkerSettings(
+        classes=python.classes, search_path=(file.parent,), memory=memory,
+        wall_clock=limits.wall_clock or 5.0, max_output=limits.max_output or (1 << 20),
+        bfcl=python.execution == "bfcl",
+    )
+    try:
+        return PythonClassSource(settings, tools_json)
+    except WorkerFailure as exc:
+        raise BundleError(file, [f"python.classes: {exc}"]) from None
+
+
+def _read_tools_json(file: Path, path: Path) -> dict[str, Sequence[dict[str, Any]]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BundleError(file, [f"python.tools_json: cannot read {path}: {exc}"]) from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise BundleError(file, [f"python.tools_json: {path}: expected {{class name: [tools]}}"])
+    return data
+
+
+def source_tools(file: Path, config: BundleConfig) -> Sequence[Tool]:
+    """The bundle's tools from the source it names: Python classes (``python``) or ``.pym`` scripts
+    (``tools_dir``, sandboxed). The agent's ``ToolLoader``."""
+    if config.python is not None:
+        return python_tools(file, config)
+    return load_bundle_tools(file, config)
 
 
 def tools_folder(file: Path, config: BundleConfig) -> Path:
@@ -52,13 +114,15 @@ def tools_folder(file: Path, config: BundleConfig) -> Path:
     return folder
 
 
-def load_tools(path: str | Path) -> tuple[BundleConfig, list[PymTool]]:
-    """The bundle's config and its ``.pym`` tools with their limits, as ``harness run`` and ``harness
-    score`` load them. Raises BundleError naming the file and the field."""
+def load_tools(path: str | Path) -> tuple[BundleConfig, list[Tool]]:
+    """The bundle's config and its tools (``.pym`` tools with their limits, or Python-class tools), as
+    ``harness run`` and ``harness score`` load them. Raises BundleError naming the file and the field."""
     file = bundle_file(path)
     config = load_bundle(file)
+    if config.python is not None:
+        return config, python_tools(file, config)
     tools_folder(file, config)
-    return config, load_bundle_tools(file, config)
+    return config, list(load_bundle_tools(file, config))
 
 
 def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unpack[AgentOptions]) -> Agent:
@@ -68,7 +132,8 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
     bundle's. Raises BundleError naming the file and the field."""
     file = bundle_file(path)
     config = load_bundle(file)
-    tools_folder(file, config)
+    if config.python is None:
+        tools_folder(file, config)
 
     def connect() -> LLMClient:
         from harness.engines.remote import OpenAICompatibleClient  # imports openai
@@ -77,9 +142,9 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
         return OpenAICompatibleClient(config.model.base_url, api_key_env=config.model.api_key_env)
 
     return Agent.from_bundle(
-        file, tool_loader=load_bundle_tools, config=config, client=client,
+        file, tool_loader=source_tools, config=config, client=client,
         connect=connect if config.model.base_url else None, **options,
     )
 
 
-__all__ = ["load_agent", "load_bundle", "load_tools", "tools_folder"]
+__all__ = ["load_agent", "load_bundle", "load_tools", "python_tools", "source_tools", "tools_folder"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,42 @@ def check_output_dir(path: str | Path, option: str = "--out") -> None:
             return
 
 
+def check_output_file(path: str | Path, option: str) -> None:
+    """``path`` can be written as an output file (before any work starts, so a result is never lost to
+    an unwritable path): not a directory, FIFO or device, in a folder that exists and takes a new file
+    (one is created there and removed at once: the file is written through a temp file and a rename).
+    InputFileError naming ``option`` otherwise."""
+    import tempfile
+
+    p = Path(path)
+    where = f"{option} {str(p)!r}"
+    if p.exists():
+        mode = os.stat(p).st_mode
+        for is_kind, what in _KINDS:
+            if is_kind(mode):
+                raise InputFileError(where, what)
+    parent = p.parent
+    if not parent.is_dir():
+        raise InputFileError(where, f"its folder {str(parent)!r} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{p.name[:64]}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+        if p.exists():
+            os.close(os.open(p, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as exc:
+        raise InputFileError(where, f"cannot write there: {exc.strerror or exc}") from None
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with the characters XML 1.0 cannot hold (control characters, lone surrogates) written as
+    ``\\xNN`` escapes: a model's answer may hold any of them, and the JUnit file must still parse."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text)
+
+
 __all__ = [
     "MAX_FILE_BYTES",
     "MAX_JSON_BYTES",
@@ -255,6 +292,7 @@ __all__ = [
     "TooDeep",
     "check_depth",
     "check_output_dir",
+    "check_output_file",
     "json_depth",
     "load_json",
     "load_yaml",
@@ -263,4 +301,5 @@ __all__ = [
     "read_json_lines",
     "read_text",
     "read_yaml",
+    "xml_text",
 ]

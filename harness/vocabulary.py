@@ -35,11 +35,23 @@ class Strategy(StrEnum):
     """An xgrammar structural tag (vLLM's ``structured_outputs.structural_tag``)."""
     json_schema = "json_schema"
     """A JSON schema of the calls (vLLM's ``structured_outputs.json``)."""
+    required = "required"
+    """vLLM's own constraint for ``tool_choice: "required"``: the server builds it from the tools (its
+    tool parser's structural tag, or a JSON array of calls where the parser has none)."""
+    strict = "strict"
+    """vLLM's own strict tool calling: every tool sent with ``"strict": true`` and ``tool_choice`` left at
+    ``auto``; the server builds the constraint (its parser's structural tag, or none at all)."""
 
     @property
     def constrained(self) -> bool:
-        """The strategy builds a grammar (every one but ``none``)."""
+        """The strategy constrains the output (every one but ``none``)."""
         return self is not Strategy.none
+
+    @property
+    def server_built(self) -> bool:
+        """vLLM builds the constraint itself from the request's tools (``required``, ``strict``); the
+        harness sends no ``structured_outputs`` and predicts what the server builds."""
+        return self in (Strategy.required, Strategy.strict)
 
 
 @unique
@@ -58,7 +70,11 @@ FAMILIES: tuple[Family, ...] = tuple(Family)
 STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)
 """Every strategy, in the canonical order."""
 CONSTRAINED_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in Strategy if s.constrained)
-"""The strategies that build a grammar."""
+"""The strategies that constrain the output (the harness's grammars and vLLM's own)."""
+HARNESS_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in Strategy if s.constrained and not s.server_built)
+"""The strategies whose grammar the harness builds and sends (``ebnf``, ``structural_tag``, ``json_schema``)."""
+SERVER_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in Strategy if s.server_built)
+"""The strategies whose constraint vLLM builds from the tools (``required``, ``strict``)."""
 
 
 @unique
@@ -140,6 +156,11 @@ class ErrorKind(StrEnum):
     state_empty_turn = "state:empty_turn"
     state_force_terminated = "state:force_terminated"
     state_response_missing = "state:response_missing"
+    state_instance_differs = "state:instance_differs"
+    """A Python-class episode: an instance's public attributes differ from the ground truth's (or from
+    the case's ``expected_state``)."""
+    state_unwanted_call = "state:unwanted_call"
+    """A Python-class episode: calls in a turn whose ground truth makes none (BFCL's irrelevance rule)."""
     score_unknown_case = "score:unknown_case"
     length_max_tokens = "length:max_tokens"
     """The token bound cut the answer."""
@@ -218,8 +239,10 @@ __all__ = [
     "CONSTRAINED_STRATEGIES",
     "FAMILIES",
     "GRAMMAR_BACKENDS",
+    "HARNESS_STRATEGIES",
     "HTTP_ERROR_PREFIX",
     "SAMPLE_METRICS",
+    "SERVER_STRATEGIES",
     "STRATEGIES",
     "TIMING_METRICS",
     "ErrorKind",

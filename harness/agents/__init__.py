@@ -46,7 +46,7 @@ from harness.agents.events import (
     ToolResultEvent,
 )
 from harness.agents.kernel import AgentKernel, trim_history
-from harness.agents.tools import Tool, ToolContext
+from harness.agents.tools import Tool, ToolContext, ToolSource
 from harness.agents.types import (
     Message,
     ParseFailure,
@@ -56,6 +56,16 @@ from harness.agents.types import (
     ToolCall,
     ToolResult,
     ToolSchema,
+)
+from harness.agents.vllm_tools import (
+    ServerConstraint,
+    ToolRequest,
+    check_buildable,
+    json_array_schema,
+    openai_tools,
+    server_constraint,
+    strategy_request,
+    vllm_own_constraint,
 )
 from harness.lazy import lazy_exports
 
@@ -70,6 +80,15 @@ if TYPE_CHECKING:
         load_bundle_config,
         validation_problems,
     )
+    from harness.agents.python_tools import (
+        PythonClassSource,
+        PythonSession,
+        WorkerFailure,
+        WorkerSettings,
+        WorkerTool,
+        call_text,
+        python_source,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AgentOptions": "agent",
@@ -82,6 +101,13 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "BundleConfig": "bundle",
     "BundleError": "bundle",
     "load_bundle_config": "bundle",
+    "PythonClassSource": "python_tools",
+    "PythonSession": "python_tools",
+    "WorkerFailure": "python_tools",
+    "WorkerSettings": "python_tools",
+    "WorkerTool": "python_tools",
+    "call_text": "python_tools",
+    "python_source": "python_tools",
 })
 
 
@@ -115,6 +141,8 @@ __all__ = [
     "ObserverErrorEvent",
     "ParseFailure",
     "ParsedResponse",
+    "PythonClassSource",
+    "PythonSession",
     "RecordingObserver",
     "RequestPayload",
     "RunResult",
@@ -122,6 +150,7 @@ __all__ = [
     "ScriptErrorEvent",
     "ScriptPrintEvent",
     "ScriptStartEvent",
+    "ServerConstraint",
     "StepCompleteEvent",
     "StepResult",
     "Strategy",
@@ -131,12 +160,25 @@ __all__ = [
     "ToolCallEvent",
     "ToolContext",
     "ToolLoader",
+    "ToolRequest",
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
+    "ToolSource",
+    "WorkerFailure",
+    "WorkerSettings",
+    "WorkerTool",
     "bundle_file",
+    "call_text",
+    "check_buildable",
     "field_path",
+    "json_array_schema",
     "load_bundle_config",
+    "openai_tools",
+    "python_source",
+    "server_constraint",
+    "strategy_request",
     "trim_history",
     "validation_problems",
+    "vllm_own_constraint",
 ]

@@ -105,6 +105,45 @@ class ToolOverride(_Strict):
     """A preset name (replaces the bundle's limits), or limit keys set over the bundle's limits."""
 
 
+CLASS_TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+"""``package.module:Class``."""
+
+
+class PythonToolsConfig(_Strict):
+    """Python classes as the bundle's tools (``python:`` in bundle.yaml): each public method a tool, one
+    instance per class the state of a sample. They run in a worker process with the user's privileges
+    (``harness.agents.python_tools``); ``.pym`` tools are the sandboxed option. ``python: mymodule:MyClass`` is short
+    for one class named as it is called."""
+
+    classes: dict[str, str] = Field(min_length=1)
+    """The name a case uses for a class (BFCL's ``involved_classes``) -> ``package.module:Class``,
+    imported in the worker with the bundle's folder first on ``sys.path``."""
+    tools_json: str | None = None
+    """A JSON file beside bundle.yaml: ``{class name: [OpenAI-style tools]}``. Without it, each public
+    method's schema comes from its signature and docstring."""
+    execution: str = Field(default="python", pattern="^(python|bfcl)$")
+    """``python``: a method's result must be JSON (else ``tool:bad_output``), an exception is a
+    ``tool:exception`` error. ``bfcl``: calls run through BFCL's own ``execute_multi_turn_func_call``
+    (its result strings and error texts; BFCL's classes only)."""
+    memory: str | int = "2gb"
+    """The worker's address-space limit (``RLIMIT_AS``): a Python interpreter maps a few hundred MB
+    before it runs a line, so the sandbox's heap budgets do not apply here."""
+
+    @field_validator("classes")
+    @classmethod
+    def _targets(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [f"{name}: {target!r}" for name, target in value.items() if not CLASS_TARGET.fullmatch(target)]
+        if bad:
+            raise ValueError(f"expected package.module:Class, got {'; '.join(bad)}")
+        return value
+
+
+def _python_short_form(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"classes": {value.rpartition(":")[2]: value}}
+    return value
+
+
 class KernelConfig(_Strict):
     """The agent loop's bounds."""
 
@@ -133,7 +172,14 @@ class BundleConfig(_Strict):
     """The folder of ``.pym`` tools, relative to the bundle."""
     tools: tuple[ToolOverride, ...] = ()
     """Per-tool settings (at most one entry per tool)."""
+    python: PythonToolsConfig | None = None
+    """Python classes as the tools instead of ``tools_dir`` (see ``PythonToolsConfig``)."""
     kernel: KernelConfig = KernelConfig()
+
+    @field_validator("python", mode="before")
+    @classmethod
+    def _short_python(cls, value: Any) -> Any:
+        return _python_short_form(value)
 
     @field_validator("tools")
     @classmethod
@@ -190,6 +236,7 @@ __all__ = [
     "KernelConfig",
     "LimitsSpec",
     "ModelConfig",
+    "PythonToolsConfig",
     "ToolOverride",
     "bundle_file",
     "field_path",

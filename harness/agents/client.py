@@ -35,6 +35,10 @@ class CompletionRequest:
     """Whether ``tools`` go in the request's ``tools`` field."""
     tool_choice: str | None = None
     """The request's ``tool_choice`` when tools are sent; None leaves the server's default."""
+    strict_tools: bool = False
+    """Send every tool with ``"strict": true`` (vLLM's strict tool calling)."""
+    parallel_tool_calls: bool | None = None
+    """The request's ``parallel_tool_calls`` when tools are sent; None leaves it out."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     stop: tuple[str, ...] = ()
     max_tokens: int | None = None

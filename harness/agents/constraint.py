@@ -91,6 +91,13 @@ class RequestPayload:
     artifact: ConstraintArtifact | None = None
     tool_choice: str | None = None
     """The request's ``tool_choice``; None leaves the server's default (``auto`` when tools are sent)."""
+    strict_tools: bool = False
+    """Send every tool with ``"strict": true`` (the ``strict`` strategy)."""
+    parallel_tool_calls: bool | None = None
+    """The request's ``parallel_tool_calls``; None leaves it out (vLLM's default: true)."""
+    server_built: str | None = None
+    """Under ``required``/``strict``: what vLLM builds for the request (``structural_tag:hermes``,
+    ``json_array``, ``none``); ``artifact`` is then that prediction, and nothing of it is sent."""
 
 
 __all__ = [

@@ -204,6 +204,8 @@ class AgentKernel:
             tools=tuple(canonical_schema(s) for s in schemas),
             send_tools=self.constraint.send_tools_to_api,
             tool_choice=payload.tool_choice,
+            strict_tools=payload.strict_tools,
+            parallel_tool_calls=payload.parallel_tool_calls,
             extra_body=payload.extra_body,
             stop=payload.stop,
             max_tokens=self.max_tokens,

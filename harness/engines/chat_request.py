@@ -179,6 +179,15 @@ class ChatCompletionBody(_Body):
                 raise BadRequest(f"tools[{i}]: {exc}") from exc
         return tuple(out)
 
+    def strict_names(self) -> frozenset[str]:
+        """The tools sent with ``"strict": true`` (vLLM's strict tool calling)."""
+        out = set()
+        for tool in self.tools or ():
+            fn = tool.get("function", tool) if isinstance(tool, dict) else None
+            if isinstance(fn, dict) and fn.get("strict") is True and isinstance(fn.get("name"), str):
+                out.add(fn["name"])
+        return frozenset(out)
+
     def stops(self) -> tuple[str, ...]:
         return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
 
@@ -222,6 +231,9 @@ class Parsed:
     """Streaming: end with a usage chunk."""
     artifact: ConstraintArtifact | None = None
     """The one constraint the answer must follow (compiled by ``parse_body`` unless told not to)."""
+    server_built: str = "none"
+    """What vLLM builds itself for the request's ``tool_choice`` and strict tools (``structural_tag:hermes``,
+    ``json_array``, ``json_object``, ``none``): how the answer's calls are read back."""
 
 
 MAX_CONSTRAINT_BYTES = 256 * 1024
@@ -288,13 +300,13 @@ def parse_body(
     _check_depth(checked.structured_outputs, max_json_depth)
     try:
         artifact = constraint_from_request({"structured_outputs": checked.structured_outputs}, checked.response_format)
-        forced = choice.constraint(tools)
-        if forced is not None and artifact is not None:
+        server = choice.server_constraint(family, tools, checked.strict_names())
+        if server.artifact is not None and artifact is not None:
             raise ConstraintError(
-                f"tool_choice {choice.mode!r} constrains the answer itself: it cannot be combined with "
-                "structured_outputs or response_format"
+                f"tool_choice {choice.mode!r} with these tools makes vLLM build its own constraint "
+                f"({server.label}): it cannot be combined with structured_outputs or response_format"
             )
-        artifact = forced or artifact
+        artifact = server.artifact or artifact
         _check_sizes(checked, artifact, max_constraint_bytes)
         if artifact is not None and compile:
             compile_artifact(artifact, family, keep=True)
@@ -313,7 +325,7 @@ def parse_body(
         top_p=1.0 if checked.top_p is None else checked.top_p, seed=checked.seed, stream=checked.stream,
     )
     include_usage = checked.stream_options is not None and checked.stream_options.include_usage
-    return Parsed(request, family, choice, include_usage, artifact)
+    return Parsed(request, family, choice, include_usage, artifact, server.built)
 
 
 __all__ = ["IGNORED", "MAX_CONSTRAINT_BYTES", "MUST_BE_DEFAULT", "BadRequest", "ChatCompletionBody", "Parsed", "parse_body"]

@@ -33,9 +33,10 @@ from harness.agents import (
     ToolCall,
 )
 from harness.agents.families import get_adapter
+from harness.agents import ServerConstraint, ToolRequest, server_constraint
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
-from harness.vocabulary import GrammarBackend
+from harness.vocabulary import GrammarBackend, Strategy
 
 if TYPE_CHECKING:
     from harness.engines.vllm.backend import MaskDifference
@@ -93,6 +94,13 @@ class OracleEngine:
         if self.constraint is not None:
             return self.constraint
         return DecodingConstraint(strategy="none" if artifact is None else STRATEGY_OF_ARTIFACT[artifact.kind])
+
+    def _server_constraint(self, request: CompletionRequest) -> DecodingConstraint:
+        """The strategy a request vLLM builds the constraint for was made under (gold is rendered for it)."""
+        if self.constraint is not None:
+            return self.constraint
+        strategy = Strategy.strict if request.strict_tools else Strategy.required
+        return DecodingConstraint(strategy=strategy, allow_parallel_calls=request.parallel_tool_calls is not False)
 
     def _compiled(self, artifact: Any) -> tuple[Any, float, bool]:
         """(compiled grammar, compile ms, cached) for ``artifact``; compiled once per run."""
@@ -157,11 +165,12 @@ class OracleEngine:
                 "model:oracle_exhausted", f"request {self.requests}: the oracle has no gold answer left"
             )
         calls = self.answers.pop(0)
+        server = server_built(self.family, request)
         try:
-            artifact = constraint_from_request(dict(request.extra_body), None)
+            artifact = constraint_from_request(dict(request.extra_body), None) if server is None else server.artifact
         except ConstraintError as exc:
             raise ModelCallError("model:bad_request", str(exc)) from exc
-        constraint = self._strategy_constraint(artifact)
+        constraint = self._strategy_constraint(artifact) if server is None else self._server_constraint(request)
         text = (
             self.adapter.render_output(calls, constraint) if calls
             else self.adapter.render_text(CLOSING_TEXT, constraint)
@@ -202,6 +211,7 @@ class OracleEngine:
             content = content[:cut]  # a stop string: the text before it, as a server answers
         elif error is None and result.finish_reason == "length":
             finish = "length"
+        answer, tool_calls = _as_served(server, request, content) if error is None else (content, ())
         stats = EngineStats(
             compile_ms=compile_ms,
             compile_cached=cached,
@@ -218,7 +228,8 @@ class OracleEngine:
             target_only_tokens=() if diff is None else tuple(tokenizer.token_text(i) for i in diff.target_only),
         )
         return CompletionResponse(
-            content=content,
+            content=answer,
+            tool_calls=tool_calls,
             finish_reason=finish,
             latency_ms=(time.perf_counter() - started) * 1000.0,
             model=request.model,
@@ -254,6 +265,38 @@ def _xgrammar_reason(tokenizer: Any, result: Any, total: int) -> str:
         return f"no stop token allowed after the last token ({result.error})"
     shown = tokenizer.token_text(result.rejected_token)
     return f"token {result.rejected_at}/{total} {shown!r} (id {result.rejected_token}) not in the mask"
+
+
+def server_built(family: str, request: CompletionRequest) -> ServerConstraint | None:
+    """What vLLM builds for ``request`` when it asks for vLLM's own constraint (``tool_choice``
+    required or named, or strict tools) and carries no ``structured_outputs``; None otherwise."""
+    if request.extra_body.get("structured_outputs") is not None or not request.tools:
+        return None
+    if request.tool_choice in (None, "auto", "none") and not request.strict_tools:
+        return None
+    fields = ToolRequest(request.tool_choice, request.strict_tools, request.parallel_tool_calls)
+    try:
+        return server_constraint(family, request.tools, fields)
+    except ConstraintError as exc:
+        raise ModelCallError("model:bad_request", str(exc)) from exc
+
+
+def _as_served(
+    server: ServerConstraint | None, request: CompletionRequest, content: str
+) -> tuple[str | None, tuple[ToolCall, ...]]:
+    """(content, calls) as vLLM answers: under its JSON fallback it reads the calls out of the JSON."""
+    if server is None or not server.built.startswith("json"):
+        return content, ()
+    from harness.engines.tool_choice import ToolChoice, calls_from_json
+
+    choice = ToolChoice("required" if server.built == "json_array" else "named", name=_named(request))
+    calls = tuple(calls_from_json(content, choice) or ())
+    return (None if calls else content), calls
+
+
+def _named(request: CompletionRequest) -> str | None:
+    choice: Any = request.tool_choice
+    return choice["function"]["name"] if isinstance(choice, dict) else None
 
 
 def answer_bounds(

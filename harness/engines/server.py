@@ -69,13 +69,13 @@ def shape_message(parsed: Parsed, response: CompletionResponse) -> tuple[str | N
     content = response.content
     finish = response.finish_reason or "stop"
     choice = parsed.tool_choice
-    if choice.mode in ("required", "named"):
+    if parsed.server_built.startswith("json"):  # vLLM's JSON fallback: its serving code reads the calls
         calls = calls_from_json(content, choice)
         if calls is None:  # not the JSON the constraint asks for (cut at max_tokens): the raw text
             return content, [], finish
         return "", [c.to_openai() for c in calls], "tool_calls" if choice.mode == "required" else "stop"
     adapter = get_adapter(parsed.family)
-    if choice.mode == "none" or adapter.native_call_start not in (content or ""):
+    if choice.mode == "none" or adapter.native_call_start not in (content or ""):  # a structural tag: as auto
         return content, [], finish  # a JSON answer is content for vLLM's native-format tool parsers
     result = adapter.parse_response(content, (), parsed.request.tools)
     if result.tool_calls and result.ok:

@@ -6,11 +6,16 @@
   family's native format count (a JSON answer under a json_schema constraint stays ``content`` with
   ``finish_reason: "stop"``). Parsed calls come back as ``tool_calls`` with ``finish_reason:
   "tool_calls"``; with ``parallel_tool_calls: false`` only the first one is kept.
-- ``"required"``: the answer is constrained to a JSON array of ``{"name": ..., "parameters": {...}}``
-  (``anyOf`` over the tools, ``minItems`` 1, ``maxItems`` 1 when ``parallel_tool_calls`` is false) and
-  comes back as ``tool_calls`` with ``finish_reason: "tool_calls"`` and empty ``content``.
-- a named function (``{"type": "function", "function": {"name": ...}}``): the answer is constrained to
-  that function's parameters and comes back as one call, ``finish_reason: "stop"``, empty ``content``.
+- ``"required"`` and a named function (``{"type": "function", "function": {"name": ...}}``): vLLM builds
+  the constraint from the tools with the family's tool parser (``harness.agents.vllm_tools``). Qwen's
+  ``hermes`` parser has a structural tag: the answer is ``<tool_call>`` blocks (any JSON arguments
+  unless the tool is strict), read by the parser as under ``auto``. FunctionGemma's parser has none:
+  ``required`` is a JSON array of ``{"name": ..., "parameters": {...}}`` (``anyOf`` over the tools,
+  ``minItems`` 1, ``maxItems`` 1 when ``parallel_tool_calls`` is false) and comes back as
+  ``tool_calls`` with ``finish_reason: "tool_calls"`` and empty ``content``; a named function is its
+  parameters' schema and comes back as one call, ``finish_reason: "stop"``, empty ``content``.
+- tools marked ``"strict": true`` under ``auto``: Qwen's tag lets text through until ``<tool_call>``,
+  then pins the arguments to the schema; FunctionGemma's parser builds nothing.
 
 ``required`` and named choices are a constraint of their own, so they cannot be combined with a
 ``structured_outputs`` or ``response_format`` constraint (the harness answers 400 rather than pick one).
@@ -23,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.agents import ConstraintArtifact, ToolCall, ToolSchema
+from harness.agents import ServerConstraint, ToolCall, ToolRequest, ToolSchema, json_array_schema, server_constraint
 
 ToolMode = Literal["none", "auto", "required", "named"]
 
@@ -38,39 +43,19 @@ class ToolChoice:
     parallel: bool = True
     """``parallel_tool_calls`` (vLLM's default: true)."""
 
-    def constraint(self, tools: Sequence[ToolSchema]) -> ConstraintArtifact | None:
-        """The JSON schema a ``required`` or named choice constrains the answer to (None otherwise)."""
-        if self.mode == "required":
-            return ConstraintArtifact("json", json.dumps(required_schema(tools, parallel=self.parallel)))
-        if self.mode == "named":
-            tool = next(t for t in tools if t.name == self.name)
-            return ConstraintArtifact("json", json.dumps(_params(tool)))
-        return None
-
-
-def _params(tool: ToolSchema) -> dict[str, Any]:
-    return tool.parameters or {"type": "object", "properties": {}}
+    def server_constraint(
+        self, family: str, tools: Sequence[ToolSchema], strict_names: frozenset[str] = frozenset()
+    ) -> ServerConstraint:
+        """What vLLM builds for this choice, the tools and the tools marked strict (``built`` is
+        ``none`` where it builds nothing: ``auto`` without strict tools, ``none``)."""
+        raw: Any = {"type": "function", "function": {"name": self.name}} if self.mode == "named" else self.mode
+        request = ToolRequest(raw, False, False if not self.parallel else None, strict_names)
+        return server_constraint(family, tools, request)
 
 
 def required_schema(tools: Sequence[ToolSchema], *, parallel: bool) -> dict[str, Any]:
-    """vLLM's schema for ``tool_choice: "required"``."""
-    schema: dict[str, Any] = {
-        "type": "array",
-        "minItems": 1,
-        "items": {
-            "type": "object",
-            "anyOf": [
-                {
-                    "properties": {"name": {"type": "string", "enum": [t.name]}, "parameters": _params(t)},
-                    "required": ["name", "parameters"],
-                }
-                for t in tools
-            ],
-        },
-    }
-    if not parallel:
-        schema["maxItems"] = 1
-    return schema
+    """vLLM's schema for ``tool_choice: "required"`` where the parser has no structural tag."""
+    return json_array_schema(tools, parallel=parallel)
 
 
 def read_tool_choice(raw: Any, parallel_tool_calls: bool | None, tools: Sequence[ToolSchema]) -> ToolChoice:

@@ -15,6 +15,7 @@ runner can ask Hypothesis to shrink it with the same check as the predicate.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import Counter
@@ -209,8 +210,8 @@ def same_json(a: Any, b: Any) -> bool:
 
 
 def random_walks(grammar: Grammar, case: ToolCase, count: int, seed: int,
-                 notes: Counter[str]) -> tuple[int, int, list[Finding]]:
-    """Check d: (walks that ended, invalid ones, findings)."""
+                 notes: Counter[str], deadline: float = math.inf) -> tuple[int, int, list[Finding]]:
+    """Check d: (walks that ended, invalid ones, findings); the walks stop at ``deadline``."""
     assert grammar.walker is not None
     empty = render(grammar, [ToolCall.create(case.tool.name, {})])
     if empty is None:
@@ -220,6 +221,8 @@ def random_walks(grammar: Grammar, case: ToolCase, count: int, seed: int,
     ended = invalid = 0
     found: list[Finding] = []
     for _ in range(count):
+        if time.monotonic() > deadline:
+            break
         walk = grammar.walker.random_walk(prefix, rng, WALK_TOKENS)
         if walk is None or not (walk.ended or walk.mismatch):
             continue
@@ -331,11 +334,13 @@ def run_cell(grammar: Grammar, case: ToolCase, *, walks: int, seed: int, deadlin
         if tick is not None and i % 50 == 49:
             tick()
     if time.monotonic() <= deadline:
-        report.walks, report.walks_invalid, found = random_walks(grammar, case, walks, seed, state.notes)
+        report.walks, report.walks_invalid, found = random_walks(grammar, case, walks, seed, state.notes, deadline)
         for finding in found:
             state.add(finding)
         report.parsed_noise, noise = parser_noise(grammar, texts, seed)
         state.add(noise)
+        if time.monotonic() > deadline:  # the walks stopped at it
+            state.counts[Outcome.timeout.value] += 1
     report.seconds = round(time.monotonic() - started, 3)
     finish(state)
     return state

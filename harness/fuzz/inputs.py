@@ -2,12 +2,15 @@
 
 Unlike the benchmarks' loader, one bad tool does not stop the run: a tool that cannot be read (not an
 OpenAI tool, ``parameters`` that are not a schema object, a ``.pym`` that does not parse) becomes a
-named problem, reported as a ``schema_invalid`` cell, and the others are fuzzed. Only a path that
-holds no tool at all is an error (``InputFileError``, exit 2).
+named problem, reported as a ``schema_invalid`` cell, and the others are fuzzed; so does one whose
+parameters the fuzzer cannot take (``bounds.parameters_problem``: not an object schema, a ``$ref`` that
+is not local, dangling or recursive). Only a path that holds no tool at all is an error
+(``InputFileError``, exit 2).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +36,21 @@ def load_fuzz_tools(path: Path) -> LoadedTools:
     loaded = _pym_folder(path) if path.is_dir() else _json_file(path)
     if not loaded.tools and not loaded.problems:
         raise InputFileError(path, "no tools there: expected an OpenAI tools JSON file, a .pym folder or a bundle")
+    return _screened(loaded, path)
+
+
+def _screened(loaded: LoadedTools, path: Path) -> LoadedTools:
+    """Tools whose parameters the fuzzer cannot take (``bounds.parameters_problem``) moved to problems."""
+    from harness.fuzz.bounds import parameters_problem
+
+    kept = []
+    for tool in loaded.tools:
+        why = parameters_problem(tool.parameters)
+        if why is None:
+            kept.append(tool)
+        else:
+            loaded.problems.append((tool.name, f"{path}: tool {tool.name!r}: {why}"))
+    loaded.tools = kept
     return loaded
 
 
@@ -77,10 +95,10 @@ def _json_file(file: Path) -> LoadedTools:
             out.tools.append(ToolSchema.from_openai(item))
         except (ValueError, TypeError, AttributeError) as exc:
             out.problems.append((name, f"{file}: tool {i}: {exc}"))
-    names = [t.name for t in out.tools]
-    for name in {n for n in names if names.count(n) > 1}:
+    names = Counter(t.name for t in out.tools)  # counted once: a file of 10,000 tools stays linear
+    for name in sorted(n for n, count in names.items() if count > 1):
         out.problems.append((name, f"{file}: two tools are named {name!r}"))
-    out.tools = [t for t in out.tools if names.count(t.name) == 1]
+    out.tools = [t for t in out.tools if names[t.name] == 1]
     return out
 
 

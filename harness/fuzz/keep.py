@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.files import xml_text
 from harness.fuzz.outcomes import FAILING, FuzzReport
 
 
@@ -42,16 +43,16 @@ def write_junit(report: FuzzReport, path: Path) -> None:
 
     suite = TestSuite("harness fuzz")
     for cell in report.cells:
-        case = TestCase(cell.tool, classname=f"{cell.family}.{cell.strategy}", time=cell.seconds)
+        case = TestCase(xml_text(cell.tool), classname=f"{cell.family}.{cell.strategy}", time=cell.seconds)
         failing = sorted(k for k in cell.classes if k in {c.value for c in FAILING})
         if failing:
             lines = [f"{c.outcome.value}: {c.why} :: {json.dumps(c.calls if c.calls is not None else c.text)}"
                      for c in cell.counterexamples]
-            failure = Failure(f"{', '.join(failing)}{': ' + cell.message if cell.message else ''}")
-            failure.text = "\n".join(lines)
+            failure = Failure(xml_text(f"{', '.join(failing)}{': ' + cell.message if cell.message else ''}"))
+            failure.text = xml_text("\n".join(lines))
             case.result = [failure]
         if cell.not_enforced:
-            case.system_out = f"not enforced by this strategy: {json.dumps(cell.not_enforced)}"
+            case.system_out = xml_text(f"not enforced by this strategy: {json.dumps(cell.not_enforced)}")
         suite.add_testcase(case)
     xml = JUnitXml()
     xml.add_testsuite(suite)

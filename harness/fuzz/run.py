@@ -11,6 +11,7 @@ within the examples asked, the first example stands, marked unshrunk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.agents import ConstraintError, DecodingConstraint, ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, Strategy, ToolSchema
 from harness.agents.families import strict_schema
+from harness.fuzz.bounds import OverTime, hypothesis_home, time_limit
 from harness.fuzz.cell import (
     CellState,
     Finding,
@@ -60,6 +62,8 @@ class FuzzOptions:
     shrink: bool = True
     jobs: int = 1
     """Worker processes (tools are shared out among them)."""
+    hypothesis_home: Path | None = None
+    """Hypothesis' own storage folder (None: left as it is, ``.hypothesis`` in the current folder)."""
 
     @property
     def walk_count(self) -> int:
@@ -68,6 +72,10 @@ class FuzzOptions:
 
 Progress = Callable[[str, int], None]
 """Called with a note and the number of cells just finished."""
+
+
+CELL_GRACE_S = 5.0
+"""Past its --cell-timeout, how long a cell's own deadline checks get before the timer stops it."""
 
 
 class _Enough(Exception):
@@ -82,26 +90,36 @@ def draw_case(tool: ToolSchema, options: FuzzOptions) -> ToolCase:
     from harness.fuzz.values import schema_problem, validator, values_for
 
     schema = strict_schema(tool.parameters)
-    case = ToolCase(tool=tool, check=validator(schema))
-    problem = schema_problem(tool.parameters)
-    if problem is not None:
-        case.problem = (Outcome.schema_invalid, problem)
-        return case
+    case = ToolCase(tool=tool, check=None)
     seen: dict[str, dict[str, Any]] = {}
+    limit = min(options.generation_timeout_s, options.cell_timeout_s)
     stop_at = time.monotonic() + options.generation_timeout_s
 
-    @settings(max_examples=options.examples, database=None, phases=[Phase.generate], deadline=None,
-              verbosity=Verbosity.quiet, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                                HealthCheck.large_base_example])
-    @seed(_seed_of(options.seed, tool.name))
-    @given(values_for(schema))
-    def collect(value: Any) -> None:
-        seen.setdefault(json.dumps(value, sort_keys=True), value)
-        if time.monotonic() > stop_at:
-            raise _Enough
+    def collect() -> None:
+        case.check = validator(schema)
+        problem = schema_problem(tool.parameters)
+        if problem is not None:
+            case.problem = (Outcome.schema_invalid, problem)
+            return
+
+        @settings(max_examples=options.examples, database=None, phases=[Phase.generate], deadline=None,
+                  verbosity=Verbosity.quiet, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                                    HealthCheck.large_base_example])
+        @seed(_seed_of(options.seed, tool.name))
+        @given(values_for(schema))
+        def draw(value: Any) -> None:
+            seen.setdefault(json.dumps(value, sort_keys=True), value)
+            if time.monotonic() > stop_at:
+                raise _Enough
+
+        draw()
 
     try:
-        collect()
+        with time_limit(limit):  # hypothesis-jsonschema checks an enum in O(n^2): a huge one stops here
+            collect()
+    except OverTime:
+        case.problem = (Outcome.generation_slow, f"{len(seen)} values drawn before the limit of {limit:g} s "
+                        "(--cell-timeout, or the generation timeout): a huge enum or a slow schema")
     except _Enough:
         case.problem = (Outcome.generation_slow, f"{len(seen)} values drawn in {options.generation_timeout_s:g} s")
     except (Unsatisfiable, FailedHealthCheck) as exc:
@@ -109,6 +127,8 @@ def draw_case(tool: ToolSchema, options: FuzzOptions) -> ToolCase:
         case.problem = (Outcome.schema_unsatisfiable, f"no value found for the schema: {first}"[:300])
     except Exception as exc:  # hypothesis-jsonschema's refusals (a bad regex, an unknown format...)
         case.problem = (Outcome.schema_invalid, f"values cannot be drawn: {type(exc).__name__}: {exc}"[:300])
+    if case.check is None:
+        case.check = validator(schema)
     case.values = list(seen.values())
     rng = random.Random(_seed_of(options.seed, tool.name + "/mutants"))
     case.seeds = [rng.randrange(2**20) for _ in case.values]
@@ -128,7 +148,7 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
     adapter = get_adapter(family)
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=options.parallel)  # type: ignore[arg-type]
     grammar = Grammar(family, strategy, adapter, constraint, list(tools))
-    built = _buildable(grammar)
+    built = _buildable(grammar, options.cell_timeout_s)
     grammar.tools = [t for t in tools if t.name not in grammar.build_errors]
     grammar.checks = {t.name: validator(strict_schema(t.parameters)) for t in grammar.tools}
     if built is None:
@@ -146,25 +166,34 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
     return grammar
 
 
-def _buildable(grammar: Grammar) -> Any:
-    """The artifact of every tool that builds (failures recorded per tool); None when none builds."""
+def _buildable(grammar: Grammar, limit_s: float) -> Any:
+    """The artifact of every tool that builds (failures recorded per tool); None when none builds. Each
+    build stops at ``limit_s`` (--cell-timeout): a builder slow on one tool (a huge enum) fails that tool."""
+    slow = f"its constraint did not build within {limit_s:g} s (--cell-timeout)"
     try:
-        return grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
-    except ConstraintError:
+        with time_limit(limit_s):
+            return grammar.adapter.build_payload(grammar.tools, grammar.constraint).artifact
+    except (ConstraintError, OverTime):
         pass
     for tool in grammar.tools:
         try:
-            grammar.adapter.build_payload([tool], grammar.constraint)
+            with time_limit(limit_s):
+                grammar.adapter.build_payload([tool], grammar.constraint)
         except ConstraintError as exc:
             grammar.build_errors[tool.name] = str(exc)
+        except OverTime:
+            grammar.build_errors[tool.name] = slow
     rest = [t for t in grammar.tools if t.name not in grammar.build_errors]
     if not rest:
         return None
     try:
-        return grammar.adapter.build_payload(rest, grammar.constraint).artifact
+        with time_limit(limit_s):
+            return grammar.adapter.build_payload(rest, grammar.constraint).artifact
     except ConstraintError as exc:  # each builds alone, not together (two tools of one name...)
         grammar.build_errors["*"] = str(exc)
-        return None
+    except OverTime:
+        grammar.build_errors["*"] = slow
+    return None
 
 
 def _target_walker(family: str, artifact: Any) -> GrammarWalker | None:
@@ -176,31 +205,39 @@ def _target_walker(family: str, artifact: Any) -> GrammarWalker | None:
     return GrammarWalker(compiled, get_tokenizer(family), matcher=target.matcher(compiled), stop_ids=target.stop_ids)
 
 
+class FuzzInterrupted(Exception):
+    """SIGTERM or Ctrl-C stopped the run; ``report`` holds the cells that finished."""
+
+    def __init__(self, report: FuzzReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
 def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str = "",
          progress: Progress | None = None, problems: Sequence[tuple[str, str]] = ()) -> FuzzReport:
     """Every tool x family x strategy cell, checked and reported. With ``options.jobs`` above 1 the
     tools are shared out to that many worker processes (each loads the tokenizers and compiles the
     constraints once); cells come back in tool, family, strategy order either way. ``problems``: tools
-    that could not be read (name, why), reported as ``schema_invalid`` cells."""
+    that could not be read (name, why), reported as ``schema_invalid`` cells. A KeyboardInterrupt
+    (Ctrl-C, or SIGTERM turned into one by the command) stops the workers and raises FuzzInterrupted
+    with the report of the cells that finished."""
     started = time.monotonic()
     jobs = min(options.jobs, len(tools))
     run_id = uuid.uuid4().hex
+    if options.hypothesis_home is not None:
+        hypothesis_home(options.hypothesis_home)
     by_tool: dict[int, list[CellReport]] = {}
-    if jobs <= 1:
-        for index, tool in enumerate(tools):
-            _note(progress, f"{tool.name}: drawing values")
-            by_tool[index] = fuzz_tool(tools, index, options, run_id)
-            _note(progress, f"{tool.name} done", len(by_tool[index]))
-    else:
-        import multiprocessing
-
-        _note(progress, f"starting {jobs} worker processes")
-        work = [(list(tools), i, options, run_id) for i in range(len(tools))]
-        # A Pool, not an executor: leaving its block (Ctrl-C included) terminates the workers at once.
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            for index, cells in pool.imap_unordered(_fuzz_tool_at, work):
-                by_tool[index] = cells
-                _note(progress, f"{tools[index].name} done", len(cells))
+    interrupted = False
+    try:
+        if jobs <= 1:
+            for index, tool in enumerate(tools):
+                _note(progress, f"{tool.name}: drawing values")
+                by_tool[index] = fuzz_tool(tools, index, options, run_id)
+                _note(progress, f"{tool.name} done", len(by_tool[index]))
+        else:
+            _in_workers(tools, options, run_id, jobs, by_tool, progress)
+    except KeyboardInterrupt:
+        interrupted = True
     for key in [k for k in _GRAMMARS if k[0] == run_id]:
         del _GRAMMARS[key]
     cells = [cell for index in sorted(by_tool) for cell in by_tool[index]]
@@ -209,9 +246,45 @@ def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str =
               for name, why in problems for f in options.families for s in options.strategies]
     if problems:
         _note(progress, "tools that could not be read", len(problems) * len(options.families) * len(options.strategies))
-    return FuzzReport(tools_path=tools_path, families=list(options.families), strategies=list(options.strategies),
-                      examples=options.examples, seed=options.seed, target=options.target, cells=cells,
-                      seconds=round(time.monotonic() - started, 3))
+    report = FuzzReport(tools_path=tools_path, families=list(options.families), strategies=list(options.strategies),
+                        examples=options.examples, seed=options.seed, target=options.target, cells=cells,
+                        seconds=round(time.monotonic() - started, 3))
+    if interrupted:
+        raise FuzzInterrupted(report)
+    return report
+
+
+def _in_workers(tools: Sequence[ToolSchema], options: FuzzOptions, run_id: str, jobs: int,
+                by_tool: dict[int, list[CellReport]], progress: Progress | None) -> None:
+    """The tools shared out to ``jobs`` worker processes. The tool set goes to each worker once (its
+    initializer), a task is an index: sending the set with every task grew as tools squared, and a
+    stopped run could not get past the queue. Workers ignore SIGINT: the command stops them
+    (``terminate``, and the pool joins them: no zombie is left)."""
+    import multiprocessing
+
+    _note(progress, f"starting {jobs} worker processes")
+    pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_worker_start, initargs=(list(tools),))
+    try:
+        for index, cells in pool.imap_unordered(_fuzz_tool_at, [(i, options, run_id) for i in range(len(tools))]):
+            by_tool[index] = cells
+            _note(progress, f"{tools[index].name} done", len(cells))
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
+
+
+_WORKER_TOOLS: list[ToolSchema] = []
+"""In a worker process: the run's tool set (given once, by ``_worker_start``)."""
+
+
+def _worker_start(tools: list[ToolSchema]) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the command stops the pool
+    _WORKER_TOOLS[:] = tools
 
 
 def _note(progress: Progress | None, text: str, done: int = 0) -> None:
@@ -231,8 +304,9 @@ def grammar_for(family: str, strategy: str, tools: Sequence[ToolSchema], options
     return _GRAMMARS[key]
 
 
-def _fuzz_tool_at(work: tuple[Sequence[ToolSchema], int, FuzzOptions, str]) -> tuple[int, list[CellReport]]:
-    return work[1], fuzz_tool(*work)
+def _fuzz_tool_at(work: tuple[int, FuzzOptions, str]) -> tuple[int, list[CellReport]]:
+    index, options, run_id = work
+    return index, fuzz_tool(_WORKER_TOOLS, index, options, run_id)
 
 
 def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run_id: str) -> list[CellReport]:
@@ -264,12 +338,22 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
                           classes={outcome.value: 1}, message=message, compile_ms=grammar.compile_ms)
     error = grammar.build_errors.get(name) or grammar.build_errors.get("*")
     if error is not None or grammar.walker is None:
-        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=Outcome.build_error,
-                          classes={Outcome.build_error.value: 1}, message=error or "nothing compiled")
+        free = error is None and Strategy(grammar.strategy).server_built  # vLLM builds nothing: all passes
+        outcome, why = (Outcome.not_enforced, "vLLM builds no constraint") if free else (Outcome.build_error, error)
+        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
+                          classes={outcome.value: 1}, message=why or "nothing compiled")
     deadline = time.monotonic() + options.cell_timeout_s
-    state = run_cell(grammar, case, walks=options.walk_count, seed=_seed_of(options.seed, name), deadline=deadline)
-    _replay_kept(grammar, case, options, state)
-    _keep(grammar, case, options, state)
+    try:
+        with time_limit(options.cell_timeout_s + CELL_GRACE_S):  # what the cooperative checks do not reach
+            state = run_cell(grammar, case, walks=options.walk_count, seed=_seed_of(options.seed, name),
+                             deadline=deadline)
+    except OverTime:
+        return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=Outcome.timeout,
+                          classes={Outcome.timeout.value: 1}, compile_ms=grammar.compile_ms,
+                          message=f"the cell ran past --cell-timeout {options.cell_timeout_s:g} s")
+    with contextlib.suppress(OverTime), time_limit(max(0.0, deadline - time.monotonic()) + CELL_GRACE_S):
+        _replay_kept(grammar, case, options, state)
+    _keep(grammar, case, options, state, deadline)
     if case.problem is not None:
         state.report.classes[case.problem[0].value] = 1
         state.report.message = case.problem[1]
@@ -348,16 +432,19 @@ def _replay_kept(grammar: Grammar, case: ToolCase, options: FuzzOptions, state: 
     finish(state)
 
 
-def _keep(grammar: Grammar, case: ToolCase, options: FuzzOptions, state: CellState) -> None:
-    """One counterexample per failing class, shrunk where Hypothesis can."""
+def _keep(grammar: Grammar, case: ToolCase, options: FuzzOptions, state: CellState, deadline: float) -> None:
+    """One counterexample per failing class, shrunk where Hypothesis can before the cell's deadline
+    (after it, the first example stands, marked unshrunk)."""
     for outcome, finding in state.findings.items():
         kind = "value" if finding.seed is None else "mutant"
         shrunk = None
-        if options.shrink and finding.value is not None:
-            example = _find(grammar, case, kind, outcome, options, reuse_only=False)
-            shrunk = None if example is None else _finding_of(grammar, case, kind, outcome, example)
+        left = deadline - time.monotonic()
+        if options.shrink and finding.value is not None and left > 0:
+            with contextlib.suppress(OverTime), time_limit(left):
+                example = _find(grammar, case, kind, outcome, options, reuse_only=False)
+                shrunk = None if example is None else _finding_of(grammar, case, kind, outcome, example)
         best = shrunk if shrunk is not None and shrunk.outcome is outcome else finding
         state.report.counterexamples.append(counterexample(grammar, case, best, shrunk=best is shrunk))
 
 
-__all__ = ["FuzzOptions", "Progress", "build_grammar", "draw_case", "fuzz", "fuzz_tool", "grammar_for"]
+__all__ = ["FuzzInterrupted", "FuzzOptions", "Progress", "build_grammar", "draw_case", "fuzz", "fuzz_tool", "grammar_for"]

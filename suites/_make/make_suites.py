@@ -40,6 +40,7 @@ from harness.eval.data import (  # noqa: E402
     write_suite,
 )
 from harness.sandbox import FileSystemState, discover_tools  # noqa: E402
+from harness.vocabulary import STRATEGIES  # noqa: E402
 from harness.sandbox.gorilla import FS_TOOL_NAMES, TOOL_DEFAULTS, GorillaSession, builtin_fs_schemas  # noqa: E402
 
 BUNDLE = "../../bundles/shellper"
@@ -168,7 +169,7 @@ def build(root: Path) -> dict[str, str]:
         name="shellper", version="1", kind="next_call", bundle=BUNDLE,
         description=(f"{conversations} file-system conversations expanded to {len(points)} next-call points "
                      f"(every prefix), {tools} tools, each with an initial file system so points can run."),
-        source=ORIGIN, licence=LICENCE), points)
+        source=ORIGIN, licence=LICENCE, strategies=list(STRATEGIES)), points)  # vLLM's own strategies too
     write_suite(root / "fs-episodes", SuiteSpec(
         name="fs-episodes", version="1", kind="episode", bundle=BUNDLE,
         description=f"{len(episodes)} multi-turn file-system episodes (2-4 user turns) with ground truth per turn.",

@@ -23,8 +23,8 @@ def body(**fields: Any) -> dict[str, Any]:
 DROP = object()
 
 
-def _tool(parameters: Any) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": "ls", "parameters": parameters}}
+def _tool(parameters: Any, **marks: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": "ls", "parameters": parameters, **marks}}
 
 CALL = {"id": "c1", "function": {"name": "ls", "arguments": "[1]"}}
 
@@ -77,8 +77,14 @@ REFUSED = [
      "structured_outputs is 468911 bytes: over the bound max_constraint_bytes=262144"),
     (body(structured_outputs={"choice": [str(i) for i in range(100_000)]}), "over the bound max_constraint_bytes"),
     (body(tools=[_tool({"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 60}
-                                                        for i in range(3000)}})], tool_choice="required"),
-     "the json constraint built from this request is"),
+                                                        for i in range(3000)}})], tool_choice="required",
+          model="oracle-function_gemma"),
+     "the json constraint built from this request is"),  # vLLM's JSON-array fallback (no structural tag)
+    (body(tools=[_tool({"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 60}
+                                                        for i in range(3000)}}, strict=True)]),
+     "the structural_tag constraint built from this request is"),  # Qwen's hermes tag pins a strict tool
+    (body(tools=[_tool({"type": "object"})], tool_choice="required", structured_outputs={"json": {"type": "object"}}),
+     "makes vLLM build its own constraint (structural_tag:hermes)"),
 ]
 
 

@@ -103,3 +103,27 @@ def test_a_model_whose_vocabulary_spells_the_call_tag_in_pieces_does_not_fit(tok
         with pytest.raises(RunError, match=re.escape("'Qwen3-0.6B' does not fit function_gemma's format: its vocabulary spells "
                                              "'<start_function_call>' in 6 tokens")):
             asyncio.run(check())
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+"""JSON nested 100,000 deep (Python's json recursion fails near 1,000)."""
+
+
+def _hostile(body: bytes) -> httpx.MockTransport:
+    """A fake of one seam: a server answering every request with ``body`` (status 200)."""
+    return httpx.MockTransport(lambda request: httpx.Response(200, content=body))
+
+
+@pytest.mark.parametrize("body", [DEEP, b'{"data": ' + DEEP + b"}", b'{"tokens": 5}', b'{"tokens": {"a": 1}}', b"\xff"])
+def test_a_hostile_models_or_tokenize_answer_is_a_named_error_never_a_crash(body: bytes) -> None:
+    from harness.eval.run.preflight import reachable
+
+    endpoint = Endpoint("function_gemma", "http://h:1/v1", "m")
+
+    async def check() -> None:
+        async with httpx.AsyncClient(transport=_hostile(body)) as http:
+            await fits_family(endpoint, "<start_function_call>", http)  # not vLLM's answer: nothing to check
+            await reachable(endpoint, http)
+
+    with pytest.raises(RunError, match=r"/models is not an OpenAI-compatible model list"):
+        asyncio.run(check())

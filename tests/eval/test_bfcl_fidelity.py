@@ -39,7 +39,7 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each category imported by name from the installed package, with the bfcl bundle."""
     out = tmp_path_factory.mktemp("bfcl")
     for category in CATEGORIES:
-        import_bfcl(category, None, out / category, bundle=str(BUNDLE))
+        import_bfcl(category, None, out / category, bundle=str(BUNDLE), file_system_only=True)
     return {c: out / c for c in CATEGORIES}
 
 
@@ -110,9 +110,13 @@ def test_cli_imports_a_category_by_name(tmp_path: Path, monkeypatch: pytest.Monk
     from harness.cli.main import app
 
     monkeypatch.chdir(ROOT)  # the bare bundle name resolves to ./bundles/bfcl
-    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "lc")])
+    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "lc"),
+                                      "--file-system-only", "--bundle", "bfcl"])
     assert result.exit_code == 0, result.output
-    assert "wrote 13 cases" in result.output and "13 long-context file systems expanded" in result.output
+    assert "wrote 13 cases" in result.output and "13 long-context (states loaded as BFCL loads them)" in result.output
+    result = CliRunner().invoke(app, ["import", "bfcl", "long_context", "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    assert "wrote 200 cases" in result.output and "200 long-context" in result.output
 
 
 # -- state_match against BFCL's multi-turn checker --------------------------------------------------------

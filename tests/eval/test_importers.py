@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 SHELLPER = DATA / "shellper_sample.jsonl"
 BFCL_Q = DATA / "bfcl_fs_sample.json"
 BFCL_A = DATA / "bfcl_fs_sample_answers.json"
+FS: dict[str, Any] = {"bundle": "bfcl", "file_system_only": True}
+"""The file-system entries alone, for the .pym tools of bundles/bfcl."""
 
 
 def _points(out: Path) -> dict[str, dict]:
@@ -98,7 +100,7 @@ def test_shellper_assistant_turn_with_two_calls_is_rejected(tmp_path: Path) -> N
 
 
 def test_bfcl_imports_file_system_only_entries(tmp_path: Path) -> None:
-    report = import_bfcl(BFCL_Q, BFCL_A, tmp_path / "bf")
+    report = import_bfcl(BFCL_Q, BFCL_A, tmp_path / "bf", **FS)
     assert report.records == 4 and report.cases == 3
     assert report.skipped == {"involve classes other than GorillaFileSystem": 1}
     suite = load_suite(tmp_path / "bf")
@@ -143,7 +145,7 @@ def test_bfcl_refuses_with_the_true_reason(tmp_path: Path, monkeypatch: pytest.M
     entries = tmp_path / "entries.json"
     entries.write_text("\n".join(json.dumps(r) for r in rows))
     try:
-        import_bfcl(entries, BFCL_A, tmp_path / "out")
+        import_bfcl(entries, BFCL_A, tmp_path / "out", **FS)
     except ImportFailure as exc:
         problems = exc.problems
     else:
@@ -164,7 +166,7 @@ def test_bfcl_long_context_needs_bfcls_package(tmp_path: Path, monkeypatch: pyte
     entries.write_text("\n".join(json.dumps(r) for r in rows))
     answers.write_text(BFCL_A.read_text().replace("multi_turn_miss_func_902", "multi_turn_long_context_902"))
     with pytest.raises(ImportFailure) as info:
-        import_bfcl(entries, answers, tmp_path / "out")
+        import_bfcl(entries, answers, tmp_path / "out", **FS)
     assert info.value.problems == [
         f"{entries}:3: multi_turn_long_context_902: long-context entries need BFCL's expansion data from its "
         "package: pip install ..."
@@ -181,13 +183,13 @@ BFCL_SOURCE_ERRORS = [
 @pytest.mark.parametrize(("source", "answers", "message"), BFCL_SOURCE_ERRORS)
 def test_bfcl_source_errors_say_what_is_missing(tmp_path: Path, source: str, answers: Any, message: str) -> None:
     with pytest.raises(ImportFailure) as info:
-        import_bfcl(source, answers, tmp_path / "out")
+        import_bfcl(source, answers, tmp_path / "out", **FS)
     assert message in info.value.problems[0]
 
 
 def test_bfcl_output_validates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
-    import_bfcl(BFCL_Q, BFCL_A, tmp_path / "bf")
+    import_bfcl(BFCL_Q, BFCL_A, tmp_path / "bf", **FS)
     assert validate_suite(tmp_path / "bf") == []
 
 
@@ -197,10 +199,10 @@ def test_bfcl_non_literal_argument_names_id_and_turn(tmp_path: Path) -> None:
     rows[0]["ground_truth"][1][1] = "diff(file_name1=open('/etc/passwd').read(), file_name2='b.txt')"
     answers.write_text("\n".join(json.dumps(r) for r in rows))
     with pytest.raises(ImportFailure) as info:
-        import_bfcl(BFCL_Q, answers, tmp_path / "out")
+        import_bfcl(BFCL_Q, answers, tmp_path / "out", **FS)
     (problem,) = info.value.problems
     assert "multi_turn_base_900: turn 1: call 1" in problem and "not a literal" in problem
-    report = import_bfcl(BFCL_Q, answers, tmp_path / "out", skip_invalid=True)
+    report = import_bfcl(BFCL_Q, answers, tmp_path / "out", skip_invalid=True, **FS)
     assert report.cases == 2 and len(report.errors) == 1
 
 
@@ -208,7 +210,7 @@ def test_bfcl_missing_answer_is_an_error(tmp_path: Path) -> None:
     answers = tmp_path / "answers.json"
     answers.write_text(BFCL_A.read_text().splitlines()[3] + "\n")
     with pytest.raises(ImportFailure, match="multi_turn_base_900: no ground truth"):
-        import_bfcl(BFCL_Q, answers, tmp_path / "out")
+        import_bfcl(BFCL_Q, answers, tmp_path / "out", **FS)
 
 
 @pytest.mark.parametrize(
@@ -257,11 +259,15 @@ def test_cli_import_then_validate(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     res = runner.invoke(app, ["import", "shellper", str(SHELLPER), "--out", str(tmp_path / "sp")])
     assert res.exit_code == 0, res.output
     assert "wrote 5 cases" in res.output
-    res = runner.invoke(app, ["import", "bfcl", str(BFCL_Q), "--answers", str(BFCL_A), "--out", str(tmp_path / "bf")])
+    res = runner.invoke(app, ["import", "bfcl", str(BFCL_Q), "--answers", str(BFCL_A), "--out", str(tmp_path / "bf"),
+                              "--file-system-only", "--bundle", "bfcl"])
     assert res.exit_code == 0, res.output
     assert "skipped 1: involve classes other than GorillaFileSystem" in res.output
     res = runner.invoke(app, ["validate", str(tmp_path / "bf")])
     assert res.exit_code == 0 and "3 episodes" in res.output
+    res = runner.invoke(app, ["import", "bfcl", str(BFCL_Q), "--answers", str(BFCL_A), "--out", str(tmp_path / "all")])
+    assert res.exit_code == 0, res.output  # every entry, on BFCL's classes (the bundle written beside)
+    assert "wrote 4 cases" in res.output and "1 with classes GorillaFileSystem+TwitterAPI" in res.output
 
 
 def test_cli_import_of_bad_input_exits_2(tmp_path: Path) -> None:
@@ -271,3 +277,66 @@ def test_cli_import_of_bad_input_exits_2(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert res.output.startswith("harness import shellper: error: ")
     assert f"{src}:1: invalid JSON" in res.output
+
+
+# -- bad inputs the importers must name, and what they must never overwrite (issue 30) -------------------
+
+
+def _bfcl_entry(tmp_path: Path, values: Any) -> tuple[Path, Path]:
+    entries, answers = tmp_path / "simple_python.json", tmp_path / "answers.json"
+    function = {"name": "area", "description": "Area.", "parameters": {
+        "type": "dict", "properties": {"r": {"type": "integer", "description": "radius"}}, "required": ["r"]}}
+    entries.write_text(json.dumps({"id": "simple_python_0", "question": [[{"role": "user", "content": "r=2"}]],
+                                   "function": [function]}) + "\n")
+    answers.write_text(json.dumps({"id": "simple_python_0", "ground_truth": [{"area": {"r": values}}]}) + "\n")
+    return entries, answers
+
+
+@pytest.mark.parametrize(("values", "named"), [(2, "got int"), ("2", "got str"), ({"a": 1}, "got dict"), (None, "got NoneType")])
+def test_bfcl_ground_truth_values_that_are_not_lists_are_named(tmp_path: Path, values: Any, named: str) -> None:
+    entries, answers = _bfcl_entry(tmp_path, values)
+    res = CliRunner().invoke(app, ["import", "bfcl", str(entries), "--answers", str(answers), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "ground_truth[0].area.r: expected a list of acceptable values" in res.output and named in res.output
+
+
+def _existing(out: Path, tmp_path: Path) -> None:
+    import_shellper(SHELLPER, out)
+
+
+def _linked(out: Path, tmp_path: Path) -> None:
+    out.mkdir()
+    (tmp_path / "elsewhere.yaml").write_text("mine\n")
+    (out / "suite.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+
+
+@pytest.mark.parametrize("make", [_existing, _linked])
+def test_an_import_never_overwrites_a_suite_nor_writes_through_a_link(tmp_path: Path, make: Any) -> None:
+    out = tmp_path / "suite"
+    make(out, tmp_path)
+    before = {p: (p.read_bytes(), p.is_symlink()) for p in tmp_path.rglob("*") if p.is_file()}
+    res = CliRunner().invoke(app, ["import", "shellper", str(SHELLPER), "--out", str(out)])
+    assert res.exit_code == 2 and "already holds suite.yaml" in res.output, res.output
+    assert {p: (p.read_bytes(), p.is_symlink()) for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_a_very_long_conversation_is_a_named_bad_line_and_the_import_stays_fast(tmp_path: Path) -> None:
+    import time
+
+    from harness.eval.data.shellper_import import MAX_CONVERSATION_MESSAGES
+
+    turns = []
+    for i in range(5_000):  # 10,000 messages: once hours and ~40 GB
+        turns += [{"role": "user", "content": f"step {i}"},
+                  {"role": "assistant", "content": "", "tool_calls": [{"name": "ls", "arguments": {}}]}]
+    src = tmp_path / "long.jsonl"
+    line = json.dumps({"question": json.dumps([*turns, {"role": "user", "content": "end"}]),
+                       "answer": json.dumps({"name": "pwd", "parameters": {}})})
+    src.write_text(SHELLPER.read_text(encoding="utf-8").splitlines()[0] + "\n" + line + "\n")
+    started = time.monotonic()
+    with pytest.raises(ImportFailure) as info:
+        import_shellper(src, tmp_path / "out")
+    assert time.monotonic() - started < 10
+    assert info.value.problems == [f"{src}:2: question: 10001 messages, over the bound of {MAX_CONVERSATION_MESSAGES} "
+                                   "(MAX_CONVERSATION_MESSAGES): each call becomes a point holding its whole history"]
+    assert import_shellper(src, tmp_path / "out", skip_invalid=True).cases > 0

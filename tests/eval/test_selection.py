@@ -186,7 +186,29 @@ def test_merge_refuses_what_is_not_one_run_naming_why(shards: tuple[Path, list[P
     result = runner.invoke(app, ["merge", *(str(parts[i]) for i in given), "--out", str(out)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert named in result.stderr
-    assert not (out / "samples.jsonl").exists()  # nothing written before every check passed
+    assert not out.exists()  # nothing written before every check passed
+
+
+def test_shards_of_two_splits_are_refused_before_anything_is_written(shards: tuple[Path, list[Path]],
+                                                                   tmp_path: Path) -> None:
+    """Shard 1/2 (complete for its share) with shard 2/3 of the same run: once a KeyError, after
+    ``M/inputs/`` was written."""
+    half = tmp_path / "half"
+    _run(half, "--sample-id", "*", "--shard", "1/2")
+    out = tmp_path / "merged"
+    result = runner.invoke(app, ["merge", str(half), str(shards[1][1]), "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "shard 2/3 is a share of another split" in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("out", ["/proc/harness-merge", "{file}/merged"])
+def test_merge_into_a_folder_that_cannot_be_written_exits_2(shards: tuple[Path, list[Path]], tmp_path: Path,
+                                                            out: str) -> None:
+    (tmp_path / "file").write_text("")
+    result = runner.invoke(app, ["merge", *map(str, shards[1]), "--out", out.format(file=tmp_path / "file")])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "--out" in result.stderr
 
 
 def test_a_run_that_is_no_shard_is_refused(shards: tuple[Path, list[Path]], tmp_path: Path) -> None:

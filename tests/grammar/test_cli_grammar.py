@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.agents.constraint import CONSTRAINED_STRATEGIES
 from harness.agents.families import FAMILIES
 from harness.cli.main import app
+from harness.vocabulary import HARNESS_STRATEGIES
 
 TOOLS = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
-COMBOS = [(f, s) for f in FAMILIES for s in CONSTRAINED_STRATEGIES]
+COMBOS = [(f, s) for f in FAMILIES for s in HARNESS_STRATEGIES]
 
 VALID = [
     {"calls": [{"name": "pwd", "arguments": {}}]},
@@ -202,3 +202,35 @@ def test_check_refuses_a_bad_expect(tmp_path):
     calls = write_jsonl(tmp_path / "calls.jsonl", [{"calls": [], "expect": "maybe"}])
     result = run("check", "--family", "qwen", "--strategy", "ebnf", "--tools", str(TOOLS), "--calls", str(calls))
     assert result.exit_code == 2 and "calls.jsonl:1" in result.output
+
+
+LET_THROUGH = [  # (family, vLLM's own strategy, the INVALID lines vLLM's constraint accepts)
+    ("qwen", "required", list(range(1, len(INVALID)))),  # the hermes tag leaves non-strict arguments free
+    ("qwen", "strict", []),  # strict: xgrammar pins the arguments (closed objects, types, enums)
+    ("function_gemma", "required", []),  # the JSON-array fallback pins them too
+    ("function_gemma", "strict", list(range(len(INVALID)))),  # no structural tag: nothing is built
+]
+
+
+@pytest.mark.parametrize(("family", "strategy", "passing"), LET_THROUGH)
+def test_what_vllms_own_constraint_lets_through(tmp_path, family, strategy, passing):
+    rows = [*VALID, *({**call, "expect": "accepted" if i in passing else "rejected"} for i, call in enumerate(INVALID))]
+    calls = write_jsonl(tmp_path / "calls.jsonl", rows)
+    result = run("check", "--family", family, "--strategy", strategy, "--tools", str(TOOLS), "--calls", str(calls))
+    assert result.exit_code == 0, result.stderr
+    s = summary(result)
+    assert (s["accepted"], s["unexpected"]) == (len(VALID) + len(passing), 0)
+
+
+@pytest.mark.parametrize(("family", "strategy", "built"), [
+    ("qwen", "strict", "structural_tag:hermes"), ("qwen", "required", "structural_tag:hermes"),
+    ("function_gemma", "required", "json_array"), ("function_gemma", "strict", "none"),
+])
+def test_show_prints_what_vllm_builds_and_what_is_missing(monkeypatch, family, strategy, built):
+    # vLLM made unimportable: the harness's copy of its rules is shown, saying so
+    monkeypatch.setitem(sys.modules, "vllm.entrypoints.openai.chat_completion.protocol", None)
+    result = run("show", "--family", family, "--strategy", strategy, "--tools", str(TOOLS))
+    assert result.exit_code == 0, result.stderr
+    assert "vLLM is not importable here" in result.stdout
+    assert f"# {family} / {strategy}: vLLM builds {built}" in result.stdout
+    assert ('"type": "structural_tag"' in result.stdout) == built.startswith("structural_tag")

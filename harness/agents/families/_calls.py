@@ -203,13 +203,15 @@ def _calls_schema(tools: Iterable[Any], *, parallel: bool) -> dict[str, Any]:
     return {"type": "array", "items": one, "minItems": 1} if parallel else one
 
 
-def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool) -> str:
+def json_calls_text(calls: Sequence[ToolCall], *, parallel: bool, arguments_key: str = "arguments") -> str:
     """The json_schema strategy's output: ``{"name":...,"arguments":{...}}`` (a list when parallel
     calls are allowed), ``name`` first, arguments in canonical order, compact: the only spelling vLLM's
     json_schema language allows with ``disable_any_whitespace`` (see ``harness.grammar.compile``).
-    Several calls without parallel calls render as a list, which the constraint then rejects."""
+    Several calls without parallel calls render as a list, which the constraint then rejects.
+    vLLM's own JSON array for ``tool_choice: "required"`` names the arguments ``parameters`` and is
+    always a list (``arguments_key="parameters"``, ``parallel=True``)."""
     objs = [
-        f'{{"name":{json.dumps(c.name, ensure_ascii=False)},"arguments":{json_text(c.arguments, compact=True)}}}'
+        f'{{"name":{json.dumps(c.name, ensure_ascii=False)},"{arguments_key}":{json_text(c.arguments, compact=True)}}}'
         for c in calls
     ]
     if not objs:
@@ -229,9 +231,9 @@ def call_from_json(obj: Any, known: Mapping[str, ToolSchema], text: str) -> Tool
         return failure(ErrorKind.parse_bad_arguments, "the call has no tool name", text)
     if known and name not in known:
         return failure(ErrorKind.parse_unknown_tool, f"no tool is named {name!r}", text)
-    if "arguments" not in obj:
+    args = obj.get("arguments", obj.get("parameters"))  # ``parameters``: vLLM's JSON array for tool_choice required
+    if "arguments" not in obj and "parameters" not in obj:
         return failure(ErrorKind.parse_bad_arguments, f"the call to {name!r} has no arguments field", text)
-    args = obj["arguments"]
     if isinstance(args, str):
         try:
             args = json.loads(args)
@@ -404,6 +406,25 @@ def _text_only(strategy: Strategy) -> ConstraintArtifact:
 
 
 # --- payload ----------------------------------------------------------------------------------------
+
+
+def server_payload(
+    family: str, tools: Sequence[ToolSchema], constraint: DecodingConstraint, extra: Mapping[str, Any],
+    stop: tuple[str, ...] = (),
+) -> RequestPayload:
+    """The request of a strategy vLLM builds itself (``required``, ``strict``): no ``structured_outputs``,
+    the strategy's ``tool_choice``/``strict``/``parallel_tool_calls``; ``artifact`` is the grammar vLLM
+    builds from the tools (``harness.agents.vllm_tools``), for the oracle, the fuzz and the benches."""
+    from harness.agents.vllm_tools import check_buildable, server_constraint, strategy_request
+
+    request = strategy_request(constraint.strategy, allow_parallel_calls=constraint.allow_parallel_calls)
+    canonical = [canonical_schema(t) for t in tools]
+    built = server_constraint(family, canonical, request)
+    check_buildable(family, canonical, built)
+    return RequestPayload(
+        extra_body=dict(extra), stop=stop, artifact=built.artifact, tool_choice=request.tool_choice,  # type: ignore[arg-type]
+        strict_tools=request.strict_tools, parallel_tool_calls=request.parallel_tool_calls, server_built=built.label,
+    )
 
 
 def make_payload(

@@ -48,6 +48,7 @@ from harness.agents.families._calls import (
     json_calls_text,
     make_payload,
     parse_output,
+    server_payload,
 )
 from harness.agents.families._ebnf import EbnfBuilder
 from harness.agents.families._syntax import FG_SYNTAX, FG_SYNTAX_PORTABLE, ebnf_literal, rule_name
@@ -232,6 +233,8 @@ def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
     """vLLM ``structured_outputs`` + ``skip_special_tokens: False`` (keeps the call tags) + stop."""
+    if constraint.strategy.server_built:
+        return server_payload(FAMILY, tools, constraint, {"skip_special_tokens": False}, STOP)
     return make_payload(build_artifact(tools, constraint), {"skip_special_tokens": False}, STOP)
 
 
@@ -242,6 +245,8 @@ def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> 
     """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
     if constraint.strategy == Strategy.json_schema:
         return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
+    if constraint.strategy == Strategy.required:  # vLLM's JSON-array fallback: its parser has no structural tag
+        return json_calls_text(calls, parallel=True, arguments_key="parameters")
     return "".join(_call_text(c) for c in calls)
 
 

@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from harness.agents.constraint import ConstraintError
 
-Support = Literal["enforced", "defective", "refused"]
-Builder = Literal["harness", "xgrammar"]
+Support = Literal["enforced", "defective", "refused", "ignored"]
+Builder = Literal["harness", "xgrammar", "vllm", "free"]
 
 KEYWORDS: tuple[str, ...] = (
     "type", "enum", "const", "nullable",
@@ -57,7 +57,17 @@ _XGRAMMAR: dict[str, Support] = {
 but the fuzz finds values it gets wrong (the README lists them); ``oneOf`` of disjoint branches and
 ``allOf`` of one schema are enforced, other forms refused."""
 
-TABLES: dict[Builder, dict[str, Support]] = {"harness": _HARNESS, "xgrammar": _XGRAMMAR}
+_VLLM: dict[str, Support] = {k: _XGRAMMAR.get(k, "ignored") for k in KEYWORDS}
+"""vLLM's own strategies where the arguments go through xgrammar's converter (``strict`` for Qwen,
+``required`` for FunctionGemma): the same keywords enforced, but vLLM refuses nothing ahead: a keyword
+xgrammar does not spell is ``ignored`` (values breaking it pass), and one xgrammar cannot compile
+fails the request (the server's 400, a ``build_error`` in ``harness fuzz``)."""
+_FREE: dict[str, Support] = dict.fromkeys(KEYWORDS, "ignored")
+"""vLLM's own strategies that leave the arguments free: Qwen's ``required`` (a tool not marked strict
+gets any JSON value as arguments in the hermes tag) and FunctionGemma's ``strict`` (its parser has no
+structural tag, so nothing is built)."""
+
+TABLES: dict[Builder, dict[str, Support]] = {"harness": _HARNESS, "xgrammar": _XGRAMMAR, "vllm": _VLLM, "free": _FREE}
 
 _STRING = ("minLength", "maxLength", "pattern", "format")
 _NUMBER = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -77,6 +87,8 @@ _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "d
 
 def builder_of(family: str, strategy: str) -> Builder:
     """Which builder makes ``family``'s ``strategy`` constraint."""
+    if strategy in ("required", "strict"):  # vLLM's own: see harness.agents.vllm_tools
+        return "vllm" if (family, strategy) in (("qwen", "strict"), ("function_gemma", "required")) else "free"
     if strategy == "json_schema":
         return "xgrammar"
     return "harness"
@@ -89,7 +101,7 @@ def support(family: str, strategy: str, keyword: str) -> Support:
 
 def enforces(family: str, strategy: str, keyword: str) -> bool:
     """Whether a value breaking ``keyword`` must be rejected by the grammar (an acceptance is a bug)."""
-    return support(family, strategy, keyword) != "refused"
+    return support(family, strategy, keyword) in ("enforced", "defective")
 
 
 def _types(schema: Mapping[str, Any]) -> set[str] | None:
@@ -133,8 +145,8 @@ def disjoint(branches: Any) -> bool:
 def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") -> str | None:
     """The first keyword of ``schema`` that ``builder`` cannot enforce, with where it is (None when
     there is none): the reason a constraint is refused rather than built with the keyword ignored."""
-    if not isinstance(schema, Mapping):
-        return None
+    if not isinstance(schema, Mapping) or builder in ("vllm", "free"):
+        return None  # vLLM refuses nothing ahead: what xgrammar does not spell passes
     table = TABLES[builder]
     kinds = _types(schema)
     for keyword in KEYWORDS:
@@ -224,11 +236,18 @@ COLUMNS: tuple[tuple[str, Builder], ...] = (
 )
 
 
-def markdown_table() -> str:
-    """The README's table: keyword x strategy."""
-    lines = ["| keyword | " + " | ".join(name for name, _ in COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
+VLLM_COLUMNS: tuple[tuple[str, Builder], ...] = (
+    ("strict (qwen), required (function_gemma)", "vllm"),
+    ("required (qwen), strict (function_gemma)", "free"),
+)
+"""vLLM's own strategies (docs/vllm-strict.md)."""
+
+
+def markdown_table(columns: tuple[tuple[str, Builder], ...] = COLUMNS) -> str:
+    """The README's table: keyword x strategy (``VLLM_COLUMNS``: docs/vllm-strict.md's)."""
+    lines = ["| keyword | " + " | ".join(name for name, _ in columns) + " |", "| --- |" + " --- |" * len(columns)]
     for keyword in KEYWORDS:
-        cells = [NOTES.get((builder, keyword), TABLES[builder].get(keyword, "refused")) for _, builder in COLUMNS]
+        cells = [NOTES.get((builder, keyword), TABLES[builder].get(keyword, "refused")) for _, builder in columns]
         lines.append(f"| `{keyword}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -237,6 +256,7 @@ __all__ = [
     "COLUMNS",
     "KEYWORDS",
     "TABLES",
+    "VLLM_COLUMNS",
     "Builder",
     "Support",
     "builder_of",

@@ -43,6 +43,7 @@ from harness.agents.families._calls import (
     make_payload,
     ordered_schema,
     parse_output,
+    server_payload,
 )
 from harness.agents.families._ebnf import EbnfBuilder
 from harness.agents.families._syntax import JSON_SYNTAX, ebnf_literal, rule_name
@@ -216,6 +217,8 @@ def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) 
 
 def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
     """vLLM ``structured_outputs`` for the strategy, plus non-thinking mode for the chat template."""
+    if constraint.strategy.server_built:
+        return server_payload(FAMILY, tools, constraint, EXTRA_BODY)
     return make_payload(build_artifact(tools, constraint), EXTRA_BODY)
 
 

@@ -142,6 +142,8 @@ def _main_table(
     for family in cfg.families:
         for strategy in cfg.strategies:
             rows = measure_cell(family, strategy, tools, gold, cfg, parallel=parallel)
+            if not rows:
+                log(f"  {family:14s} {strategy:14s} vLLM builds no constraint: nothing to measure")
             for r in rows:
                 log(
                     f"  {family:14s} {strategy:14s} {r.engine:10s} "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from harness.cli.errors import ExitCode, fail
+from harness.cli.errors import ExitCode, fail, warn
 
 if TYPE_CHECKING:
     from harness.eval.compare import Comparison, Policy
@@ -96,6 +96,20 @@ def _policy(path: Path | None, alpha: float | None, min_effect: float | None) ->
         raise PolicyError(f"--{str(error['loc'][0]).replace('_', '-')}: {error['msg']}") from None
 
 
+def _check_outputs(baseline: Path, candidate: Path, junit: Path | None, update: bool) -> None:
+    """What the gate will write, checked before it compares: the JUnit file, ``$GITHUB_STEP_SUMMARY`` and,
+    with --update-baseline, that BASELINE is a kept baseline CANDIDATE can replace (InputFileError or
+    BaselineError, naming the path)."""
+    from harness.eval.compare import check_baseline_update, step_summary_target
+    from harness.files import check_output_file
+
+    if junit is not None:
+        check_output_file(junit, "--junit")
+    step_summary_target()
+    if update:
+        check_baseline_update(baseline, candidate)
+
+
 def _outputs(result: Comparison, junit: Path | None) -> None:
     from harness.eval.compare import append_step_summary, write_junit
 
@@ -104,7 +118,10 @@ def _outputs(result: Comparison, junit: Path | None) -> None:
             typer.echo(f"junit: {write_junit(result, junit)}")
         except OSError as exc:
             _refuse(f"--junit {str(junit)!r}: cannot write: {exc.strerror or exc}")
-    summary = append_step_summary(result)
+    try:
+        summary = append_step_summary(result)
+    except (OSError, ValueError) as exc:
+        _refuse(f"$GITHUB_STEP_SUMMARY: cannot append the summary: {exc}")
     if summary is not None:
         typer.echo(f"step summary: appended to {summary}")
 
@@ -116,7 +133,7 @@ def _update(result: Comparison, baseline: Path, candidate: Path) -> bool:
         typer.echo(f"baseline not updated: {len(result.regressions)} regression(s)")
         return False
     try:
-        update_baseline(baseline, candidate)
+        update_baseline(baseline, candidate, note=warn)
     except BaselineError as exc:
         _refuse(str(exc))
     typer.echo(f"baseline updated: {baseline} now holds {candidate}'s run.json, summary.json and scores")
@@ -149,17 +166,25 @@ def compare(
     """
     from rich.console import Console
 
-    from harness.eval.compare import CompareError, PolicyError, compare_runs, print_comparison, verdict
+    from harness.eval.compare import (
+        BaselineError,
+        CompareError,
+        PolicyError,
+        compare_runs,
+        print_comparison,
+        verdict,
+    )
     from harness.eval.store import RunDirError
 
     try:
+        _check_outputs(baseline, candidate, junit, update_baseline)
         settled = _policy(policy, alpha, min_effect)
         result = compare_runs(
             baseline, candidate, policy=settled, max_drop=max_drop, max_slowdown=max_slowdown,
             min_timing_n=min_timing_n, timings=None if timings is None else timings.value,
             allow_setup_change=allow_setup_change,
         )
-    except (RunDirError, CompareError, PolicyError, ValueError) as exc:
+    except (RunDirError, CompareError, PolicyError, BaselineError, ValueError) as exc:  # InputFileError is a ValueError
         _refuse(str(exc))
     console = Console()
     if not console.is_terminal:

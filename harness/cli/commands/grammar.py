@@ -124,14 +124,43 @@ def show(
     tools = _load_tools(tools_path)
     _, _, payload = _payload(family, strategy, tools, parallel)
     artifact = payload.artifact
-    if artifact is None:
+    if Strategy(strategy).server_built:
+        _show_server_built(family, strategy, tools, payload)
+    elif artifact is None:
         typer.echo(f"# {family} / {strategy}: no constraint (native tool calling, tools sent to the API)")
     else:
         typer.echo(f"# {family} / {strategy}: {artifact.kind}")
         typer.echo(_show_artifact(artifact))
     typer.echo("# request payload")
-    body = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    body: dict[str, Any] = {"extra_body": payload.extra_body, "stop": list(payload.stop)}
+    if payload.tool_choice is not None:
+        body["tool_choice"] = payload.tool_choice
+    if payload.strict_tools:
+        body["tools"] = 'each tool with "strict": true'
+    if payload.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = payload.parallel_tool_calls
     typer.echo(json.dumps(body, indent=2, ensure_ascii=False))
+
+
+def _show_server_built(family: str, strategy: str, tools: list[Any], payload: Any) -> None:
+    """vLLM's own constraint for ``required``/``strict``: built with vLLM's code where vLLM is installed,
+    else the harness's copy of its rules, saying what is missing."""
+    from harness.agents import ToolRequest, vllm_own_constraint
+    from harness.agents.families import canonical_schema
+
+    request = ToolRequest(payload.tool_choice, payload.strict_tools, payload.parallel_tool_calls)
+    try:
+        built = vllm_own_constraint(family, [canonical_schema(t) for t in tools], request)
+        source = "built with vLLM's own code (vllm.tool_parsers)"
+    except ImportError as exc:
+        built, source = None, f"vLLM is not importable here ({exc}): the harness's copy of vLLM 0.32's rules"
+    typer.echo(f"# {source}")
+    label, artifact = (payload.server_built, payload.artifact) if built is None else (built.label, built.artifact)
+    if built is not None and (built.label, built.artifact) != (payload.server_built, payload.artifact):
+        typer.echo("# note: the harness's copy of vLLM's rules predicts otherwise (the oracle uses its copy)")
+    typer.echo(f"# {family} / {strategy}: vLLM builds {label}")
+    if artifact is not None:
+        typer.echo(_show_artifact(artifact))
 
 
 @app.command("check", epilog=example(
@@ -160,7 +189,7 @@ def check(
     items = _load_calls(calls_path)
     adapter, constraint, payload = _payload(family, strategy, tools, parallel)
     if payload.artifact is None:
-        fail(f"strategy {strategy} built no artifact for {family}")
+        _nothing_built(family, strategy, payload, calls_path, items, parallel)
 
     from harness.agents import ToolCall
     from harness.bench.grammar import GoldText, check_outputs
@@ -214,6 +243,22 @@ def check(
     raise typer.Exit(code=0 if unexpected == 0 else 1)
 
 
+def _nothing_built(family: str, strategy: str, payload: Any, calls_path: Path,
+                   items: list[tuple[int, list[dict[str, Any]] | str, bool]], parallel: bool) -> None:
+    """A strategy under which vLLM builds no constraint (FunctionGemma's ``strict``): every line passes,
+    so each line that expects a rejection is unexpected (what vLLM lets through)."""
+    if payload.server_built is None:
+        fail(f"strategy {strategy} built no artifact for {family}")
+    typer.echo(f"# {family} / {strategy}: vLLM builds no constraint ({payload.server_built}): every answer passes",
+               err=True)
+    unexpected = [line for line, _, accept in items if not accept]
+    for line in unexpected:
+        typer.echo(f"{calls_path}:{line}: accepted, but the line expects it rejected", err=True)
+    typer.echo(json.dumps({"family": family, "strategy": strategy, "artifact": None, "parallel": parallel,
+                           "accepted": len(items), "rejected": 0, "unexpected": len(unexpected), "total": len(items)}))
+    raise typer.Exit(code=0 if not unexpected else 1)
+
+
 # --- harness fuzz ----------------------------------------------------------------------------
 
 _FUZZ_TOOLS_HELP = "The tools: an OpenAI tools JSON file, a folder of .pym tools, or a bundle (its folder or bundle.yaml)."
@@ -244,11 +289,12 @@ def fuzz(
     """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
     rejected (or named as not enforced), random walks valid, the parser never raising."""
     from harness.files import InputFileError
-    from harness.fuzz import FuzzOptions, load_fuzz_tools, read_expected
+    from harness.fuzz import FuzzInterrupted, FuzzOptions, load_fuzz_tools, read_expected
     from harness.fuzz import fuzz as run_fuzz
 
     if update and expected is None:
         fail("--update needs --expected FILE (the baseline to rewrite)")
+    folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     try:
         loaded = load_fuzz_tools(tools_path)
         baseline = read_expected(expected) if expected is not None and not update and expected.exists() else None
@@ -258,19 +304,43 @@ def fuzz(
         fail(str(exc))
     if expected is not None and not update and not expected.exists():
         fail(f"{expected}: no such baseline (write one with --expected {expected} --update)")
+    try:
+        _check_fuzz_outputs(folder, junit, expected if update else None)
+    except InputFileError as exc:
+        fail(str(exc))
     options = FuzzOptions(
         families=tuple(families or FAMILIES), strategies=tuple(strategies or CONSTRAINED), examples=examples,
         seed=seed, walks=walks, cell_timeout_s=cell_timeout, target=target.value if target else None,
         parallel=parallel, database=fuzz_database(), jobs=jobs or default_jobs(target),
+        hypothesis_home=fuzz_database().parent / "hypothesis",
     )
-    folder = out or Path("results") / f"fuzz-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     cells = len(loaded.tools + loaded.problems) * len(options.families) * len(options.strategies)
     from harness.cli.progress import FuzzProgress
 
-    with FuzzProgress(cells) as progress:
-        report = run_fuzz(loaded.tools, options, tools_path=str(tools_path), progress=progress.update,
-                          problems=loaded.problems)
+    try:
+        with FuzzProgress(cells) as progress:
+            report = run_fuzz(loaded.tools, options, tools_path=str(tools_path), progress=progress.update,
+                              problems=loaded.problems)
+    except FuzzInterrupted as stopped:  # SIGTERM or Ctrl-C: what finished is reported, exit 130
+        typer.echo(f"harness fuzz: interrupted: {len(stopped.report.cells)} of {cells} cells finished", err=True)
+        _finish(stopped.report, folder, None, False, None, junit, code=ExitCode.INTERRUPTED)
     _finish(report, folder, expected, update, baseline, junit)
+
+
+def _check_fuzz_outputs(folder: Path, junit: Path | None, expected: Path | None) -> None:
+    """Every path the run writes, checked before it starts (a fuzz's results are never lost to a path
+    that cannot be written): the --out folder is made now and must take a file."""
+    from harness.files import InputFileError, check_output_dir, check_output_file
+
+    check_output_dir(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputFileError(f"--out {str(folder)!r}", f"cannot create it: {exc.strerror or exc}") from None
+    check_output_file(folder / "report.json", "--out")
+    for path, option in ((junit, "--junit"), (expected, "--expected")):
+        if path is not None:
+            check_output_file(path, option)
 
 
 def fuzz_database() -> Path:
@@ -281,7 +351,7 @@ def fuzz_database() -> Path:
 
 
 def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
-            baseline: dict[str, list[str]] | None, junit: Path | None) -> None:
+            baseline: dict[str, list[str]] | None, junit: Path | None, code: ExitCode | None = None) -> None:
     from harness.fuzz import FAILING, compare, write_calls_files, write_expected, write_junit
 
     files = write_calls_files(report, folder / "counterexamples")
@@ -296,6 +366,7 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
             for found in cell.counterexamples:
                 shown = json.dumps(found.calls if found.calls is not None else found.text, ensure_ascii=False)
                 typer.echo(f"    {found.outcome.value}: {found.why} :: {shown[:240]}")
+    interrupted = code
     code = ExitCode.FAILED if any(c.outcome in FAILING for c in report.cells) else ExitCode.OK
     if update and expected is not None:
         write_expected(report, expected)
@@ -311,4 +382,4 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool,
     if files:
         typer.echo(f"counterexamples: {folder / 'counterexamples'} (replay: harness grammar check --calls FILE ...)", err=True)
     typer.echo(json.dumps({**report.summary(), "out": str(folder)}))
-    raise typer.Exit(code=int(code))
+    raise typer.Exit(code=int(interrupted or code))

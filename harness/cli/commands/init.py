@@ -16,6 +16,8 @@ import typer
 from harness.cli.errors import fail
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "init"
+PYTHON_TEMPLATE = TEMPLATE.with_name("init-python")
+"""``harness init --python``: the tools are a Python class's methods, run in the tool worker."""
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 """A suite's and a bundle's name (suite.yaml's ``name`` pattern)."""
 
@@ -26,13 +28,15 @@ def project_name(folder: Path) -> str:
     return name or "mytools"
 
 
-def scaffold(folder: Path, name: str) -> list[Path]:
+def scaffold(folder: Path, name: str, template: Path = TEMPLATE) -> list[Path]:
     """Write the template into ``folder`` (which must be missing or empty); returns the files written."""
     written = []
-    for source in sorted(TEMPLATE.rglob("*")):
-        if not source.is_file():
+    for source in sorted(template.rglob("*")):
+        if not source.is_file() or "__pycache__" in source.parts:
             continue
-        target = folder / source.relative_to(TEMPLATE)
+        target = folder / source.relative_to(template)
+        if target.suffix == ".template":  # a Python file of the template, not a module of the harness
+            target = target.with_suffix("")
         target.parent.mkdir(parents=True, exist_ok=True)
         text = source.read_text(encoding="utf-8").replace("__NAME__", name).replace("__DIR__", str(folder))
         target.write_text(text, encoding="utf-8")
@@ -46,15 +50,21 @@ def init(
         str | None,
         typer.Option("--name", metavar="NAME", help="The bundle's and the suite's name (default: DIR's name, in lowercase)."),
     ] = None,
+    python: Annotated[
+        bool,
+        typer.Option("--python", help="Tools as a Python class's methods (run in a worker process with your "
+                     "privileges, not sandboxed) and a suite of episodes with expected end states."),
+    ] = False,
 ) -> None:
-    """Create a bundle with one .pym tool that touches no files and a suite of a few cases, runnable at once."""
+    """Create a bundle with one .pym tool that touches no files and a suite of a few cases, runnable at once
+    (--python: a Python class with three methods, one changing its state, and episodes checking it)."""
     chosen = name if name is not None else project_name(folder)
     if not NAME_PATTERN.match(chosen):
         fail(f"--name {chosen!r}: a name is lowercase letters, digits, '_', '.' or '-', starting with a letter or digit")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         fail(f"{folder}: exists and is not an empty folder; harness init writes into a new one")
     try:
-        written = scaffold(folder, chosen)
+        written = scaffold(folder, chosen, PYTHON_TEMPLATE if python else TEMPLATE)
     except OSError as exc:
         fail(f"{folder}: cannot write: {exc.strerror or exc}")
     for path in written:
@@ -62,4 +72,4 @@ def init(
     typer.echo(f"next: harness run {folder / 'suite'} --engine oracle --report")
 
 
-__all__ = ["init", "project_name", "scaffold"]
+__all__ = ["PYTHON_TEMPLATE", "TEMPLATE", "init", "project_name", "scaffold"]

@@ -22,7 +22,8 @@ _SUITE_DIR = typer.Argument(
 _SHELLPER_FILE = typer.Argument(..., metavar="FILE", help="A distil-SHELLper JSONL file (question/answer lines).")
 _BFCL_SOURCE = typer.Argument(
     ..., metavar="CATEGORY_OR_FILE",
-    help="A category of the installed bfcl-eval package: multi-turn (base, miss_param, miss_func, long_context), "
+    help="A category of the installed bfcl-eval package: multi-turn (base, miss_param, miss_func, long_context, or "
+    "multi_turn for all four: one suite each under --out, sharing the bundle of BFCL's classes in --out/bundle), "
     "single-turn (simple_python, multiple, parallel, parallel_multiple, live_simple, live_multiple, live_parallel, "
     "live_parallel_multiple, irrelevance, live_irrelevance), or single_turn for all ten (one suite each under "
     "--out); or a file of entries (one JSON object per line).",
@@ -120,12 +121,20 @@ def import_shellper_cmd(
 
 _BFCL_BUNDLE = typer.Option(
     None, "--bundle", metavar="BUNDLE",
-    help="Bundle as written in suite.yaml: a bare name or a path relative to --out (default: bfcl; single-turn "
-    "categories whose answers hold one call: bfcl-one-call).",
+    help="Bundle as written in suite.yaml: a bare name or a path relative to --out (default: multi-turn "
+    "./bundle, the bundle of BFCL's classes written there; with --file-system-only: bfcl; single-turn: bfcl, "
+    "or bfcl-one-call for categories whose answers hold one call).",
 )
 
 
-@import_app.command("bfcl", epilog=example("harness import bfcl single_turn --out suites/bfcl"))
+_FS_ONLY = typer.Option(
+    False, "--file-system-only",
+    help="Multi-turn: only the GorillaFileSystem-only entries, as cases of the .pym file-system tools (with "
+    "--bundle bfcl: the sandboxed tools; others skipped and counted).",
+)
+
+
+@import_app.command("bfcl", epilog=example("harness import bfcl multi_turn --out suites/bfcl-mt"))
 def import_bfcl_cmd(
     source: str = _BFCL_SOURCE,
     answers: Path | None = _ANSWERS,
@@ -134,12 +143,22 @@ def import_bfcl_cmd(
     bundle: str | None = _BFCL_BUNDLE,
     skip_invalid: bool = _SKIP,
     text_answer: bool = _TEXT_ANSWER,
+    file_system_only: bool = _FS_ONLY,
 ) -> None:
-    """Import BFCL entries as BFCL runs them. Multi-turn: GorillaFileSystem-only entries as episodes
-    (long-context file systems expanded, miss_func tools added at their turn; others skipped and
-    counted). Single-turn: each entry with its own tools, judged by BFCL's own checker; entries whose
-    listed answers do not fit the converted schema are kept and tagged bad_entry."""
-    from harness.eval.data import ALL, SINGLE_TURN, import_bfcl, import_bfcl_single_turn, is_single_turn
+    """Import BFCL entries as BFCL runs them. Multi-turn: every entry as an episode on BFCL's own API
+    classes (run in the tool worker, judged by BFCL's multi_turn_checker; long-context states loaded as
+    BFCL loads them, miss_func tools added at their turn; counts per class set). Single-turn: each entry
+    with its own tools, judged by BFCL's own checker; entries whose listed answers do not fit the
+    converted schema are kept and tagged bad_entry."""
+    from harness.eval.data import (
+        ALL,
+        MULTI_TURN,
+        SINGLE_TURN,
+        import_bfcl,
+        import_bfcl_multi_turn,
+        import_bfcl_single_turn,
+        is_single_turn,
+    )
 
     if source == ALL:
         for category in SINGLE_TURN:
@@ -148,6 +167,18 @@ def import_bfcl_cmd(
     elif is_single_turn(source):
         _run_import(lambda: import_bfcl_single_turn(
             source, answers, out, name=name, bundle=bundle, skip_invalid=skip_invalid, text_answer=text_answer), out)
+    elif source == MULTI_TURN:
+        for report in _import_all(lambda: import_bfcl_multi_turn(out, skip_invalid=skip_invalid)):
+            _finish(report.summary(), report.out_dir, report.errors)
     else:
-        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "bfcl",
-                                        skip_invalid=skip_invalid), out)
+        _run_import(lambda: import_bfcl(source, answers, out, name=name, bundle=bundle or "./bundle",
+                                        skip_invalid=skip_invalid, file_system_only=file_system_only), out)
+
+
+def _import_all(do_import: Callable[[], list[Any]]) -> list[Any]:
+    from harness.eval.data import ImportFailure
+
+    try:
+        return do_import()
+    except (ImportFailure, OSError) as exc:
+        fail("\n".join(getattr(exc, "problems", None) or [str(exc)]))

@@ -8,12 +8,15 @@ cache names its pid, port, model and command line (``harness.engines.vllm.kept``
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from harness.cli.errors import fail, make_app
+from harness.cli.errors import fail, make_app, warn
 from harness.cli.options import Families, example
+
+if TYPE_CHECKING:
+    from harness.engines.vllm import KeptServer
 
 app = make_app(help="vLLM servers kept up across runs (harness run --engine vllm uses a matching one at once).")
 
@@ -62,26 +65,37 @@ def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt =
         typer.echo(f"{name}: {kept.model_for(name)} at {server.base_url} (kept: harness vllm down stops it)")
 
 
+def _survey() -> list[KeptServer]:
+    """The live kept servers (``harness.engines.vllm.kept.survey``, as a run sees them); each stale state
+    file removed is named on stderr."""
+    from harness.engines.vllm import survey
+
+    found = survey()
+    for line in found.stale:
+        warn(line)
+    return found.servers
+
+
 @app.command("down", epilog=example("harness vllm down", "harness vllm down --family qwen"))
 def down(family: Families = None) -> None:
     """Stop the kept vLLM servers (of the families given; default: all) and remove their state files."""
-    from harness.engines.vllm import kept_servers, stop_kept
+    from harness.engines.vllm import stop_kept
 
-    servers = [s for s in kept_servers() if not family or s.family in family]
+    servers = [s for s in _survey() if not family or s.family in family]
     if not servers:
         typer.echo("no kept vLLM server is up")
         return
     for server in servers:
-        stop_kept(server)
-        typer.echo(f"stopped {server.family}: {server.model} at {server.base_url} (pid {server.pid})")
+        if stop_kept(server):
+            typer.echo(f"stopped {server.family}: {server.model} at {server.base_url} (pid {server.pid})")
+        else:
+            typer.echo(f"{server.family}: its process (pid {server.pid}) was gone already; state file removed")
 
 
 @app.command("list", epilog=example("harness vllm list"))
 def list_servers() -> None:
     """List the kept vLLM servers: family, model, URL, pid, whether it serves, and its log."""
-    from harness.engines.vllm import kept_servers
-
-    servers = kept_servers()
+    servers = _survey()
     if not servers:
         typer.echo("no kept vLLM server is up (harness vllm up, or harness run --engine vllm --keep-server)")
         return

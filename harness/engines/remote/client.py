@@ -23,7 +23,7 @@ from typing import Any
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from harness.agents import CompletionRequest, CompletionResponse, ModelCallError
+from harness.agents import CompletionRequest, CompletionResponse, ModelCallError, openai_tools
 from harness.engines.limits import ClientLimits
 from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
 
@@ -218,9 +218,11 @@ class OpenAICompatibleClient:
             "temperature": request.temperature,
         }
         if request.send_tools and request.tools:
-            body["tools"] = [t.to_openai() for t in request.tools]
+            body["tools"] = openai_tools(request.tools, strict=request.strict_tools)
             if request.tool_choice is not None:
                 body["tool_choice"] = request.tool_choice
+            if request.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = request.parallel_tool_calls
         if request.stop:
             body["stop"] = list(request.stop)
         if request.max_tokens is not None:

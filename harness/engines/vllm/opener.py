@@ -101,12 +101,15 @@ class VllmServers:
 
     def _launch(self, family: str) -> None:
         """Find the kept server this family's command asks for, or launch one."""
-        from harness.engines.vllm.kept import find_kept, server_key
+        from harness.engines.vllm.kept import find_kept, server_key, survey
         from harness.engines.vllm.launch import VllmServer, server_args, server_env
 
         model = self.resolve(family)
         key = server_key(server_args(model, 0, extra=self.extra_args, grammar_backend=self.grammar_backend), server_env())
-        kept = find_kept(key)
+        found = survey()  # the one answer to "which kept servers exist" (as vllm list and down)
+        for line in found.stale:
+            self.log(f"vllm: {line}")
+        kept = find_kept(key, found)
         if kept is not None:
             self.servers[family] = kept
             self.log(f"vllm: using the kept server for {family} ({kept.model}) at {kept.base_url}, pid {kept.pid}; "
@@ -201,7 +204,7 @@ def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[st
     family; without ``--family`` only function_gemma runs (the family with real weights here), or the
     families ``--model FAMILY=NAME`` names. With ``--base-url`` or ``$VLLM_BASE_URL``, a server you run
     is used instead (none is started)."""
-    from harness.engines.vllm.launch import vllm_unavailable
+    from harness.engines.vllm.launch import VllmError, launch_plan_here, vllm_unavailable
 
     if options.target is not None:
         raise EngineError("--target is for --engine oracle")
@@ -213,6 +216,10 @@ def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[st
     why = vllm_unavailable()
     if why:
         raise EngineError(f"--engine vllm: {why}")
+    try:  # a GPU flag on a CPU (or the CUDA build without a GPU): one line, before anything starts
+        launch_plan_here(tuple(options.vllm_args or ()))
+    except VllmError as exc:
+        raise EngineError(f"--engine vllm: {exc}") from None
     families = [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models] or None
     if options.model and (not families or len(families) != 1):
         raise EngineError("--model NAME with --engine vllm serves one model: pass one --family (its prompt and "

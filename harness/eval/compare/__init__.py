@@ -4,7 +4,7 @@ paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``cons
 tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
 kept baseline atomically."""
 
-from harness.eval.compare.baseline import BaselineError, update_baseline
+from harness.eval.compare.baseline import BaselineError, check_baseline_update, update_baseline
 from harness.eval.compare.console import print_comparison, sample_link
 from harness.eval.compare.gate import (
     DEFAULT_MAX_DROP,
@@ -16,7 +16,13 @@ from harness.eval.compare.gate import (
     TimingGate,
     compare_runs,
 )
-from harness.eval.compare.outputs import Verdict, append_step_summary, verdict, write_junit
+from harness.eval.compare.outputs import (
+    Verdict,
+    append_step_summary,
+    step_summary_target,
+    verdict,
+    write_junit,
+)
 from harness.eval.compare.paired import (
     Flip,
     PairedMetric,
@@ -52,6 +58,7 @@ __all__ = [
     "TimingGate",
     "Verdict",
     "append_step_summary",
+    "check_baseline_update",
     "compare_runs",
     "exact_mcnemar",
     "fewest_significant",
@@ -60,6 +67,7 @@ __all__ = [
     "print_comparison",
     "recorded_fields",
     "sample_link",
+    "step_summary_target",
     "update_baseline",
     "verdict",
     "write_junit",

@@ -10,6 +10,11 @@ never half a file), then the old folder is removed. Where the exchange is not av
 system, a file system without it) the old folder is renamed aside and the new one into its place
 (a moment without a baseline, but still never a mixed or half-written one), and renamed back if the
 second step fails.
+
+It loses nothing: it refuses a baseline folder holding anything a baseline does not (a run folder's
+samples, inputs, logs, a user's notes), the candidate itself, and a baseline and a candidate inside one
+another; a baseline that is a symbolic link is updated at its target; a candidate whose files do not
+read as their records is refused before anything is written; and it deletes no file it did not write.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import ctypes
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.eval.store import ERRORS_FILE, RUN_FILE, SCORES_FILE, SUMMARY_FILE
@@ -70,30 +76,93 @@ def _swap(new: Path, baseline: Path) -> Path:
     return aside
 
 
-def update_baseline(baseline: Path, candidate: Path) -> list[Path]:
-    """Replace the files of ``baseline`` with ``candidate``'s (module doc); the files it now holds."""
-    baseline, candidate = Path(baseline), Path(candidate)
+def _refuse_folder(baseline: Path, candidate: Path) -> None:
+    """BaselineError unless ``baseline`` is a folder that is a baseline, apart from ``candidate``."""
+    if not baseline.is_dir():
+        raise BaselineError(f"{baseline}: not a directory (the baseline to replace)")
+    if os.path.samefile(baseline, candidate):
+        raise BaselineError(f"{baseline}: the baseline and the candidate are the same folder: nothing to update")
+    real_base, real_cand = baseline.resolve(), candidate.resolve()
+    if real_base in real_cand.parents:
+        raise BaselineError(f"{candidate}: the candidate is inside the baseline ({baseline}): replacing the "
+                            "baseline would delete it")
+    if real_cand in real_base.parents:
+        raise BaselineError(f"{baseline}: the baseline is inside the candidate ({candidate})")
+    foreign = sorted(p.name + ("/" if p.is_dir() else "") for p in baseline.iterdir() if p.name not in BASELINE_FILES)
+    if foreign:
+        shown = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
+        raise BaselineError(
+            f"{baseline}: not a kept baseline: it holds {shown}, which a baseline does not ({', '.join(BASELINE_FILES)}); "
+            "--update-baseline replaces only a kept baseline, never a run folder. Make one: "
+            f"mkdir BASE && cp {baseline}/{{{','.join(REQUIRED)}}} BASE/")
+    for name in BASELINE_FILES:
+        if (baseline / name).exists() and not (baseline / name).is_file():
+            raise BaselineError(f"{baseline / name}: not a regular file")
+
+
+def _check_candidate(candidate: Path) -> None:
+    """BaselineError unless every file the baseline would take from ``candidate`` reads as its record."""
+    from harness.eval.store import RunDirError, read_errors, read_run, read_scores, read_summary
+
     missing = [name for name in REQUIRED if not (candidate / name).is_file()]
     if missing:
         raise BaselineError(f"{candidate}: cannot become the baseline: it has no {', '.join(missing)}")
-    if not baseline.is_dir():
-        raise BaselineError(f"{baseline}: not a directory (the baseline to replace)")
-    new = Path(tempfile.mkdtemp(prefix=f".{baseline.name}.new-", dir=baseline.parent))
+    try:
+        read_run(candidate), read_summary(candidate), read_scores(candidate), read_errors(candidate)
+    except RunDirError as exc:
+        raise BaselineError(f"cannot become the baseline: {exc}") from None
+
+
+def _remove_old(old: Path) -> Path | None:
+    """Remove the old baseline's own files and then its folder; the folder when something else appeared
+    in it meanwhile (kept: this never deletes a file it did not write)."""
+    for name in BASELINE_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            (old / name).unlink()
+    try:
+        old.rmdir()
+    except OSError:
+        return old
+    return None
+
+
+def check_baseline_update(baseline: Path, candidate: Path) -> None:
+    """BaselineError unless ``candidate`` may replace ``baseline`` (module doc): checked before the gate
+    compares anything, and again when it replaces."""
+    _refuse_folder(Path(baseline), Path(candidate))
+    _check_candidate(Path(candidate))
+
+
+def update_baseline(baseline: Path, candidate: Path, note: Callable[[str], None] = lambda _m: None) -> list[Path]:
+    """Replace the files of ``baseline`` with ``candidate``'s (module doc); the files it now holds.
+    A baseline that is a symbolic link is updated at its target (the link stays). ``note`` hears of
+    an old baseline folder kept because something else appeared in it meanwhile."""
+    baseline, candidate = Path(baseline), Path(candidate)
+    check_baseline_update(baseline, candidate)
+    target = baseline.resolve()  # through a link: its target is replaced, the link keeps pointing there
+    try:
+        new = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    except OSError as exc:
+        raise BaselineError(f"{baseline}: cannot write beside it in {target.parent} (the new baseline is built "
+                            f"there, then swapped in): {exc.strerror or exc}") from None
     try:
         for name in BASELINE_FILES:
             if (candidate / name).is_file():
                 shutil.copyfile(candidate / name, new / name)
                 _fsync(new / name)
-        os.chmod(new, baseline.stat().st_mode & 0o7777)
+        os.chmod(new, target.stat().st_mode & 0o7777)
         _fsync(new)
-        old = _swap(new, baseline)
+        old = _swap(new, target)
     except OSError as exc:
-        shutil.rmtree(new, ignore_errors=True)
+        shutil.rmtree(new, ignore_errors=True)  # the folder this call made, holding only its copies
         raise BaselineError(f"{baseline}: cannot replace it: {exc.strerror or exc}") from None
-    shutil.rmtree(old, ignore_errors=True)
+    left = _remove_old(old)
+    if left is not None:
+        note(f"{baseline}: the old baseline's folder {left} was kept: something other than baseline files "
+             "appeared in it while it was replaced")
     with contextlib.suppress(OSError):
-        _fsync(baseline.parent)
-    return sorted(baseline.iterdir())
+        _fsync(target.parent)
+    return sorted(target.iterdir())
 
 
-__all__ = ["BASELINE_FILES", "BaselineError", "exchange", "update_baseline"]
+__all__ = ["BASELINE_FILES", "BaselineError", "check_baseline_update", "exchange", "update_baseline"]

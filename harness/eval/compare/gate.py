@@ -42,15 +42,19 @@ from harness.eval.compare.policy import (
     Policy,
     TimingGate,
 )
-from harness.eval.compare.setup_check import SetupCheck, check_runs, recorded_fields
+from harness.eval.compare.setup_check import CompareError, SetupCheck, check_runs, recorded_fields
 from harness.eval.store import (
+    SCORES_FILE,
     SUMMARY_FILE,
     Machine,
     RunDirError,
     RunRecord,
+    SampleLog,
     ScoreRow,
     SummaryRow,
+    read_errors,
     read_run,
+    read_samples,
     read_scores,
     read_summary,
 )
@@ -125,6 +129,8 @@ class Comparison:
     """The baseline's scores.parquet (None: it keeps none)."""
     candidate_scores: list[ScoreRow] | None = None
     """The candidate's scores.parquet (its JUnit file lists every case from it)."""
+    candidate_samples: SampleLog | None = None
+    """The candidate's samples.jsonl (None: it keeps none), read once: a broken one is bad input."""
 
     @property
     def max_drop(self) -> float:
@@ -236,7 +242,10 @@ def _summary_diffs(cmp: Comparison, paired: set[tuple[str, str, str]]) -> None:
         status: Status
         if b_val is None and c_val is None:
             continue
-        if b_val is None:
+        nan = [side for side, v in (("baseline", b_val), ("candidate", c_val)) if v is not None and math.isnan(v)]
+        if nan:
+            status, reason = "missing", f"not a number in the {' and the '.join(nan)}: nothing to compare"
+        elif b_val is None:
             status, reason = "new", "not in the baseline"
         elif c_val is None:
             status, reason = "missing", "in the baseline, missing in the candidate"
@@ -251,6 +260,36 @@ def _summary_diffs(cmp: Comparison, paired: set[tuple[str, str, str]]) -> None:
         cmp.diffs.append(Diff(*key, kind, b_val, c_val, b_n, c_n, status, reason))
         if b_n is not None and c_n is not None and c_n < b_n and kind != "timing":
             cmp.warnings.append(f"{'/'.join(key)}: n fell from {b_n} to {c_n}")
+
+
+def _scores(run_dir: Path) -> list[ScoreRow] | None:
+    """scores.parquet (None: the run keeps none); RunDirError when it holds no row: nothing to compare."""
+    rows = read_scores(run_dir)
+    if rows == []:
+        raise RunDirError(run_dir / SCORES_FILE, "holds no scores: nothing to compare")
+    return rows
+
+
+def _missing_cases(base: list[ScoreRow], cand: list[ScoreRow], policy: Policy) -> list[Diff]:
+    """Per family and strategy, the baseline's cases the candidate did not score: a regression past the
+    policy's ``max_missing_cases`` (what a candidate did not run, it has not shown to pass)."""
+    def cases(rows: list[ScoreRow]) -> dict[tuple[str, str], set[str]]:
+        out: dict[tuple[str, str], set[str]] = {}
+        for row in rows:
+            if row.metric in policy.metrics:
+                out.setdefault((row.family, row.strategy), set()).add(row.case_id)
+        return out
+
+    b, c = cases(base), cases(cand)
+    diffs = []
+    for lane, wanted in b.items():
+        missing = len(wanted - c.get(lane, set()))
+        if missing > policy.max_missing_cases:
+            diffs.append(Diff(*lane, "cases", "other", float(len(wanted)), float(len(wanted) - missing), len(wanted),
+                              len(wanted) - missing, "missing",
+                              f"{missing} of the baseline's {len(wanted)} cases missing in the candidate "
+                              f"(more than max_missing_cases {policy.max_missing_cases})"))
+    return diffs
 
 
 def compare_runs(
@@ -281,11 +320,19 @@ def compare_runs(
     check = check_runs(baseline, base_run, candidate, cand_run, allow_setup_change)
     cmp = Comparison(baseline, candidate, base_run, cand_run, settled, check)
     cmp.timing_note = timing_gate_note(base_run, cand_run, settled.timings)
-    base_scores, cand_scores = read_scores(baseline), read_scores(candidate)
+    base_scores, cand_scores = _scores(baseline), _scores(candidate)
     cmp.baseline_scores, cmp.candidate_scores = base_scores, cand_scores
+    for d in (baseline, candidate):
+        read_errors(d)  # a broken errors.json is bad input here, not a file the baseline takes on later
+    cmp.candidate_samples = read_samples(candidate)
     if base_scores is not None and cand_scores is not None:
         engines = (recorded_fields(base_run)["engine"], recorded_fields(cand_run)["engine"])
         cmp.paired = compare_scores(base_scores, cand_scores, settled, settled.worse_cases_allowed(engines))
+        if not cmp.paired:
+            raise CompareError(
+                f"{candidate / SCORES_FILE}: none of its cases is scored in the baseline ({baseline / SCORES_FILE}) "
+                "for the same family, strategy and rate: nothing to compare")
+        cmp.diffs.extend(_missing_cases(base_scores, cand_scores, settled))
     else:
         missing = baseline if base_scores is None else candidate
         cmp.warnings.append(f"{missing} has no scores.parquet: rates compared on summary.json alone (a drop over "
@@ -295,6 +342,9 @@ def compare_runs(
     if check.unchecked:
         cmp.warnings.append(f"setup fields not recorded by both runs, not checked: {', '.join(check.unchecked)}")
     _summary_diffs(cmp, {(p.family, p.strategy, p.metric) for p in cmp.paired})
+    if not cmp.paired and not any(d.status != "new" for d in cmp.diffs):
+        raise CompareError(f"{baseline / SUMMARY_FILE}: no metric the baseline holds to compare the candidate with: "
+                           "nothing to compare")
     return cmp
 
 

@@ -30,6 +30,7 @@ from harness.eval.compare.gate import Comparison
 from harness.eval.compare.paired import PairedMetric
 from harness.eval.compare.policy import Policy
 from harness.eval.store import SampleRecord, ScoreRow, read_samples
+from harness.files import xml_text
 from harness.vocabulary import Metric
 
 ANSWER_CHARS = 2000
@@ -141,14 +142,37 @@ def markdown_summary(cmp: Comparison) -> str:
     return "\n".join(md) + "\n"
 
 
-def append_step_summary(cmp: Comparison, environ: dict[str, str] | None = None) -> Path | None:
-    """Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set; the file written, or None."""
-    target = (environ if environ is not None else dict(os.environ)).get("GITHUB_STEP_SUMMARY")
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def step_summary_target(environ: dict[str, str] | None = None) -> Path | None:
+    """``$GITHUB_STEP_SUMMARY`` when it is set, checked to take the summary (InputFileError otherwise: a
+    directory, FIFO or device, or an unwritable folder); None when it is not set."""
+    from harness.files import check_output_file
+
+    target = (environ if environ is not None else dict(os.environ)).get(STEP_SUMMARY_ENV)
     if not target:
         return None
-    with open(target, "a", encoding="utf-8") as fh:
-        fh.write(markdown_summary(cmp))
+    check_output_file(target, f"${STEP_SUMMARY_ENV}")
     return Path(target)
+
+
+def append_step_summary(cmp: Comparison, environ: dict[str, str] | None = None) -> Path | None:
+    """Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set; the file written, or None.
+    Opened without blocking and appended only when it is a regular file (a FIFO would hang the gate)."""
+    import stat
+
+    target = step_summary_target(environ)
+    if target is None:
+        return None
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"${STEP_SUMMARY_ENV} {str(target)!r} is not a regular file")
+        os.write(fd, markdown_summary(cmp).encode("utf-8"))
+    finally:
+        os.close(fd)
+    return target
 
 
 def _answer(sample: SampleRecord | None) -> str:
@@ -208,12 +232,12 @@ def write_junit(cmp: Comparison, path: Path) -> Path:
     for m in verdict(cmp).metrics:
         if m.status == "info" or m.status == "new":
             continue
-        case = TestCase(f"{m.family}/{m.strategy}/{m.metric}", "harness.compare.gate")
+        case = TestCase(xml_text(f"{m.family}/{m.strategy}/{m.metric}"), "harness.compare.gate")
         if m.status in ("regression", "missing"):
-            case.result = [Failure(m.reason, m.status)]
+            case.result = [Failure(xml_text(m.reason), m.status)]
         gate.add_testcase(case)
     xml.add_testsuite(gate)
-    samples = read_samples(cmp.candidate_dir)
+    samples = cmp.candidate_samples if cmp.candidate_samples is not None else read_samples(cmp.candidate_dir)
     by_id = samples.samples if samples is not None else {}
     failed_before = _baseline_failed(cmp)
     epochs: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -222,15 +246,15 @@ def write_junit(cmp: Comparison, path: Path) -> Path:
             epochs[(row.family, row.strategy, row.case_id)] += 1
     suite = cmp.candidate_run.suite.name
     for (family, strategy), cases in sorted(_case_failures(cmp).items()):
-        lane = TestSuite(f"{suite}/{family}/{strategy}")
+        lane = TestSuite(xml_text(f"{suite}/{family}/{strategy}"))
         for case_id, rows in sorted(cases.items()):
-            case = TestCase(case_id, f"{suite}.{family}.{strategy}")
+            case = TestCase(xml_text(case_id), xml_text(f"{suite}.{family}.{strategy}"))
             if rows:
                 first = rows[0]
                 words = _failure_words(rows, epochs.get((family, strategy, case_id), 1), failed_before)
-                failure = Failure(" | ".join(words), first.error_kind or "fail")
-                failure.text = (f"sample {first.sample_id}\n{sample_link(cmp.candidate_dir, first.sample_id)}\n"
-                                f"answer:\n{_answer(by_id.get(first.sample_id))}")
+                failure = Failure(xml_text(" | ".join(words)), xml_text(first.error_kind or "fail"))
+                failure.text = xml_text(f"sample {first.sample_id}\n{sample_link(cmp.candidate_dir, first.sample_id)}\n"
+                                        f"answer:\n{_answer(by_id.get(first.sample_id))}")
                 case.result = [failure]
             lane.add_testcase(case)
         xml.add_testsuite(lane)
@@ -241,4 +265,7 @@ def write_junit(cmp: Comparison, path: Path) -> Path:
     return path
 
 
-__all__ = ["MetricVerdict", "SetupVerdict", "Verdict", "append_step_summary", "markdown_summary", "verdict", "write_junit"]
+__all__ = [
+    "STEP_SUMMARY_ENV", "MetricVerdict", "SetupVerdict", "Verdict", "append_step_summary", "markdown_summary",
+    "step_summary_target", "verdict", "write_junit",
+]

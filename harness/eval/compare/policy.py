@@ -6,6 +6,7 @@
     metrics: [validity, exact_match, state_match, grammar_rejection, truncated]   # rates gated
     correction: holm       # holm | none: p values adjusted for the number of gated rates
     max_worse_cases: 0     # also fail when more cases got worse (default: 0 for two oracle runs, else none)
+    max_missing_cases: 0   # fail when more of the baseline's cases are missing from the candidate
     timings: auto          # auto | gate | info (see harness.eval.compare.gate)
     max_slowdown: 3.0      # a timing over this ratio to the baseline is a regression...
     timing_ratios:         # ...unless its own ratio is given here
@@ -72,6 +73,9 @@ class Policy(BaseModel):
     """Also a regression, significant or not: more than this many cases got worse on a gated rate.
     For setups without noise, where one case that got worse is a change and not luck: None (default)
     means 0 between two runs of the oracle (it replays gold), no such limit otherwise."""
+    max_missing_cases: int = Field(default=0, ge=0)
+    """A regression when more of the baseline's cases than this are missing from the candidate (per family
+    and strategy): a candidate that ran half the cases has not shown the other half still pass."""
     correction: Literal["holm", "none"] = "holm"
     """How the p values of the gated rates are adjusted for their number: ``holm`` keeps the chance
     of any false alarm in one comparison at ``alpha``; ``none`` tests each rate at ``alpha``."""

@@ -4,12 +4,21 @@ validation against a bundle's tools (``validate``), the Gorilla file-system tool
 package data and code in ``bfcl_data``, ``bfcl_single`` for BFCL's single-turn categories with the
 answers the oracle replays in ``bfcl_answers``; ``importing``: what they share)."""
 
-from harness.eval.data.bfcl_data import BfclDataError, distinct_tools, load_bfcl_module, tool_schemas
+from harness.eval.data.bfcl_data import (
+    BfclDataError,
+    category_files,
+    distinct_tools,
+    load_bfcl_module,
+    multi_turn_classes,
+    tool_schemas,
+)
 from harness.eval.data.bfcl_import import (
     BFCL_ADDED_TOOLS_PROMPT,
+    MULTI_TURN,
     CallSyntaxError,
     bfcl_sources,
     import_bfcl,
+    import_bfcl_multi_turn,
     parse_python_call,
 )
 from harness.eval.data.bfcl_single import ALL, SINGLE_TURN, import_bfcl_single_turn, is_single_turn
@@ -58,6 +67,7 @@ __all__ = [
     "BFCL_ADDED_TOOLS_PROMPT",
     "EMPTY_WORKSPACE",
     "FS_TOOL_NAMES",
+    "MULTI_TURN",
     "PARAM_ORDER",
     "SINGLE_TURN",
     "BfclDataError",
@@ -85,6 +95,7 @@ __all__ = [
     "bfcl_sources",
     "builtin_fs_schemas",
     "bundle_tools",
+    "category_files",
     "check_arguments",
     "check_calls",
     "copy_inputs",
@@ -93,12 +104,14 @@ __all__ = [
     "distinct_tools",
     "dump_case",
     "import_bfcl",
+    "import_bfcl_multi_turn",
     "import_bfcl_single_turn",
     "import_shellper",
     "is_single_turn",
     "load_bfcl_module",
     "load_inputs",
     "load_suite",
+    "multi_turn_classes",
     "parse_python_call",
     "resolve_bundle",
     "tool_schemas",

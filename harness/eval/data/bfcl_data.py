@@ -137,6 +137,42 @@ def _expand(contents: Mapping[str, Any], data: LongContextData, where: str) -> d
     return out
 
 
+# -- the multi-turn classes ------------------------------------------------------------------------------
+
+MULTI_TURN_CLASSES: tuple[str, ...] = (
+    "GorillaFileSystem", "MathAPI", "MessageAPI", "TicketAPI", "TradingBot", "TravelAPI", "TwitterAPI",
+    "VehicleControlAPI",
+)
+"""The eight classes of BFCL's multi-turn categories (its package knows a few more, used elsewhere)."""
+
+
+@dataclass(frozen=True)
+class MultiTurnClass:
+    """One of BFCL's multi-turn API classes, as its package declares it."""
+
+    name: str
+    target: str
+    """``package.module:Class`` of the class in the installed package."""
+    docs: tuple[dict[str, Any], ...]
+    """BFCL's function docs of its methods (``multi_turn_func_doc/``), in file order."""
+
+
+def multi_turn_classes() -> dict[str, MultiTurnClass]:
+    """BFCL's multi-turn classes by name, read from the installed package's constants and data (its
+    class modules are not imported here: they run in the tool worker)."""
+    try:
+        from bfcl_eval.constants import executable_backend_config as backend
+    except ImportError:
+        raise BfclDataError(f"BFCL's package is not installed: {INSTALL_HINT}") from None
+    found = {}
+    for name in MULTI_TURN_CLASSES:
+        doc_file = data_dir() / "multi_turn_func_doc" / backend.MULTI_TURN_FUNC_DOC_FILE_MAPPING[name]
+        if not doc_file.is_file():
+            raise BfclDataError(f"BFCL's package lacks {doc_file}: reinstall it ({INSTALL_HINT})")
+        found[name] = MultiTurnClass(name, f"{backend.CLASS_FILE_PATH_MAPPING[name]}:{name}", tuple(_lines(doc_file)))
+    return found
+
+
 # -- BFCL's own code, run in-process without the imports that pull model SDKs ----------------------------
 
 
@@ -328,10 +364,12 @@ def distinct_tools(categories: tuple[str, ...] = SINGLE_TURN) -> list[dict[str, 
 __all__ = [
     "CATEGORIES",
     "INSTALL_HINT",
+    "MULTI_TURN_CLASSES",
     "SINGLE_TURN",
     "BfclDataError",
     "BfclEntry",
     "LongContextData",
+    "MultiTurnClass",
     "bfcl_convert",
     "category_files",
     "category_name",
@@ -343,6 +381,7 @@ __all__ = [
     "load_entries",
     "long_context_data",
     "module_file",
+    "multi_turn_classes",
     "openai_name",
     "tool_schemas",
 ]

@@ -1,17 +1,24 @@
-"""BFCL multi-turn -> an episode suite, as BFCL runs it.
+"""BFCL multi-turn -> episode suites, as BFCL runs them, with BFCL's own classes as the tools.
 
 A category of the installed ``bfcl-eval`` package (``base``, ``miss_param``, ``miss_func``,
-``long_context``) or an entries file with its possible-answer file. Entries (one JSON object per
-line) whose ``involved_classes`` is only ``GorillaFileSystem`` are imported; others are skipped and
-counted. Ground truth is Python call syntax read with ``ast`` (never eval): literal arguments only;
-positional arguments are named by the Gorilla parameter order.
+``long_context``; ``multi_turn``: all four, one suite each) or an entries file with its possible-answer
+file. Every entry is imported: its ``involved_classes`` (BFCL's eight multi-turn API classes) and
+``initial_config`` go into the case as they are, and the suite's bundle (written beside the suites:
+``bundle/``) names BFCL's classes as a ``python:`` tool source, run in the tool worker through BFCL's
+``execute_multi_turn_func_call``, with BFCL's function docs converted as BFCL converts them
+(``bundle/tools.json``). Verdicts come from BFCL's ``multi_turn_checker`` on BFCL's own ground-truth
+strings (``EpisodeCase.bfcl_ground_truth``). Ground truth is also parsed (Python call syntax read with
+``ast``, never eval: literal arguments only; positional arguments named by the function doc's parameter
+order) for what the oracle replays and for ``exact_match``.
 
-- Long-context entries (BFCL's rule: the id's category names ``long_context``) get their file system
-  expanded as BFCL's loader expands it (``harness.eval.data.bfcl_data``); that needs the package.
+- Long-context entries (BFCL's rule: the id's category names ``long_context``) load their instances with
+  ``long_context=True``, as BFCL's loader does. GorillaFileSystem-only entries also keep their file
+  system (``initial_fs``, expanded as BFCL expands it: ``harness.eval.data.bfcl_data``), so the ``.pym``
+  file-system tools can run them too.
 - ``missed_function`` (miss_func): those tools are held out until the turn that adds them
   (``EpisodeCase.held_out_tools``); that turn has no user message in the data, and BFCL says, as the
   user, ``BFCL_ADDED_TOOLS_PROMPT`` there: so does the imported turn.
-- ``excluded_function`` is not applied: BFCL offers every tool of the class whatever it says.
+- ``excluded_function`` is not applied: BFCL offers every tool of the classes whatever it says.
 """
 
 from __future__ import annotations
@@ -29,15 +36,18 @@ from harness.eval.data.bfcl_data import (
     CATEGORIES,
     BfclDataError,
     LongContextData,
+    MultiTurnClass,
     category_files,
     category_name,
     expand_long_context,
     is_long_context,
     long_context_data,
+    multi_turn_classes,
+    tool_schemas,
 )
-from harness.eval.data.cases import CallSpec, Case, EpisodeCase
+from harness.eval.data.cases import BAD_ENTRY, CallSpec, Case, EpisodeCase
 from harness.eval.data.fs_tools import PARAM_ORDER
-from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
+from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, suite_name
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 
 GORILLA_CLASS = "GorillaFileSystem"
@@ -113,7 +123,9 @@ def _bfcl_turns(entry: dict[str, Any]) -> tuple[list[Any], dict[int, list[str]]]
     return turns, held
 
 
-def _bfcl_ground_truth(cid: str, gt: Any, turns: int) -> list[list[dict[str, Any]]]:
+def _bfcl_ground_truth(
+    cid: str, gt: Any, turns: int, order: Mapping[str, Sequence[str]] = PARAM_ORDER
+) -> list[list[dict[str, Any]]]:
     if not isinstance(gt, list) or len(gt) != turns:
         n = len(gt) if isinstance(gt, list) else type(gt).__name__
         raise ValueError(f"{cid}: ground_truth: {n} entries for {turns} turns")
@@ -126,18 +138,88 @@ def _bfcl_ground_truth(cid: str, gt: Any, turns: int) -> list[list[dict[str, Any
             if not isinstance(text, str):
                 raise ValueError(f"{cid}: turn {t}: call {k}: not a string")
             try:
-                turn.append(parse_python_call(text).model_dump(mode="json"))
+                turn.append(parse_python_call(text, order).model_dump(mode="json"))
             except CallSyntaxError as exc:
                 raise ValueError(f"{cid}: turn {t}: call {k} {text!r}: {exc}") from None
         ground.append(turn)
     return ground
 
 
-def _bfcl_case(entry: dict[str, Any], gt: Any, long_context: Callable[[], LongContextData]) -> EpisodeCase:
+def _classes_of(entry: dict[str, Any], known: Mapping[str, MultiTurnClass]) -> list[str]:
+    cid, classes = entry["id"], entry.get("involved_classes")
+    if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
+        raise ValueError(f"{cid}: involved_classes: expected a list of class names")
+    unknown = [c for c in classes if c not in known]
+    if unknown:
+        raise ValueError(f"{cid}: involved_classes: unknown class {', '.join(map(repr, unknown))} "
+                         f"(BFCL's multi-turn classes: {', '.join(known)})")
+    return classes
+
+
+def _bfcl_case(entry: dict[str, Any], gt: Any, known: Mapping[str, MultiTurnClass],
+               long_context: Callable[[], LongContextData], file_system_only: bool = False) -> EpisodeCase:
     cid = entry["id"]
+    classes = _classes_of(entry, known)
+    config = entry.get("initial_config") or {}
+    if not isinstance(config, dict) or not all(isinstance(v, dict) for v in config.values()):
+        raise ValueError(f"{cid}: initial_config: expected {{class name: its state}}")
     turns, held = _bfcl_turns(entry)
-    ground = _bfcl_ground_truth(cid, gt, len(turns))
-    config = (entry.get("initial_config") or {}).get(GORILLA_CLASS)
+    order = {doc["name"]: list((doc.get("parameters") or {}).get("properties") or {})
+             for name in classes for doc in known[name].docs}
+    ground = _bfcl_ground_truth(cid, gt, len(turns), order)
+    fields: dict[str, Any] = {
+        "id": cid, "turns": turns, "ground_truth": ground, "held_out_tools": held, "involved_classes": classes,
+        "initial_config": config, "long_context": is_long_context(cid), "bfcl_ground_truth": gt,
+    }
+    problem = _schema_problem(ground, classes, known) or _early_problem(ground, held)
+    if problem:  # kept and run: BFCL's checker passes it, but a grammar of the schema cannot emit it
+        fields["tags"], fields["note"] = [BAD_ENTRY], f"bad entry: {problem}"
+    if classes == [GORILLA_CLASS]:
+        fields["initial_fs"] = _file_system(cid, config.get(GORILLA_CLASS), long_context)
+    if file_system_only:  # the .pym file-system tools run it, on initial_fs: BFCL's checker is not asked
+        for key in ("involved_classes", "initial_config", "long_context", "bfcl_ground_truth"):
+            del fields[key]
+    try:
+        return EpisodeCase.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{cid}: {format_loc(err['loc'])}: {err['msg']}") from None
+
+
+@functools.cache
+def _checks(target: str, docs: str) -> dict[str, Any]:
+    """Argument checks of one class's tools, converted as BFCL converts them (by the class's docs)."""
+    from harness.sandbox import argument_check
+
+    return {t.name: argument_check(t.parameters) for t in tool_schemas(json.loads(docs))}
+
+
+def _schema_problem(ground: list[list[dict[str, Any]]], classes: list[str], known: Mapping[str, MultiTurnClass]) -> str:
+    """The first ground-truth call whose arguments its converted schema refuses, said; "" when none."""
+    checks: dict[str, Any] = {}
+    for name in classes:
+        checks.update(_checks(known[name].target, json.dumps(known[name].docs)))
+    for t, turn in enumerate(ground):
+        for k, call in enumerate(turn):
+            check = checks.get(call["name"])
+            if check is not None and not check.is_valid(call["arguments"]):
+                return f"ground_truth[{t}][{k}] {call['name']}({call['arguments']}) does not fit its converted schema"
+    return ""
+
+
+def _early_problem(ground: list[list[dict[str, Any]]], held: Mapping[int, list[str]]) -> str:
+    """A ground-truth call of a tool before the turn BFCL reveals it, said; "" when none (BFCL's
+    executor runs any method of the instances, offered or not; the harness offers only what BFCL offers)."""
+    for start, names in held.items():
+        for t, turn in enumerate(ground[:start]):
+            for call in turn:
+                if call["name"] in names:
+                    return f"ground_truth[{t}] calls {call['name']!r} before BFCL offers it (turn {start})"
+    return ""
+
+
+def _file_system(cid: str, config: Any, long_context: Callable[[], LongContextData]) -> dict[str, Any]:
+    """A GorillaFileSystem-only entry's file system, for the ``.pym`` tools (expanded as BFCL does)."""
     if not isinstance(config, dict) or not isinstance(config.get("root"), dict) or len(config["root"]) != 1:
         raise ValueError(f"{cid}: initial_config.{GORILLA_CLASS}: expected {{'root': {{NAME: directory}}}}")
     if is_long_context(cid):
@@ -145,13 +227,7 @@ def _bfcl_case(entry: dict[str, Any], gt: Any, long_context: Callable[[], LongCo
             config = expand_long_context(config, long_context())
         except BfclDataError as exc:
             raise ValueError(f"{cid}: {exc}") from None
-    try:
-        return EpisodeCase.model_validate({
-            "id": cid, "turns": turns, "initial_fs": config, "ground_truth": ground, "held_out_tools": held,
-        })
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ValueError(f"{cid}: {format_loc(err['loc'])}: {err['msg']}") from None
+    return config
 
 
 def bfcl_sources(source: str | Path, answers: str | Path | None = None) -> tuple[Path, Path]:
@@ -178,20 +254,25 @@ def bfcl_sources(source: str | Path, answers: str | Path | None = None) -> tuple
 
 def import_bfcl(
     source: str | Path, answers: str | Path | None, out: str | Path, *, name: str | None = None,
-    bundle: str = "bfcl", skip_invalid: bool = False,
+    bundle: str = "./bundle", skip_invalid: bool = False, file_system_only: bool = False,
 ) -> ImportReport:
     """Convert BFCL multi-turn entries + their possible answers into an episode suite in ``out``
-    (``source``: a file, or a category of the installed package; see ``bfcl_sources``)."""
+    (``source``: a file, or a category of the installed package; see ``bfcl_sources``). With the
+    default ``bundle``, the bundle of BFCL's classes is written to ``out/bundle``. ``file_system_only``:
+    the GorillaFileSystem-only entries alone (others skipped and counted), as cases of ``.pym``
+    file-system tools (a bundle like ``bundles/bfcl``)."""
     questions, answers = bfcl_sources(source, answers)
     out = Path(out)
+    check_new_suite(out)
+    if file_system_only and bundle == "./bundle":
+        bundle = "bfcl"  # the .pym file-system tools
+    try:
+        known = multi_turn_classes()
+    except BfclDataError as exc:
+        raise ImportFailure([str(exc)]) from None
     report = ImportReport(out_dir=out, source=str(questions))
     problems: list[str] = []
-    truth: dict[str, Any] = {}
-    for lineno, raw in read_lines(answers):
-        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-            truth[raw["id"]] = raw.get("ground_truth")
-        else:
-            problems.append(f"{answers}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
+    truth = _answers(answers, problems)
     long_context = functools.cache(long_context_data)
     cases: list[Case] = []
     seen: set[str] = set()
@@ -201,8 +282,7 @@ def import_bfcl(
         if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
             problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
             continue
-        classes = raw.get("involved_classes") or []
-        if set(classes) != {GORILLA_CLASS}:
+        if file_system_only and raw.get("involved_classes") != [GORILLA_CLASS]:
             report.skipped["involve classes other than GorillaFileSystem"] += 1
             continue
         if raw["id"] in seen:
@@ -212,38 +292,116 @@ def import_bfcl(
             problems.append(f"{where}: {raw['id']}: no ground truth in {answers}")
             continue
         try:
-            case = _bfcl_case(raw, truth[raw["id"]], long_context)
+            case = _bfcl_case(raw, truth[raw["id"]], known, long_context, file_system_only)
         except ValueError as exc:
             problems.append(f"{where}: {exc}")
             continue
         cases.append(case)
         seen.add(raw["id"])
+        report.notes[f"with classes {'+'.join(raw['involved_classes'])}"] += 1
         if is_long_context(case.id):
-            report.notes["long-context file systems expanded as BFCL loads them"] += 1
+            report.notes["long-context (states loaded as BFCL loads them)"] += 1
         if case.held_out_tools:
             report.notes["with tools held out until a later turn (missed_function)"] += 1
+        if BAD_ENTRY in case.tags:
+            report.notes["tagged bad_entry (ground truth no model can give as BFCL offers the tools; the note says why)"] += 1
     if problems and not skip_invalid:
         raise ImportFailure(problems)
     report.errors = problems
     if not cases:
-        raise ImportFailure([*problems, f"{questions}: no GorillaFileSystem-only entries to import"])
+        raise ImportFailure([*problems, f"{questions}: no entries to import"])
     report.cases = len(cases)
     spec = SuiteSpec(
         name=suite_name(out, name), version="1", kind="episode", bundle=bundle,
-        description=(f"Imported from {questions.name}: {len(cases)} GorillaFileSystem-only multi-turn "
-                     "episodes with ground truth per turn, as BFCL runs them."),
+        description=(f"Imported from {questions.name}: {len(cases)} multi-turn episodes on BFCL's own API "
+                     "classes, with ground truth per turn, judged by BFCL's multi_turn_checker."),
         source=f"BFCL multi-turn file {questions.name} with answers {answers.name}",
         licence="Apache-2.0 (BFCL, ShishirPatil/gorilla)",
     )
     write_suite(out, spec, cases)
+    if bundle == "./bundle" and not file_system_only:
+        write_bfcl_bundle(out / "bundle", known)
     return report
+
+
+def _answers(answers: Path, problems: list[str]) -> dict[str, Any]:
+    truth: dict[str, Any] = {}
+    for lineno, raw in read_lines(answers):
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            truth[raw["id"]] = raw.get("ground_truth")
+        else:
+            problems.append(f"{answers}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
+    return truth
+
+
+MULTI_TURN = "multi_turn"
+"""``harness import bfcl multi_turn``: the four multi-turn categories, one suite each, one bundle."""
+
+
+def import_bfcl_multi_turn(out: str | Path, *, skip_invalid: bool = False) -> list[ImportReport]:
+    """Every multi-turn category into ``out/<category>`` (``base``, ``miss_func``, ...), all naming the
+    bundle of BFCL's classes written once to ``out/bundle``."""
+    out = Path(out)
+    reports = [
+        import_bfcl(category, None, out / category.removeprefix("multi_turn_"), bundle="../bundle",
+                    skip_invalid=skip_invalid)
+        for category in CATEGORIES
+    ]
+    write_bfcl_bundle(out / "bundle", multi_turn_classes())
+    return reports
+
+
+BUNDLE_YAML = """\
+# BFCL's multi-turn protocol over BFCL's own API classes (written by harness import bfcl): the tools are
+# the installed bfcl-eval package's classes, run in the harness's tool worker through BFCL's own
+# execute_multi_turn_func_call; their schemas (tools.json) are BFCL's function docs converted as BFCL
+# converts them. Python tools run with the user's privileges (.pym tools are the sandboxed option).
+name: bfcl-multi-turn
+description: >-
+  Answers BFCL's multi-turn episodes with the tools of BFCL's API classes (file system, trading,
+  travel, vehicle, messages, posts, tickets, maths): any number of calls per response.
+model:
+  family: function_gemma
+  id: google/functiongemma-270m-it   # the served model id, sent in every request
+  base_url: http://127.0.0.1:8000/v1
+  api_key_env: OPENAI_API_KEY
+constraint:
+  strategy: ebnf
+  allow_parallel_calls: true
+  send_tools_to_api: true
+limits: default
+python:
+  execution: bfcl
+  tools_json: tools.json
+  memory: 4gb
+  classes:
+{classes}
+kernel:
+  # A step is one model call. BFCL allows 20 responses with calls a user turn and one more to answer
+  # in plain text: 21. When the 21st calls tools too, the episode ends there (BFCL's force quit).
+  max_steps: 21
+  max_concurrency: 1
+  max_history_messages: null
+"""
+
+
+def write_bfcl_bundle(folder: Path, classes: Mapping[str, MultiTurnClass]) -> None:
+    """The bundle of BFCL's classes: bundle.yaml and tools.json (each class's function docs converted)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tools = {name: [t.to_openai() for t in tool_schemas(cls.docs)] for name, cls in classes.items()}
+    (folder / "tools.json").write_text(json.dumps(tools, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    lines = "\n".join(f"    {name}: {cls.target}" for name, cls in classes.items())
+    (folder / "bundle.yaml").write_text(BUNDLE_YAML.format(classes=lines), encoding="utf-8")
 
 
 __all__ = [
     "BFCL_ADDED_TOOLS_PROMPT",
     "GORILLA_CLASS",
+    "MULTI_TURN",
     "CallSyntaxError",
     "bfcl_sources",
     "import_bfcl",
+    "import_bfcl_multi_turn",
     "parse_python_call",
+    "write_bfcl_bundle",
 ]

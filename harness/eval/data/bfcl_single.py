@@ -37,7 +37,7 @@ from harness.agents import ToolSchema
 from harness.eval.data.bfcl_answers import NoValidAnswer, answer_arguments, fits, resolve
 from harness.eval.data.bfcl_data import FILE_PREFIX, SINGLE_TURN, BfclDataError, data_dir, openai_name
 from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, UNPASSABLE, CallSpec, SingleTurnCase
-from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, suite_name
+from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, suite_name
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 
 AST_CATEGORIES: tuple[str, ...] = (
@@ -186,6 +186,12 @@ def single_turn_case(entry: Mapping[str, Any], ground_truth: Any | None) -> Sing
     if not isinstance(ground_truth, list) or not ground_truth or not all(
             isinstance(c, dict) and len(c) == 1 and isinstance(next(iter(c.values())), dict) for c in ground_truth):
         raise ValueError(f"{cid}: ground_truth: expected a list of {{function: {{param: [values]}}}}")
+    for k, call in enumerate(ground_truth):
+        (function, params), = call.items()
+        for param, values in params.items():
+            if not isinstance(values, list):
+                raise ValueError(f"{cid}: ground_truth[{k}].{function}.{param}: expected a list of acceptable values, "
+                                 f"got {type(values).__name__}")
     tools = {t.name: t for t in case.tool_schemas()}
     expected, tags, note = _oracle_answer(ground_truth, tools)
     unpassable = _unpassable(ground_truth, {str(d.get("name")): d for d in case.functions})
@@ -246,6 +252,7 @@ def import_bfcl_single_turn(
     one; its answers from ``answers``, else ``possible_answer/`` beside it) as a suite in ``out``;
     ``bundle`` None: ``default_bundle`` of its categories."""
     out = Path(out)
+    check_new_suite(out)
     if str(source) in SINGLE_TURN:
         try:
             entries, package_answers = category_sources(str(source))

@@ -186,6 +186,29 @@ class EpisodeCase(_CaseBase):
     """Start directory relative to the root directory ("docs/old"); "" is the root directory."""
     initial_fs: FsTree = Field(default_factory=_empty_workspace)
     """The file system before the first message (default: one empty folder, for tools that touch no files)."""
+    involved_classes: list[str] = Field(default_factory=list)
+    """For a bundle of Python classes (``python:``): the classes whose instances the episode uses, in
+    order (BFCL's ``involved_classes``; a later class wins a method name two share). Empty: ``.pym``
+    tools on ``initial_fs``."""
+    initial_config: dict[str, Any] = Field(default_factory=dict)
+    """Class name -> its initial state, given to the instance's ``_load_scenario(config, long_context=...)``
+    (BFCL's ``initial_config``)."""
+    long_context: bool = False
+    """Load the instances with ``long_context=True`` (BFCL's long-context entries)."""
+    bfcl_ground_truth: list[list[str]] | None = None
+    """BFCL's own ground-truth calls per turn, as its file writes them: a case with them is judged by
+    BFCL's ``multi_turn_checker`` (run in the tool worker). ``ground_truth`` holds the same calls parsed."""
+    note: str = ""
+    """Why the episode is tagged (``bad_entry``: which ground-truth call its tool's schema refuses)."""
+    expected_state: dict[str, dict[str, Any]] | None = None
+    """Python-class episodes without BFCL's checker: public attributes each instance must hold at the
+    end (class -> attribute -> value), checked besides the ground truth's end state."""
+
+    @model_validator(mode="after")
+    def _bfcl_turns(self) -> EpisodeCase:
+        if self.bfcl_ground_truth is not None and len(self.bfcl_ground_truth) != len(self.ground_truth):
+            raise ValueError("bfcl_ground_truth: needs one list of calls per turn of ground_truth")
+        return self
 
     def gold_calls(self) -> list[CallSpec]:
         return [c for turn in self.ground_truth for c in turn]
@@ -196,6 +219,10 @@ class EpisodeCase(_CaseBase):
         hidden = set(self.excluded_tools)
         hidden.update(n for start, held in self.held_out_tools.items() if start > turn for n in held)
         return [n for n in names if n not in hidden]
+
+    def uses(self, owner: str | None) -> bool:
+        """Whether a tool of class ``owner`` (None: a ``.pym`` tool) belongs to this episode."""
+        return owner in self.involved_classes if self.involved_classes else owner is None
 
 
 BAD_ENTRY = "bad_entry"

@@ -6,6 +6,7 @@ The importers (``shellper_import``, ``bfcl_import``) turn upstream data into sui
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -88,4 +89,13 @@ def read_lines(path: Path) -> Iterator[tuple[int, Any]]:
                 yield lineno, ValueError(exc.reason)
 
 
-__all__ = ["ImportFailure", "ImportReport", "read_lines", "slug", "suite_name"]
+def check_new_suite(out: Path, cases_file: str = "cases.jsonl") -> None:
+    """ImportFailure when ``out`` already holds a suite (its suite.yaml or cases file, or a link in their
+    place): an import writes a new suite and never overwrites one, nor writes through a link."""
+    held = [name for name in ("suite.yaml", cases_file) if os.path.lexists(Path(out) / name)]
+    if held:
+        raise ImportFailure([f"--out {out}: already holds {' and '.join(held)}: an import writes a new suite "
+                             "and overwrites none (remove them, or import into a new folder); nothing was written"])
+
+
+__all__ = ["ImportFailure", "ImportReport", "check_new_suite", "read_lines", "slug", "suite_name"]

@@ -18,7 +18,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.eval.data.cases import EMPTY_WORKSPACE, CallSpec, Case, ChatMessage, NextCallCase
-from harness.eval.data.importing import ImportFailure, ImportReport, read_lines, slug, suite_name
+from harness.eval.data.importing import (
+    ImportFailure,
+    ImportReport,
+    check_new_suite,
+    read_lines,
+    slug,
+    suite_name,
+)
 from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
 from harness.files import check_depth, load_json
 
@@ -48,9 +55,18 @@ def _call(raw: Any, where: str) -> CallSpec:
     return CallSpec(name=fn["name"], arguments=args)
 
 
+MAX_CONVERSATION_MESSAGES = 256
+"""Longest conversation a line may hold: each of its calls becomes a point holding the history before
+it, so a conversation's points grow as its length squared (10,000 turns: ~40 GB); SHELLper's own
+conversations hold a few dozen messages. A longer one is a bad line, named, and the import stays linear."""
+
+
 def _shellper_messages(raw: Any) -> list[ChatMessage]:
     if not isinstance(raw, list) or not raw:
         raise ValueError("question: expected a non-empty message list")
+    if len(raw) > MAX_CONVERSATION_MESSAGES:
+        raise ValueError(f"question: {len(raw)} messages, over the bound of {MAX_CONVERSATION_MESSAGES} "
+                         "(MAX_CONVERSATION_MESSAGES): each call becomes a point holding its whole history")
     out: list[ChatMessage] = []
     for i, m in enumerate(raw):
         if not isinstance(m, dict):
@@ -84,12 +100,26 @@ def _key(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False)
 
 
+def _prefix_keys(messages: list[ChatMessage]) -> list[str]:
+    """The key of every history ``messages[:j]`` (index ``j``), each message serialized once: a running
+    digest, so keying a conversation's points is linear in its length."""
+    import hashlib
+
+    running, keys = hashlib.sha256(), []
+    keys.append(running.hexdigest())
+    for m in messages:
+        running.update(_key(m.model_dump(mode="json")).encode() + b"\0")
+        keys.append(running.hexdigest())
+    return keys
+
+
 def import_shellper(
     src: str | Path, out: str | Path, *, name: str | None = None, bundle: str = "shellper",
     skip_invalid: bool = False,
 ) -> ImportReport:
     """Convert a distil-SHELLper JSONL file into a next-call suite in ``out``."""
     src, out = Path(src), Path(out)
+    check_new_suite(out)
     report = ImportReport(out_dir=out, source=str(src))
     stem = slug(src.stem)
     points: dict[str, NextCallCase] = {}  # history key -> point
@@ -111,8 +141,9 @@ def import_shellper(
             problems.append(f"{where}: {exc}")
             continue
         conversations += 1
+        prefixes = _prefix_keys(messages)
         for k, (history, call) in enumerate(pairs):
-            hkey = _key([m.model_dump(mode="json") for m in history])
+            hkey = prefixes[len(history)]
             ckey = _key(call.model_dump(mode="json"))
             if hkey + ckey in exact:
                 report.duplicates += 1
@@ -149,4 +180,4 @@ def import_shellper(
     return report
 
 
-__all__ = ["import_shellper", "shellper_points"]
+__all__ = ["MAX_CONVERSATION_MESSAGES", "import_shellper", "shellper_points"]

@@ -66,6 +66,13 @@ def _bundle_parts(bundle_dir: Path) -> tuple[Any, Path, list[Path]]:
         config = load_bundle_config(bundle_dir)
     except BundleError as exc:
         raise SnapshotError(bundle_dir, str(exc)) from None
+    if config.python is not None:  # the classes' modules beside bundle.yaml, and the tools JSON
+        files = [p for p in sorted(bundle_dir.rglob("*.py"))
+                 if not any(part.startswith((".", "__pycache__")) for part in p.relative_to(bundle_dir).parts)]
+        listed = config.python.tools_json
+        if listed is not None and _within(listed) and (bundle_dir / listed).is_file():
+            files.append(bundle_dir / listed)
+        return config, bundle_dir, files
     tools = bundle_dir / config.tools_dir
     return config, tools, sorted(tools.glob("*.pym"))
 
@@ -74,7 +81,8 @@ def bundle_digest(bundle_dir: Path) -> str:
     """sha256 of what a bundle holds: bundle.yaml's settings (not where its tools are) and each tool."""
     config, _, tools = _bundle_parts(bundle_dir)
     settings = json.dumps(config.model_dump(mode="json", exclude={"tools_dir"}), sort_keys=True)
-    return _digest([("bundle.yaml", settings.encode()), *((t.name, t.read_bytes()) for t in tools)])
+    names = [t.relative_to(bundle_dir).as_posix() if config.python else t.name for t in tools]
+    return _digest([("bundle.yaml", settings.encode()), *((n, t.read_bytes()) for n, t in zip(names, tools, strict=True))])
 
 
 def digests(suite: Suite) -> tuple[str, str]:
@@ -110,6 +118,11 @@ def _copy_suite(suite: Suite, target: Path) -> None:
 
 def _copy_bundle(bundle_dir: Path, target: Path) -> None:
     config, _, tools = _bundle_parts(bundle_dir)
+    if config.python is not None:  # bundle.yaml with its modules and tools JSON, where they lie
+        for file in [bundle_dir / "bundle.yaml", *tools]:
+            (target / file.relative_to(bundle_dir)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file, target / file.relative_to(bundle_dir))
+        return
     folder = config.tools_dir if _within(config.tools_dir) else "tools"
     (target / folder).mkdir(parents=True)
     for tool in tools:

@@ -26,6 +26,7 @@ unknown fields; problems are reported as ``<file>:<line>: <field path>: <message
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +36,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from harness import packaged
-from harness.eval.data.cases import Case, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.data.cases import BAD_ENTRY, Case, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.files import InputFileError, load_json, read_text, read_yaml
-from harness.vocabulary import FAMILIES, STRATEGIES, Family, Strategy
+from harness.vocabulary import FAMILIES, HARNESS_STRATEGIES, STRATEGIES, Family, Strategy
 
 SuiteKind = Literal["next_call", "episode", "single_turn"]
 EchoMode = Literal["overwrite", "append"]
@@ -54,7 +55,7 @@ class SuiteSpec(BaseModel):
     bundle: str = Field(min_length=1)
     cases: str = "cases.jsonl"
     families: list[Family] = Field(default_factory=lambda: list(FAMILIES), min_length=1)
-    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES), min_length=1)
+    strategies: list[Strategy] = Field(default_factory=lambda: [Strategy.none, *HARNESS_STRATEGIES], min_length=1)
     description: str = ""
     source: str = ""
     licence: str = ""
@@ -231,6 +232,8 @@ def _semantic_problems(case: Case) -> list[tuple[str, str]]:
         for start, held in case.held_out_tools.items():
             if not 0 <= start < len(case.turns):
                 out.append((f"held_out_tools.{start}", f"no turn {start} (the episode has {len(case.turns)})"))
+            if BAD_ENTRY in case.tags:
+                continue  # its ground truth is known to break the protocol, and says how (note)
             for t, calls in enumerate(case.ground_truth[:start]):
                 out.extend((f"ground_truth[{t}]", f"calls {c.name!r}, held out until turn {start}")
                            for c in calls if c.name in held)
@@ -341,12 +344,15 @@ def write_suite(out_dir: str | Path, spec: SuiteSpec, cases: Sequence[Case]) -> 
     optional = ("max_tokens", "temperature", "top_p", "seed", "allow_text_answer")  # left out when not set, as the suite always read
     unset = {name for name in optional if getattr(spec, name) is None} | ({"models"} if not spec.models else set())
     data = spec.model_dump(mode="json", exclude=unset or None)
-    (out / "suite.yaml").write_text(
-        yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
-    )
-    with (out / spec.cases).open("w", encoding="utf-8") as fh:
+    # Each file through a temp file and a rename: a link in its place is replaced, never written through.
+    cases_tmp = out / f".{spec.cases}.tmp"
+    with cases_tmp.open("w", encoding="utf-8") as fh:
         for case in cases:
             fh.write(dump_case(case) + "\n")
+    os.replace(cases_tmp, out / spec.cases)
+    suite_tmp = out / ".suite.yaml.tmp"
+    suite_tmp.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
+    os.replace(suite_tmp, out / "suite.yaml")
     return out
 
 

@@ -103,7 +103,12 @@ def check_shards(shards: Sequence[_Shard]) -> list[str]:
     count = first.run.options.selection.shard.count  # type: ignore[union-attr]
     seen: dict[int, Path] = {}
     for shard in shards:
-        index = shard.run.options.selection.shard.index  # type: ignore[union-attr]
+        shard_of = shard.run.options.selection.shard  # type: ignore[union-attr]
+        index = shard_of.index  # type: ignore[union-attr]
+        if shard_of.count != count:  # type: ignore[union-attr]
+            raise MergeError(f"{shard.path}: shard {shard_of} is a share of another split than {first.path} (shard "
+                             f"{first.run.options.selection.shard}): a merge joins the {count} shares of one "  # type: ignore[union-attr]
+                             f"--shard I/{count} split")
         if index in seen:
             raise MergeError(f"{shard.path}: shard {index}/{count} is given twice (also {seen[index]})")
         seen[index] = shard.path
@@ -143,6 +148,22 @@ def _record(shards: Sequence[_Shard], out: Path) -> RunRecord:
     })
 
 
+def _write(out: Path, first: Path, samples: str, prompts: str, record: RunRecord) -> None:
+    """The merged directory's files; MergeError naming --out when it cannot be written (a folder this
+    call created is removed again, so a failed merge leaves nothing behind)."""
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(first / "inputs", out / "inputs", dirs_exist_ok=True)
+        (out / SAMPLES_FILE).write_text(samples, encoding="utf-8")
+        (out / PROMPTS_FILE).write_text(prompts, encoding="utf-8")
+        write_run(out, record)
+    except OSError as exc:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise MergeError(f"--out {out}: cannot write the merged run there: {exc.strerror or exc}") from None
+
+
 async def merge_runs(paths: Sequence[Path], out: Path) -> list[SummaryRow]:
     """Join the shard directories ``paths`` into ``out`` (see the module doc) and score it; returns its
     summary rows. MergeError or RunDirError naming the problem; nothing is written before every check
@@ -157,13 +178,13 @@ async def merge_runs(paths: Sequence[Path], out: Path) -> list[SummaryRow]:
     if (out / RUN_FILE).exists() or (out / SAMPLES_FILE).exists():
         raise MergeError(f"--out {out}: already holds a run; merge into a new directory")
     by_id = {sid: record for shard in shards for sid, record in shard.samples.items()}
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(shards[0].path / "inputs", out / "inputs", dirs_exist_ok=True)
-    (out / SAMPLES_FILE).write_text("".join(sample_line(by_id[sid]) for sid in order), encoding="utf-8")
+    lacking = [sid for sid in order if sid not in by_id]
+    if lacking:
+        raise MergeError(f"the shards do not hold {len(lacking)} of the run's {len(order)} samples (first: {lacking[0]})")
     prompts = {pid: p for shard in shards for pid, p in read_prompts(shard.path).items()}
-    (out / PROMPTS_FILE).write_text("".join(p.model_dump_json() + "\n" for p in prompts.values()), encoding="utf-8")
     record = _record(shards, out)
-    write_run(out, record)
+    _write(out, shards[0].path, "".join(sample_line(by_id[sid]) for sid in order),
+           "".join(p.model_dump_json() + "\n" for p in prompts.values()), record)
     _, tools = load_tools(shards[0].suite.bundle_dir)
     return await score_samples(out, record, run_suite_of(out, record), tools)
 

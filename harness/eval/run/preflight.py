@@ -9,7 +9,9 @@ For each server the run's requests go to (``RunEngine.endpoints``; in-process en
 2. ``fits_family``: on a vLLM server (``POST /tokenize``; other servers skip this), the family's call
    tag (``<start_function_call>``, ``<tool_call>``) is one token of the served model's vocabulary, as
    in every model of that format; a Qwen model run as function_gemma spells it in pieces.
-3. ``probe``: one request per family and strategy, through the real kernel, the family's template and
+3. ``serves_strict_tools``: for ``required``/``strict``, a vLLM server is at least 0.32 (older ones
+   ignore ``strict``); a server without ``--enable-auto-tool-choice`` fails the probe, which says so.
+4. ``probe``: one request per family and strategy, through the real kernel, the family's template and
    the strategy's constraint, on the first selected case's prompt, cut at ``PROBE_TOKENS``: the server
    takes the grammar, the template renders. Nothing of it is recorded (it warms the server's prefix
    cache, as the first sample would).
@@ -36,12 +38,20 @@ from harness.engines import Endpoint, RunEngine, SampleContext
 from harness.eval.data import Case, NextCallCase, SingleTurnCase
 from harness.eval.run.resolved import RunError
 from harness.eval.run.sample import gold_answers, schema_only_tools
+from harness.files import load_json
+from harness.vocabulary import Strategy
 
 CONNECT_TIMEOUT_S = 3.0
 """A server that does not answer ``/models`` within this is down (or the URL is wrong)."""
 PROBE_TOKENS = 2
 """Tokens a probe asks for: enough to start the constrained answer, little enough to be quick."""
 PROBE_TIMEOUT_S = 120.0
+STRICT_TOOLS_VERSION = (0, 32)
+"""The vLLM that builds tool-call constraints itself for strict tools (``--tool-strict-level``, structural tags)."""
+SERVER_BUILT_HINT = (
+    " (required and strict use vLLM's own tool calling: the server must run with --enable-auto-tool-choice and "
+    "a --tool-call-parser for the family, vLLM >= 0.32)"
+)
 
 
 class _Probed(Exception):
@@ -77,7 +87,7 @@ async def reachable(endpoint: Endpoint, http: httpx.AsyncClient) -> None:
                        "$OPENAI_API_KEY, or the variable the bundle's model.api_key_env names")
     try:
         response.raise_for_status()
-        served = [str(m["id"]) for m in response.json()["data"]]
+        served = [str(m["id"]) for m in load_json(response.content, f"{url}/models")["data"]]  # depth-bounded
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         raise RunError(f"preflight: {url}/models is not an OpenAI-compatible model list: {exc}") from None
     if endpoint.model not in served:
@@ -91,9 +101,11 @@ async def fits_family(endpoint: Endpoint, call_start: str, http: httpx.AsyncClie
     body = {"model": endpoint.model, "prompt": call_start, "add_special_tokens": False}
     try:
         response = await http.post(f"{root}/tokenize", json=body, headers=_headers(endpoint), timeout=30.0)
-        tokens = response.json()["tokens"] if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        tokens = load_json(response.content, f"{root}/tokenize")["tokens"] if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):  # InputFileError (too deep, not JSON) is a ValueError
         tokens = None  # not a vLLM server: nothing to check here
+    if not isinstance(tokens, list):
+        tokens = None
     if tokens is not None and len(tokens) != 1:
         raise RunError(
             f"preflight: the model {endpoint.model!r} does not fit {endpoint.family}'s format: its vocabulary spells "
@@ -125,11 +137,34 @@ async def probe(agent: Agent, engine: RunEngine, case: Case, timeout_s: float) -
     except _Probed:
         return
     except ModelCallError as exc:
+        hint = SERVER_BUILT_HINT if constraint.strategy.server_built else ""
         raise RunError(f"preflight: a probe request of {agent.family}/{constraint.strategy} (case {case.id}) "
-                       f"failed: {exc}") from None
+                       f"failed: {exc}{hint}") from None
     except TimeoutError:
         raise RunError(f"preflight: a probe request of {agent.family}/{constraint.strategy} got no answer within "
                        f"{timeout_s:g} s") from None
+
+
+async def serves_strict_tools(endpoint: Endpoint, strategies: Sequence[str], http: httpx.AsyncClient) -> None:
+    """``required``/``strict`` need vLLM's own tool-call constraint: a vLLM server (``GET /version``)
+    at least ``STRICT_TOOLS_VERSION``; RunError naming the strategy and why. A server that is not vLLM
+    (no ``/version``) is left to the probe."""
+    wanted = [s for s in strategies if Strategy(s).server_built]
+    if not wanted:
+        return
+    root = endpoint.base_url.rstrip("/").removesuffix("/v1")
+    try:
+        answer = await http.get(f"{root}/version", headers=_headers(endpoint), timeout=CONNECT_TIMEOUT_S)
+        version = str(answer.json()["version"]) if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        version = None
+    if version is None:
+        return
+    parts = tuple(int(p) for p in version.split("+")[0].split(".")[:2] if p.isdigit())
+    if parts < STRICT_TOOLS_VERSION:
+        raise RunError(f"preflight: strategy {', '.join(wanted)} needs vLLM >= "
+                       f"{'.'.join(map(str, STRICT_TOOLS_VERSION))} (its own strict tool calling); the server "
+                       f"of {endpoint.family} at {endpoint.base_url} is vLLM {version}")
 
 
 async def check_reachable(endpoints: Sequence[Endpoint]) -> None:
@@ -152,6 +187,8 @@ async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | Non
     async with httpx.AsyncClient() as http:
         for endpoint in endpoints:
             await fits_family(endpoint, get_adapter(endpoint.family).native_call_start, http)
+            await serves_strict_tools(endpoint, [a.constraint.strategy for a in agents if a.family == endpoint.family],
+                                      http)
     if case is not None:
         for agent in agents:
             await probe(agent, engine, case, min(timeout_s, PROBE_TIMEOUT_S))
@@ -160,4 +197,7 @@ async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | Non
         f"{len(agents)} family x strategy lanes")
 
 
-__all__ = ["CONNECT_TIMEOUT_S", "PROBE_TOKENS", "check_reachable", "fits_family", "preflight", "probe", "reachable"]
+__all__ = [
+    "CONNECT_TIMEOUT_S", "PROBE_TOKENS", "check_reachable", "fits_family", "preflight", "probe", "reachable",
+    "serves_strict_tools",
+]

@@ -146,7 +146,9 @@ def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None, l
 def _check_calls(suite: Suite, agent: Agent) -> None:
     """The suite's calls against the tools the run will use, by the check ``harness validate`` makes
     (``validate_loaded``): a case validate rejects is never run. SuiteError lists every problem."""
-    tools = ToolSet({tool.schema.name: tool.schema for tool in agent.tools}, f"{suite.bundle_dir}'s tools")
+    python = agent.config.python
+    tools = ToolSet({tool.schema.name: tool.schema for tool in agent.tools}, f"{suite.bundle_dir}'s tools",
+                    classes=None if python is None else frozenset(python.classes))
     problems = validate_loaded(suite, tools)
     if problems:
         raise SuiteError(problems)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.agents import Agent, AgentOptions, CompletionRequest, Observer
+from harness.agents import Agent, AgentOptions, CompletionRequest, Observer, WorkerFailure
 from harness.engines import REGISTRY, EngineError, RunEngine, SampleContext, get_engine, open_engine
 from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite
 from harness.eval.run.preflight import preflight
@@ -36,6 +36,7 @@ from harness.eval.run.sample import (
     run_next_call,
     run_single_turn,
     sample_record,
+    server_constraints,
 )
 from harness.eval.run.setup_identity import checked_identity
 from harness.eval.store import (
@@ -123,9 +124,10 @@ class Runner:
         self.observers, self.log = list(observers), log
         """The user's observer factories (``recorder.ObserverFactory``), called per sample attempt."""
         self.tools = run.agent.tools
-        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None)
-        """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         self.states = SandboxStates(self.tools, echo_mode=self.suite.spec.echo_mode)
+        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None,
+                              owners=self.states.owners)
+        """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
         if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
             options["allow_text_answer"] = True
@@ -145,7 +147,7 @@ class Runner:
         await asyncio.to_thread(self.engine.prepare, list(self.resolved.families))
         no_args = [t.schema.name for t in self.tools if not t.schema.required]
         first = self.suite.cases[0] if self.suite.cases else None
-        if isinstance(first, NextCallCase | EpisodeCase) and no_args:  # single-turn cases run no tool
+        if isinstance(first, NextCallCase | EpisodeCase) and no_args and self.states.python is None:  # single-turn cases run no tool
             state = self.states.initial(first)
             await asyncio.gather(*(
                 self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.options.concurrency or 1)
@@ -200,10 +202,10 @@ class Runner:
             workspace_ms = (time.perf_counter() - started) * 1000.0
             outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job), observers)
         else:
-            workspace = self.states.workspace(job.case)
-            workspace_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_episode(job.agent, job.case, client, workspace,
-                                        self.resolved.options.max_steps_per_turn, self.draw(job), observers)
+            async with self.states.episode_workspace(job.case) as workspace:  # WorkerFailure: see run_sample
+                workspace_ms = (time.perf_counter() - started) * 1000.0
+                outcome = await run_episode(job.agent, job.case, client, workspace,
+                                            self.resolved.options.max_steps_per_turn, self.draw(job), observers)
         outcome.workspace_ms = workspace_ms
         return outcome
 
@@ -218,8 +220,9 @@ class Runner:
                 outcome = SampleOutcome(
                     error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.options.sample_timeout_s:g} s"
                 )
-            except Exception as exc:  # a bug or a broken engine: counted on the sample, never hidden
-                outcome = SampleOutcome(error_kind=ErrorKind.harness_exception, error=f"{type(exc).__name__}: {exc}")
+            except Exception as exc:  # a bug, a broken engine, Python classes that cannot load: counted, never hidden
+                kind = exc.kind if isinstance(exc, WorkerFailure) else ErrorKind.harness_exception
+                outcome = SampleOutcome(error_kind=kind, error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
             return self._with_prompts(sample_record(job.key(self.suite), outcome, started, attempts, self.draw(job).seed),
@@ -348,7 +351,8 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
         # What an engine knows only once it runs (a started server's version, command and model).
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
-                                           "model": engine.model_id, "engine_details": engine.describe() or None})
+                                           "model": engine.model_id, "engine_details": engine.describe() or None,
+                                           "server_constraints": server_constraints(runner.agents)})
     record = record.model_copy(update={"setup": checked_identity(run, record, prepared=bool(todo))})
     write_run(run.run_dir, record)
     progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None

@@ -34,12 +34,14 @@ from harness.agents import (
     ToolCall,
     ToolContext,
     ToolResult,
+    ToolRequest,
     ToolSchema,
+    server_constraint,
 )
 from harness.eval.data import EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.run.recorder import SampleRecorder
 from harness.eval.store import SampleKey, SampleRecord, StepRecord
-from harness.vocabulary import ErrorKind
+from harness.vocabulary import ErrorKind, Strategy
 
 
 def gold_answers(
@@ -166,6 +168,16 @@ async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient,
         return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
 
+def episode_tools(case: EpisodeCase, tools: Sequence[Tool], turn: int) -> list[Tool]:
+    """The tools user turn ``turn`` offers: those of the case's classes (``.pym`` tools when it names
+    none; a later class wins a name two classes share, as in BFCL), neither excluded nor held out."""
+    order = {name: i for i, name in enumerate(case.involved_classes)}
+    mine = [t for t in tools if case.uses(getattr(t, "owner", None))]
+    by_name = {t.schema.name: t for t in sorted(mine, key=lambda t: order.get(getattr(t, "owner", None) or "", 0))}
+    offered = set(case.offered(by_name, turn))
+    return [t for name, t in by_name.items() if name in offered]
+
+
 async def run_episode(
     agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None,
     draw: Draw = GREEDY, observers: Sequence[Observer] = (),
@@ -182,8 +194,7 @@ async def run_episode(
     bound = max_steps or agent.config.kernel.max_steps
     outcome = SampleOutcome(steps=recorder.steps, requests=recorder.requests)
     for index, user_messages in enumerate(case.turns):
-        offered = set(case.offered([t.schema.name for t in agent.tools], index))
-        tools = [t for t in agent.tools if t.schema.name in offered]
+        tools = episode_tools(case, agent.tools, index)
         history.extend(Message(role=m.role, content=m.content) for m in user_messages)
         seen = len(recorder.responses)
         try:
@@ -219,6 +230,7 @@ def sample_record(
     tool_ms = sum((r.duration_us or 0.0) / 1000.0 for step in outcome.steps for r in step.tool_results)
     return SampleRecord(
         **key.model_dump(),
+        server_constraint=server_label(key.family, key.strategy, outcome.requests),
         status="error" if outcome.error_kind else "ok",
         error_kind=outcome.error_kind,
         error=outcome.error,
@@ -239,10 +251,36 @@ __all__ = [
     "Draw",
     "SampleOutcome",
     "SchemaOnlyTool",
+    "episode_tools",
     "gold_answers",
     "run_episode",
     "run_next_call",
     "run_single_turn",
     "sample_record",
     "schema_only_tools",
+    "server_constraints",
+    "server_label",
 ]
+
+
+def server_label(family: str, strategy: Strategy, requests: Sequence[CompletionRequest]) -> str | None:
+    """What vLLM builds for a ``required``/``strict`` sample's first request (None otherwise)."""
+    if not strategy.server_built or not requests:
+        return None
+    first = requests[0]
+    fields = ToolRequest(first.tool_choice, first.strict_tools, first.parallel_tool_calls)
+    try:
+        return server_constraint(family, first.tools, fields).label
+    except ConstraintError:
+        return None
+
+
+def server_constraints(agents: Sequence[Agent]) -> dict[str, str] | None:
+    """run.json's ``server_constraints``: per ``family/strategy`` lane of vLLM's own strategies, what
+    vLLM builds for the run's tools (None when the run has none of them)."""
+    out = {}
+    for agent in agents:
+        if agent.constraint.strategy.server_built:
+            payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+            out[f"{agent.family}/{agent.constraint.strategy}"] = payload.server_built or "none"
+    return out or None

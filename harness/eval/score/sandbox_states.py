@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from harness.agents import Tool, ToolCall, ToolContext
-from harness.eval.data import EchoMode, FsCase, NextCallCase
+from harness.eval.data import EchoMode, EpisodeCase, FsCase, NextCallCase
 from harness.vocabulary import ErrorKind
 
 _ids = itertools.count(1)
@@ -26,7 +27,13 @@ class SandboxStates:
     its workspaces (``workspace``, ``workspace_after_history``)."""
 
     def __init__(self, tools: Sequence[Tool], echo_mode: EchoMode = "overwrite") -> None:
+        from harness.agents import python_source
+
         self.tools = {t.schema.name: t for t in tools}
+        self.python = python_source(tools)
+        """The worker of Python-class tools (None: ``.pym`` tools)."""
+        self.owners = {t.schema.name: owner for t in tools if isinstance(owner := getattr(t, "owner", None), str)}
+        """Tool name -> class, for Python-class tools."""
         self.echo_mode: EchoMode = echo_mode
         """The suite's ``echo`` semantics, for every workspace built here (runs and scoring alike)."""
         self._after_history: dict[str, Any] = {}
@@ -78,6 +85,26 @@ class SandboxStates:
         from harness.sandbox import Workspace
 
         return Workspace.filesystem(state, echo_mode=self.echo_mode)
+
+    @asynccontextmanager
+    async def episode_workspace(self, case: EpisodeCase) -> AsyncIterator[Any]:
+        """The workspace of one episode: a session of the case's Python classes in the tool worker
+        (closed when the episode ends), or a fresh file system for ``.pym`` tools. WorkerFailure when a
+        session cannot be opened (a class the bundle lacks, a config its loader refuses)."""
+        if not case.involved_classes:
+            yield self.workspace(case)
+            return
+        if self.python is None:
+            from harness.agents import WorkerFailure
+
+            raise WorkerFailure(ErrorKind.tool_unavailable, f"the case uses classes ({', '.join(case.involved_classes)}) "
+                                "but the bundle's tools are .pym scripts")
+        session = await self.python.open(case.involved_classes, case.initial_config,
+                                         long_context=case.long_context, entry=case.id)
+        try:
+            yield session
+        finally:
+            await session.close()
 
     def workspace(self, case: FsCase) -> Any:
         """A fresh workspace on the case's initial state (episodes)."""

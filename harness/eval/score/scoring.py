@@ -91,6 +91,16 @@ def unordered_subset(needles: Iterable[Any], haystack: Iterable[Any]) -> bool:
     return True
 
 
+def _steps_by_turn(steps: Sequence[StepRecord], turns: int) -> list[list[list[Call]]]:
+    """Per user turn, the calls of each response (a turn the episode never reached: none)."""
+    out: list[list[list[Call]]] = [[] for _ in range(turns)]
+    for step in steps:
+        index = step.turn or 0
+        if 0 <= index < turns:
+            out[index].append(list(step.tool_calls))
+    return out
+
+
 # -- the scorer ---------------------------------------------------------------------------------------
 
 
@@ -105,6 +115,7 @@ class Scorer:
         engine: str,
         backend: StateBackend | None,
         concurrency: int = 8,
+        owners: Mapping[str, str] | None = None,
     ) -> None:
         from harness.eval.score.bfcl_score import SingleTurnScoring
         from harness.sandbox import argument_check
@@ -113,6 +124,8 @@ class Scorer:
         """Single-turn cases bring their own tools and BFCL's verdict."""
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
+        self.owners: dict[str, str] = dict(getattr(backend, "owners", {}) or owners or {})
+        """Tool name -> its class, for Python-class tools (a case offers its classes' tools only)."""
         self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
         self.engine = engine
         self.backend = backend
@@ -288,7 +301,8 @@ class Scorer:
         for step in steps:
             by_turn.setdefault(step.turn or 0, []).append(step)
         for index, turn_steps in by_turn.items():
-            verdict = self.validity(turn_steps, case.offered(self.schemas, index), need_call=False, text_ends_turn=True)
+            names = [n for n in self.schemas if case.uses(self.owners.get(n))]
+            verdict = self.validity(turn_steps, case.offered(names, index), need_call=False, text_ends_turn=True)
             if verdict.error_kind:
                 return verdict
         if any(case.ground_truth) and not any(step.tool_calls for step in steps):
@@ -313,9 +327,22 @@ class Scorer:
             state = NOT_APPLICABLE
         elif sample.max_steps_turns:  # BFCL fails a force-quit episode before any check
             state = fail(ErrorKind.state_force_terminated)
+        elif case.involved_classes:
+            steps = _steps_by_turn(sample.steps, len(case.ground_truth))
+            state = await self._memo(case.id, per_turn, lambda: self._class_state(case, steps))
         else:
             state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
         return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
+
+    async def _class_state(self, case: EpisodeCase, steps: Sequence[Sequence[Sequence[Call]]]) -> Verdict:
+        """Python-class episodes: verdicts computed in the tool worker (``harness.eval.score.class_states``)."""
+        from harness.eval.score.class_states import class_verdict
+
+        source = getattr(self.backend, "python", None)
+        if source is None:
+            return fail(ErrorKind.tool_unavailable)  # the bundle's tools are not Python classes
+        async with self._limit:
+            return await class_verdict(source, case, steps)
 
     async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Verdict:
         """BFCL's multi-turn checker on the model's calls, turn by turn (see the module docstring)."""

@@ -174,7 +174,7 @@ class SampleKey(Record):
 class SampleRecord(SampleKey, OmitsAbsent):
     """One line of samples.jsonl: a case on one family x strategy x epoch, finished."""
 
-    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("seed",)
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("seed", "server_constraint")
 
     status: Status
     """``error`` when the sample ended early (``error_kind`` says why)."""
@@ -200,6 +200,9 @@ class SampleRecord(SampleKey, OmitsAbsent):
     seed: int | None = None
     """The seed its requests carried (a sampled run: derived from the run's seed, the case and the
     epoch); absent when the run was greedy."""
+    server_constraint: str | None = None
+    """Under ``required``/``strict``: what vLLM builds for the sample's first request
+    (``structural_tag:hermes``, ``json_array``, ``none``); absent under the other strategies."""
 
     @model_validator(mode="before")
     @classmethod
@@ -376,6 +379,9 @@ class RunRecord(Record):
     from the suite's longest gold answer (``harness.eval.run.token_bound``)."""
     setup: SetupIdentity | None = None
     """What determines the scores (``SetupIdentity``); None in runs written before it was recorded."""
+    server_constraints: dict[str, str] | None = None
+    """``family/strategy`` -> what vLLM builds itself under ``required``/``strict`` for the suite's tools
+    (``structural_tag:hermes``, ``json_array``, ``none``); None when the run has neither strategy."""
     versions: Versions
     """Versions of what the figures depend on."""
     machine: Machine | None = None

@@ -1,0 +1,218 @@
+"""The harness's side of the Python-tool worker (``harness.agents.python_tools.worker``): start it, talk to it, bound it.
+
+One ``WorkerClient`` owns one worker process, started when first needed. Every request is one JSON
+line out and one back, under a wall-clock bound (the bundle's ``limits.wall_clock`` for a call). When
+the worker dies (``os._exit``, a signal, the address-space limit) or overruns the bound, its whole
+process group is killed (the worker and whatever its tools started: processes this harness started),
+a new worker is started, the classes loaded again and every open session rebuilt by replaying the
+calls it had made: the session goes on with the state it had before the failed call, and that call
+ends as a ``tool:`` error. Requests are serialised (one worker answers one at a time); the async
+methods run them in a thread so that the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.vocabulary import ErrorKind
+
+_sessions = itertools.count(1)
+
+
+class WorkerFailure(Exception):
+    """The worker did not answer: ``kind`` (``tool:limit`` for the wall clock, ``tool:internal_error`` for a
+    worker that died) and what happened."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class _Session:
+    opening: dict[str, Any]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What the worker is started with."""
+
+    classes: Mapping[str, str]
+    """Class name -> ``module:Class``."""
+    search_path: Sequence[Path] = ()
+    """Folders put first on the worker's ``sys.path`` (the bundle's folder: a user's modules live there)."""
+    memory: int = 2 << 30
+    """The worker's address-space limit in bytes (``RLIMIT_AS``; 0: none)."""
+    wall_clock: float = 5.0
+    """Seconds one call may take, the worker's answer included."""
+    max_output: int = 1 << 20
+    """Bytes of a result's JSON text."""
+    bfcl: bool = False
+    """Execute through BFCL's ``execute_multi_turn_func_call``."""
+    check_wall_clock: float = 120.0
+    """Seconds a whole BFCL check (every call of a sample, re-executed) may take."""
+
+
+class WorkerClient:
+    """One worker process and the sessions open on it (see the module doc)."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+        self._buffer = b""
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _Session] = {}
+        self.restarts = 0
+        """Workers started again after one died or overran its bound."""
+
+    # -- the process -----------------------------------------------------------------------------
+    def _start(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[3])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        command = [sys.executable, "-m", "harness.agents.python_tools.worker", str(self.settings.memory),
+                   *(str(p) for p in self.settings.search_path)]
+        self._stderr = tempfile.TemporaryFile()  # the tools' prints and a dying worker's last words
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env=env, start_new_session=True,  # its own process group: killed whole, with what tools started
+        )
+        self._buffer = b""
+        answer = self._exchange({"op": "load", "classes": dict(self.settings.classes), "bfcl": self.settings.bfcl,
+                                 "max_output": self.settings.max_output}, 60.0)
+        if "error" in answer:
+            self._stop()
+            raise WorkerFailure(ErrorKind.tool_load_error, str(answer.get("message")))
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the group this harness started (start_new_session)
+        except ProcessLookupError:
+            pass
+        process.wait()
+        self._stderr.close()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def _exchange(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        process = self._process
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerFailure(ErrorKind.tool_internal_error, "the tool worker died") from None
+        deadline = time.monotonic() + timeout
+        fd = process.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise WorkerFailure(ErrorKind.tool_limit, f"no answer within the wall clock ({timeout:g} s)")
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    code = process.wait()
+                    raise WorkerFailure(ErrorKind.tool_internal_error,
+                                        f"the tool worker died (exit status {code}){self._last_words()}")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def _last_words(self) -> str:
+        """The end of the worker's stderr (a traceback where Python itself failed), for the error message."""
+        self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, self._stderr.tell() - 400))
+        text = self._stderr.read().decode(errors="replace").strip()
+        return f": ...{text.splitlines()[-1]}" if text else ""
+
+    def _restart(self) -> None:
+        """A new worker with every open session rebuilt (its calls replayed, their answers ignored)."""
+        self._stop()
+        self.restarts += 1
+        self._start()
+        for session in self._sessions.values():
+            self._exchange(session.opening, 60.0)
+            for call in session.calls:
+                self._exchange(call, self.settings.wall_clock)
+
+    def request(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """One request answered (blocking). A worker that fails is replaced before this returns, and the
+        failure raised as WorkerFailure."""
+        with self._lock:
+            if self._process is None:
+                self._start()
+            try:
+                answer = self._exchange(request, timeout or self.settings.wall_clock)
+            except WorkerFailure:
+                try:
+                    self._restart()
+                except WorkerFailure:
+                    self._stop()  # the next request starts afresh
+                raise
+            if request["op"] == "call":
+                self._sessions[request["session"]].calls.append(request)
+            return answer
+
+    async def arequest(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.request, request, timeout)
+
+    # -- sessions --------------------------------------------------------------------------------
+    async def open(self, classes: Sequence[str], config: Mapping[str, Any], *, long_context: bool = False,
+                   entry: str = "case") -> str:
+        """A new session with instances of ``classes`` loaded from ``config``; its id."""
+        session = f"s{next(_sessions)}"
+        opening = {"op": "open", "session": session, "classes": list(classes), "config": dict(config),
+                   "long_context": long_context, "entry": entry}
+        answer = await self.arequest(opening, 60.0)
+        if "error" in answer:
+            raise WorkerFailure(str(answer["error"]), str(answer.get("message")))
+        with self._lock:
+            self._sessions[session] = _Session(opening)
+        return session
+
+    async def close_session(self, session: str) -> None:
+        with self._lock:
+            known = self._sessions.pop(session, None)
+        if known is not None and self._process is not None:
+            try:
+                await self.arequest({"op": "close", "session": session})
+            except WorkerFailure:
+                pass  # the worker was replaced without this session: nothing left to close
+
+    async def snapshot(self, session: str) -> Any:
+        """Each instance's public attributes, as JSON values (what is not JSON: its ``repr``)."""
+        answer = await self.arequest({"op": "snapshot", "session": session})
+        if "error" in answer:
+            raise WorkerFailure(str(answer["error"]), str(answer.get("message")))
+        return json.loads(answer["state_json"])
+
+    def close(self) -> None:
+        """Stop the worker (sessions are gone with it)."""
+        with self._lock:
+            self._sessions.clear()
+            self._stop()
+
+
+__all__ = ["WorkerClient", "WorkerFailure", "WorkerSettings"]

@@ -1,0 +1,138 @@
+"""Python classes as a tool source: each public method a tool, one instance the state, all in a worker.
+
+``PythonClassSource`` owns one worker (``harness.agents.python_tools.client``) for a bundle's classes. Its tools
+(``WorkerTool``, the kernel's ``Tool`` protocol) carry their class; a sample opens a
+``PythonSession`` (the case's classes, loaded from its initial configs) and passes it to the kernel as
+the workspace, so the calls of the sample act on the sample's instances in the worker. A call that the
+worker cannot answer (it died, hung or ran out of memory) ends as a ``tool:`` error result, and the
+worker goes on with the state the session had.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.agents.python_tools.client import WorkerClient, WorkerFailure, WorkerSettings
+from harness.agents.tools import ToolContext
+from harness.agents.types import ToolCall, ToolResult, ToolSchema
+from harness.vocabulary import ErrorKind
+
+
+def call_text(name: str, arguments: Mapping[str, Any], *, checked: bool = True) -> str:
+    """A call as Python source, the way BFCL's decoding writes a model's call: ``cd(folder='x')``. Values
+    are JSON values, so each ``repr`` is a Python literal. ``checked``: ValueError unless the name and
+    the keys are identifiers (unchecked, a call BFCL cannot execute fails there, as it does in BFCL)."""
+    if checked and (not name.isidentifier() or not all(str(k).isidentifier() for k in arguments)):
+        raise ValueError(f"not a Python call: {name}({', '.join(map(str, arguments))})")
+    return f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})"
+
+
+@dataclass(frozen=True)
+class PythonSession:
+    """One sample's instances in the worker (the workspace the kernel passes to ``WorkerTool``)."""
+
+    source: PythonClassSource
+    id: str
+    classes: tuple[str, ...]
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, str | None, str | None]:
+        """(output, error kind, error message) of one call."""
+        request: dict[str, Any] = {"op": "call", "session": self.id, "name": name, "arguments": dict(arguments)}
+        if self.source.settings.bfcl:
+            try:
+                request["text"] = call_text(name, arguments)
+            except ValueError as exc:
+                return None, ErrorKind.tool_bad_arguments, str(exc)
+        try:
+            answer = await self.source.client.arequest(request)
+        except WorkerFailure as exc:
+            return None, exc.kind, str(exc)
+        if "error" in answer:
+            return None, str(answer["error"]), str(answer.get("message"))
+        return json.loads(answer["output_json"]), None, None
+
+    async def snapshot(self) -> Any:
+        return await self.source.client.snapshot(self.id)
+
+    async def close(self) -> None:
+        await self.source.client.close_session(self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerTool:
+    """One public method of one class, run in the worker on the session the kernel passes."""
+
+    schema: ToolSchema
+    owner: str
+    """The class whose method this is."""
+    source: PythonClassSource
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        session = context.workspace
+        if not isinstance(session, PythonSession):
+            return ToolResult(call.id, call.name, "no Python session for this call", is_error=True,
+                              error_kind=ErrorKind.tool_internal_error)
+        started = time.perf_counter()
+        output, kind, message = await session.call(call.name, call.arguments)
+        duration = (time.perf_counter() - started) * 1e6
+        if kind is not None:
+            return ToolResult(call.id, call.name, message, is_error=True, error_kind=kind, duration_us=duration)
+        return ToolResult(call.id, call.name, output, duration_us=duration)
+
+
+class PythonClassSource:
+    """A bundle's Python classes behind one worker: their tools, sessions, and BFCL's checker (a
+    ``harness.agents.ToolSource``)."""
+
+    def __init__(self, settings: WorkerSettings, tools_json: Mapping[str, Sequence[Mapping[str, Any]]] | None = None):
+        self.settings = settings
+        self.client = WorkerClient(settings)
+        described = tools_json
+        if described is None:
+            answer = self.client.request({"op": "describe"}, 60.0)
+            described = answer["tools"]
+        missing = [name for name in settings.classes if name not in described]
+        if missing:
+            raise WorkerFailure(ErrorKind.tool_load_error, f"the tools JSON has no tools of {', '.join(missing)}")
+        self.tools: tuple[WorkerTool, ...] = tuple(
+            WorkerTool(ToolSchema.from_openai(_wrapped(entry)), owner, self)
+            for owner in settings.classes for entry in described[owner]
+        )
+
+    async def open(self, classes: Sequence[str], config: Mapping[str, Any], *, long_context: bool = False,
+                   entry: str = "case") -> PythonSession:
+        """A session for one sample (close it when the sample ends)."""
+        session = await self.client.open(classes, config, long_context=long_context, entry=entry)
+        return PythonSession(self, session, tuple(classes))
+
+    async def bfcl_check(self, entry: Mapping[str, Any], model: Sequence[Sequence[Sequence[str]]],
+                         truth: Sequence[Sequence[str]]) -> tuple[bool, str | None]:
+        """BFCL's ``multi_turn_checker`` then its irrelevance checker, run in the worker: (valid, error type)."""
+        request = {"op": "bfcl_check", "entry": dict(entry), "model": model, "truth": truth}
+        answer = await self.client.arequest(request, self.settings.check_wall_clock)
+        if "error" in answer:
+            raise WorkerFailure(str(answer["error"]), str(answer.get("message")))
+        return bool(answer["valid"]), answer.get("error_type")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _wrapped(entry: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(entry) if entry.get("type") == "function" else {"type": "function", "function": dict(entry)}
+
+
+def python_source(tools: Sequence[Any]) -> PythonClassSource | None:
+    """The source behind a bundle's tools when they are Python-class tools, else None."""
+    for tool in tools:
+        source = getattr(tool, "source", None)
+        if isinstance(source, PythonClassSource):
+            return source
+    return None
+
+
+__all__ = ["PythonClassSource", "PythonSession", "WorkerTool", "call_text", "python_source"]

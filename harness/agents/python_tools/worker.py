@@ -1,0 +1,284 @@
+"""The worker process of Python-class tools: ``python -m harness.agents.python_tools.worker MEMORY_BYTES SEARCH_PATH...``.
+
+Python tools are the user's own code, run with the user's privileges; this process keeps them out of
+the harness's process, so that a tool that crashes, hangs, forks or eats memory costs one call, never
+the run. The harness (``harness.agents.python_tools.client``) starts it, bounds its address space here with
+``RLIMIT_AS`` before any tool is imported, bounds each call's wall clock from outside (an overdue
+worker is killed with its process group and started again) and reads one JSON line per request.
+
+Requests (one JSON object a line on stdin; one answer a line on the protocol pipe, which is the
+original stdout: a tool's ``print`` goes to stderr instead):
+
+- ``load``: import the classes (``module:Class``); ``bfcl``: execute through BFCL's own
+  ``execute_multi_turn_func_call`` (results and error texts as BFCL makes them).
+- ``open`` / ``close``: a session (one sample's instances) with the case's classes and initial configs,
+  loaded the way BFCL loads them (``_load_scenario(config, long_context=...)``).
+- ``call``: one method of a session's instances (the later class wins a name two classes share, as in
+  BFCL).
+- ``snapshot``: each instance's public attributes (what BFCL's ``state_checker`` compares).
+- ``bfcl_check``: BFCL's ``multi_turn_checker`` on the model's calls, as BFCL's runner calls it.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import itertools
+import json
+import os
+import resource
+import sys
+import traceback
+from typing import Any, BinaryIO
+
+BFCL_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
+BFCL_CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
+_checks = itertools.count(1)
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"error": kind, "message": message}
+
+
+def _import(target: str) -> type:
+    module_name, _, class_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    found = getattr(module, class_name, None)
+    if not isinstance(found, type):
+        raise ImportError(f"{module_name} defines no class {class_name!r}")
+    return found
+
+
+def _public(instance: Any) -> dict[str, Any]:
+    return {name: value for name, value in vars(instance).items() if not name.startswith("_")}
+
+
+class Worker:
+    """The state of the worker: the loaded classes and the open sessions."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.classes: dict[str, type] = {}
+        self.bfcl = False
+        self.max_output = 1 << 20
+        self.sessions: dict[str, dict[str, Any]] = {}
+
+    # -- requests --------------------------------------------------------------------------------
+    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.bfcl = bool(request.get("bfcl"))
+        self.max_output = int(request.get("max_output") or self.max_output)
+        problems = []
+        for name, target in request["classes"].items():
+            try:
+                self.classes[name] = _import(target)
+            except BaseException as exc:  # any import failure is the user's, reported by name
+                problems.append(f"{name} ({target}): {type(exc).__name__}: {exc}")
+        if self.bfcl:
+            try:
+                importlib.import_module(BFCL_UTILS)
+            except ImportError as exc:
+                problems.append(f"BFCL's package: {exc}")
+        return _error("tool:load_error", "; ".join(problems)) if problems else {"ok": True}
+
+    def describe(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Each loaded class's public methods as tool schemas, from signatures and docstrings."""
+        from harness.agents.python_tools.signatures import method_schemas
+
+        return {"tools": {name: method_schemas(cls) for name, cls in self.classes.items()}}
+
+    def open(self, request: dict[str, Any]) -> dict[str, Any]:
+        names, config = request["classes"], request.get("config") or {}
+        unknown = [n for n in names if n not in self.classes]
+        if unknown:
+            return _error("tool:unknown", f"no class {', '.join(unknown)} in the bundle")
+        session: dict[str, Any] = {"names": names, "config": config, "long_context": bool(request.get("long_context")),
+                                   "entry": request.get("entry", "case"), "tag": f"harness_{request['session']}"}
+        if self.bfcl:
+            _, instances = self._bfcl_execute(session, [])
+            session["instances"] = instances
+        else:
+            instances = {}
+            for name in names:
+                instance = self.classes[name]()
+                loader = getattr(instance, "_load_scenario", None)
+                if loader is not None:
+                    loader(copy.deepcopy(config.get(name, {})), long_context=session["long_context"])
+                elif config.get(name):
+                    return _error("tool:load_error", f"{name} has an initial config but no _load_scenario method")
+                instances[name] = instance
+            session["instances"] = instances
+        methods: dict[str, Any] = {}
+        for instance in session["instances"].values():
+            for method, bound in inspect.getmembers(instance, predicate=inspect.ismethod):
+                if not method.startswith("_"):
+                    methods[method] = bound
+        session["methods"] = methods
+        self.sessions[request["session"]] = session
+        return {"ok": True}
+
+    def _bfcl_execute(self, session: dict[str, Any], calls: list[str]) -> tuple[list[str], dict[str, Any]]:
+        utils = importlib.import_module(BFCL_UTILS)
+        return utils.execute_multi_turn_func_call(  # type: ignore[no-any-return]
+            calls, session["config"], session["names"], session["tag"], session["entry"],
+            long_context=session["long_context"],
+        )
+
+    def close(self, request: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions.pop(request["session"], None)
+        if session is not None and self.bfcl:
+            _forget(importlib.import_module(BFCL_UTILS), session["tag"])
+        return {"ok": True}
+
+    def call(self, request: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions.get(request["session"])
+        if session is None:
+            return _error("tool:internal_error", "no such session")
+        name, arguments = request["name"], request.get("arguments") or {}
+        method = session["methods"].get(name)
+        if method is None:
+            return _error("tool:unknown", f"no tool {name!r} among the case's classes")
+        if self.bfcl:
+            outputs, _ = self._bfcl_execute(session, [request["text"]])
+            return self._output(outputs[0])
+        try:
+            inspect.signature(method).bind(**arguments)
+        except TypeError as exc:
+            return _error("tool:bad_arguments", f"{name}: {exc}")
+        try:
+            result = method(**arguments)
+        except MemoryError:
+            raise  # the address-space limit: reported as tool:limit
+        except Exception as exc:
+            return _error("tool:exception", f"{name} raised {type(exc).__name__}: {exc}")
+        return self._output(result)
+
+    def _output(self, result: Any) -> dict[str, Any]:
+        try:
+            text = json.dumps(result, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            return _error("tool:bad_output", f"the result ({type(result).__name__}) is not JSON: {exc}")
+        if len(text) > self.max_output:
+            return _error("tool:limit", f"the result is {len(text)} bytes of JSON, over max_output ({self.max_output})")
+        return {"output_json": text}
+
+    def snapshot(self, request: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions.get(request["session"])
+        if session is None:
+            return _error("tool:internal_error", "no such session")
+        state = {name: _public(instance) for name, instance in session["instances"].items()}
+        return {"state_json": json.dumps(state, ensure_ascii=False, sort_keys=True, default=repr)}
+
+    def bfcl_check(self, request: dict[str, Any]) -> dict[str, Any]:
+        checker = importlib.import_module(BFCL_CHECKER)
+        utils = importlib.import_module(BFCL_UTILS)
+        tag = f"harness_check_{next(_checks)}"
+        entry, model, truth = request["entry"], request["model"], request["truth"]
+        try:  # BFCL's runner calls multi_turn_checker alone (it imports its irrelevance checker, unused)
+            result = checker.multi_turn_checker(model, truth, entry, entry["id"].rsplit("_", 1)[0], tag)
+        finally:
+            _forget(utils, tag)
+        return {"valid": bool(result.get("valid")), "error_type": result.get("error_type"),
+                "error_message": result.get("error_message")}
+
+
+def _forget(utils: Any, tag: str) -> None:
+    """Drop the instances BFCL's executor keeps in its module globals under ``tag`` (it keys them by a
+    model name, which the harness makes unique per session and per check)."""
+    for key in [k for k in vars(utils) if k.startswith(f"{tag}_") and k.endswith("_instance")]:
+        del vars(utils)[key]
+
+
+def _children() -> list[Any]:
+    """The processes a tool started (forks included, and theirs), running or not yet reaped. Linux's
+    /proc lists a process's children directly (psutil scans every process of the machine: ~20 ms a
+    call on a busy one); psutil serves where /proc does not."""
+    if not os.path.isdir(f"/proc/{os.getpid()}/task"):
+        import psutil
+
+        return list(psutil.Process().children(recursive=True))
+    found: list[_Pid] = []
+    parents = [os.getpid()]
+    while parents:
+        pid = parents.pop()
+        try:
+            tasks = list(os.scandir(f"/proc/{pid}/task"))
+        except OSError:  # gone meanwhile
+            continue
+        for task in tasks:
+            try:
+                with open(f"{task.path}/children") as listed:
+                    kids = [int(p) for p in listed.read().split()]
+            except OSError:
+                continue
+            found += [_Pid(k) for k in kids]
+            parents += kids
+    return found
+
+
+class _Pid:
+    """A child process by id (``kill``, ``wait``), where psutil is missing."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout: float) -> None:
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:  # a grandchild: its own parent reaps it
+            pass
+
+
+def _handle(worker: Worker, request: dict[str, Any]) -> dict[str, Any]:
+    op = request.get("op")
+    handler = {"load": worker.load, "open": worker.open, "close": worker.close, "call": worker.call,
+               "snapshot": worker.snapshot, "describe": worker.describe, "bfcl_check": worker.bfcl_check}.get(str(op))
+    if handler is None:
+        return _error("tool:internal_error", f"unknown request {op!r}")
+    try:
+        answer = handler(request)
+    except MemoryError:
+        answer = _error("tool:limit", "the worker ran out of memory (its address-space limit)")
+    except Exception as exc:
+        answer = _error("tool:exception", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}")
+    finally:
+        if os.getpid() != worker.pid:  # a forked child of a tool never answers for the worker
+            os._exit(0)
+    children = _children()
+    if children:
+        for child in children:
+            child.kill()
+        for child in children:
+            child.wait(timeout=5)
+        return _error("tool:error", f"the tool started {len(children)} process(es); they were killed")
+    return answer
+
+
+def serve(requests: BinaryIO, answers: BinaryIO) -> None:
+    worker = Worker()
+    for line in requests:
+        if not line.strip():
+            continue
+        answer = _handle(worker, json.loads(line))
+        answers.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+        answers.flush()
+
+
+def main(argv: list[str]) -> None:
+    memory = int(argv[0])
+    sys.path[:0] = argv[1:]
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a tool's print goes to stderr, never into the protocol
+    if memory > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    serve(sys.stdin.buffer, answers)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
