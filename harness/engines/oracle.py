@@ -209,8 +209,7 @@ class OracleEngine:
         finish = "grammar_error" if error else "stop"
         if error is None and cut is not None:
             content = content[:cut]  # a stop string: the text before it, as a server answers
-        elif error is None and result.finish_reason == "length":
-            finish = "length"
+        finish = "length" if error is None and cut is None and result.finish_reason == "length" else finish
         answer, tool_calls = _as_served(server, request, content) if error is None else (content, ())
         stats = EngineStats(
             compile_ms=compile_ms,
@@ -235,7 +234,6 @@ class OracleEngine:
             model=request.model,
             stats=stats,
         )
-
 
     def _guidance_response(
         self, request: CompletionRequest, artifact: Any, tokenizer: Any, ids: list[int], walk: int, cut: int | None,
