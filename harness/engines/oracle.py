@@ -30,10 +30,12 @@ from harness.agents import (
     DecodingConstraint,
     EngineStats,
     ModelCallError,
+    ServerConstraint,
     ToolCall,
+    ToolRequest,
+    server_constraint,
 )
 from harness.agents.families import get_adapter
-from harness.agents import ServerConstraint, ToolRequest, server_constraint
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
 from harness.vocabulary import GrammarBackend, Strategy
