@@ -297,7 +297,7 @@ def gold_answers_accepted(cases: list[EpisodeCase], imported: Path) -> tuple[int
     from harness.eval.run.sample import episode_tools
     from harness.fuzz.walker import GrammarWalker
     from harness.grammar import compile_artifact, get_tokenizer
-    from harness.vocabulary import CONSTRAINED_STRATEGIES, FAMILIES
+    from harness.vocabulary import FAMILIES, HARNESS_STRATEGIES
 
     owned = json.loads((imported / "bundle" / "tools.json").read_text())
     tools = [_Owned(ToolSchema.from_openai(t), owner) for owner, ts in owned.items() for t in ts]
@@ -311,7 +311,7 @@ def gold_answers_accepted(cases: list[EpisodeCase], imported: Path) -> tuple[int
                 continue
             for family in FAMILIES:
                 adapter = get_adapter(family)
-                for strategy in CONSTRAINED_STRATEGIES:
+                for strategy in HARNESS_STRATEGIES:
                     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=True, allow_text_answer=True)
                     key = (*sorted(s.name for s in offered), family, strategy)
                     if key not in walkers:
