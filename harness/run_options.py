@@ -21,7 +21,7 @@ engines, below the evaluation layer, can read it too.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -81,6 +81,9 @@ class RunOptions(BaseModel):
     """The registered engine (``oracle``, ``local``, ``openai``, ``vllm``)."""
     target: str | None = _option(None, "--target", True)
     """Oracle only: whose grammar compiler the gold is replayed through (``vllm``; None: the harness's)."""
+    grammar_backend: Literal["xgrammar", "guidance"] | None = _option(None, "--grammar-backend", True)
+    """The grammar library that runs the constraints, as vLLM's two structured-outputs backends: in process
+    for the oracle, the server's ``--structured-outputs-config.backend`` for ``vllm`` (None: xgrammar)."""
     base_urls: tuple[str, ...] = _option((), "--base-url", False)
     """OpenAI-compatible servers (openai engine); several = replicas serving the same model."""
     model: str | None = _option(None, "--model", False)

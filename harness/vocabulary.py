@@ -54,6 +54,17 @@ class Strategy(StrEnum):
         return self in (Strategy.required, Strategy.strict)
 
 
+@unique
+class GrammarBackend(StrEnum):
+    """The grammar library that compiles and runs a constraint: vLLM's two structured-outputs backends
+    (its ``--structured-outputs-config.backend``), run in process by the oracle and ``harness serve``."""
+
+    xgrammar = "xgrammar"
+    guidance = "guidance"
+    """llguidance (vLLM's ``guidance`` backend)."""
+
+
+GRAMMAR_BACKENDS: tuple[GrammarBackend, ...] = tuple(GrammarBackend)
 FAMILIES: tuple[Family, ...] = tuple(Family)
 """Every family, in registry order."""
 STRATEGIES: tuple[Strategy, ...] = tuple(Strategy)
@@ -227,6 +238,7 @@ __all__ = [
     "BFCL_ERROR_PREFIX",
     "CONSTRAINED_STRATEGIES",
     "FAMILIES",
+    "GRAMMAR_BACKENDS",
     "HARNESS_STRATEGIES",
     "HTTP_ERROR_PREFIX",
     "SAMPLE_METRICS",
@@ -235,6 +247,7 @@ __all__ = [
     "TIMING_METRICS",
     "ErrorKind",
     "Family",
+    "GrammarBackend",
     "Metric",
     "Strategy",
     "bfcl_error_kind",

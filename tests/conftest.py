@@ -20,3 +20,17 @@ def qwen_tokenizer():
     from harness.grammar.tokenizers import get_tokenizer
 
     return get_tokenizer("qwen")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _grammar_store(tmp_path_factory: pytest.TempPathFactory):
+    """Compiled grammars the engines keep go to a folder of the test session, never the user cache."""
+    import os
+
+    before = os.environ.get("HARNESS_GRAMMAR_CACHE")
+    os.environ["HARNESS_GRAMMAR_CACHE"] = str(tmp_path_factory.mktemp("grammar-store"))
+    yield
+    if before is None:
+        os.environ.pop("HARNESS_GRAMMAR_CACHE", None)
+    else:
+        os.environ["HARNESS_GRAMMAR_CACHE"] = before

@@ -57,6 +57,13 @@ class EngineStats:
 
     compile_ms: float | None = None
     compile_cached: bool | None = None
+    compile_found: str | None = None
+    """Where the grammar came from: ``compiled`` (cold, for this request), ``memory`` (this process
+    compiled it before) or ``disk`` (kept by an earlier run); None: not measured."""
+    grammar_backend: str | None = None
+    """The grammar library that ran the constraint (``xgrammar`` or ``guidance``)."""
+    grammar_reason: str | None = None
+    """Why the grammar refused the answer, in the grammar library's words (with ``grammar_error``)."""
     mask_us: tuple[float, ...] = ()
     """Time of each token-mask fill. The oracle fills the mask at every step (one entry per token); the
     embedded engine's lazy policy fills it only when the grammar rejects the model's own choice, so its
@@ -94,6 +101,9 @@ class CompletionResponse:
     latency_ms: float | None = None
     ttft_ms: float | None = None
     """Time to first token, measured when streaming (or by an in-process engine)."""
+    constraint_first: bool | None = None
+    """A server client's first call with this constraint (the server compiles it for that call unless it
+    kept it from before); None: no constraint, or not a server client."""
     model: str = ""
     stats: EngineStats | None = None
     malformed_tool_calls: tuple[str, ...] = ()

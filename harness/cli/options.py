@@ -62,6 +62,17 @@ class Reference(StrEnum):
     llguidance = "llguidance"
 
 
+GrammarBackendOpt = Annotated[
+    vocabulary.GrammarBackend | None,
+    typer.Option(
+        "--grammar-backend",
+        help="The grammar library that runs the constraints, as vLLM's two structured-outputs backends: "
+        "xgrammar, or guidance (llguidance). oracle and harness serve: in process; --engine vllm: the server's "
+        "--structured-outputs-config.backend.",
+    ),
+]
+
+
 class MaskPolicy(StrEnum):
     """``harness.grammar.decode.MaskPolicy``: when the embedded engine fills the token mask."""
 
@@ -135,6 +146,7 @@ __all__ = [
     "Engine",
     "Families",
     "Family",
+    "GrammarBackendOpt",
     "GrammarEngines",
     "LimitsPreset",
     "MaskPolicy",

@@ -309,7 +309,7 @@ def parse_body(
         artifact = server.artifact or artifact
         _check_sizes(checked, artifact, max_constraint_bytes)
         if artifact is not None and compile:
-            compile_artifact(artifact, family)
+            compile_artifact(artifact, family, keep=True)
     except ConstraintError as exc:
         raise BadRequest(str(exc)) from exc
     extra: dict[str, Any] = {}

@@ -19,6 +19,7 @@ other requests with new grammars wait their turn without holding a thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import multiprocessing
 import threading
@@ -175,9 +176,15 @@ class CompileGuard:
         bounds (checked in the worker the first time); ConstraintError naming the bound it hit, or
         xgrammar's complaint, otherwise. A grammar the server compiled lately goes straight to its
         cache; new grammars take turns, so a slow one delays only other new ones."""
-        from harness.grammar import compile_artifact, was_compiled
+        from harness.grammar import compile_artifact, is_kept, was_compiled
 
+        keep = functools.partial(compile_artifact, keep=True)
         key = self.key(artifact, family)
+        if key not in self._verdicts and (was_compiled(artifact, family) or is_kept(artifact, family)):
+            # compiled here lately, or by an earlier server on this machine (the on-disk store)
+            self.stats.verdict_hits += 1
+            await asyncio.to_thread(keep, artifact, family)
+            return
         if key in self._verdicts:
             self._verdicts.move_to_end(key)
             verdict = self._verdicts[key]
@@ -186,7 +193,7 @@ class CompileGuard:
                 raise ConstraintError(verdict)
             if was_compiled(artifact, family):
                 self.stats.verdict_hits += 1
-                await asyncio.to_thread(compile_artifact, artifact, family)
+                await asyncio.to_thread(keep, artifact, family)
                 return
         async with self._turn:
             if key in self._verdicts:  # checked while this request waited its turn
@@ -196,7 +203,7 @@ class CompileGuard:
                 self._remember(key, verdict)
             if verdict is not None:
                 raise ConstraintError(verdict)
-            await asyncio.to_thread(compile_artifact, artifact, family)  # one server compile at a time
+            await asyncio.to_thread(keep, artifact, family)  # one server compile at a time
 
     def _compile(self, artifact: ConstraintArtifact, family: str) -> str | None:
         """Compile in the worker, watching its clock and memory; the verdict (None: it compiles)."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness.agents import CompletionRequest, CompletionResponse, LLMClient
 from harness.engines.registry import Endpoint, EngineContext, EngineError, SampleContext
 from harness.run_options import RunOptions
+from harness.vocabulary import GrammarBackend
 
 if TYPE_CHECKING:
     from harness.agents import ModelConfig
@@ -183,6 +184,8 @@ def _no_server_options(name: str, options: RunOptions) -> None:
         raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
     if options.target is not None and name != "oracle":
         raise EngineError("--target is for --engine oracle (whose grammar compiler the gold is replayed through)")
+    if (options.grammar_backend or "xgrammar") != "xgrammar" and name != "oracle":
+        raise EngineError(f"--grammar-backend is for --engine oracle or vllm, not {name}")
 
 
 def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleClients, list[str] | None]:
@@ -194,6 +197,9 @@ def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleC
     if options.target not in (None, "vllm"):
         raise EngineError(f"unknown --target {options.target!r}: expected vllm")
     note = NOTE
+    backend = _oracle_backend(options)
+    if backend == "guidance":
+        note = f"{NOTE}; grammars run by llguidance (vLLM's guidance backend), converted from the artifacts"
     if options.target == "vllm":
         from harness.engines.vllm.backend import TARGET_NOTE
         from harness.engines.vllm.launch import vllm_unavailable
@@ -207,7 +213,7 @@ def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleC
 
     def client(sample: SampleContext) -> LLMClient:
         return OracleEngine(sample.family, answers=sample.gold, constraint=sample.constraint,
-                            grammar_cache=grammar_cache, target=targets.get(sample.family))
+                            grammar_cache=grammar_cache, target=targets.get(sample.family), backend=backend)
 
     def warm(families: list[str]) -> None:
         # Seconds of loading tokenizers, xgrammar and torch are not a grammar's cost; compiling stays in samples.
@@ -216,6 +222,10 @@ def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleC
         for family in families:
             get_tokenizer(family)
             get_compiler(family)
+            if backend == "guidance":
+                from harness.grammar import get_llg_tokenizer
+
+                get_llg_tokenizer(family)
             if options.target == "vllm":
                 from harness.engines.vllm.backend import VllmGrammarTarget
                 from harness.engines.vllm.models import default_model
@@ -224,6 +234,20 @@ def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleC
                 targets[family].load()
 
     return PerSampleClients("oracle", note, client, warm, model_id="oracle"), _listed(options.families)
+
+
+def _oracle_backend(options: RunOptions) -> GrammarBackend:
+    """The oracle's grammar library; llguidance must be installed for ``guidance``."""
+    backend = GrammarBackend(options.grammar_backend or "xgrammar")
+    if backend == GrammarBackend.guidance:
+        from harness.grammar import guidance_available
+
+        why = guidance_available()
+        if why:
+            raise EngineError(f"--grammar-backend guidance: {why}")
+        if options.target is not None:
+            raise EngineError("--target vllm replays gold through vLLM's xgrammar backend: not with --grammar-backend guidance")
+    return backend
 
 
 def _served_model(base_url: str, api_key: str | None, options: RunOptions, bundle: ModelConfig | None) -> str:

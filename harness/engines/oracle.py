@@ -38,7 +38,7 @@ from harness.agents import (
 from harness.agents.families import get_adapter
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
-from harness.vocabulary import Strategy
+from harness.vocabulary import GrammarBackend, Strategy
 
 if TYPE_CHECKING:
     from harness.engines.vllm.backend import MaskDifference
@@ -72,8 +72,12 @@ class OracleEngine:
         constraint: DecodingConstraint | None = None,
         grammar_cache: dict[Any, Any] | None = None,
         target: Any = None,
+        backend: GrammarBackend = GrammarBackend.xgrammar,
     ) -> None:
         self.family = family
+        self.backend = GrammarBackend(backend)
+        """The grammar library the gold walks through: xgrammar (the decode loop) or llguidance
+        (``harness.grammar.guidance``, as vLLM's ``guidance`` backend runs it)."""
         self.target = target
         """None: the harness's own grammars. Else a grammar target such as
         :class:`~harness.engines.vllm.backend.VllmGrammarTarget`: gold is replayed through the target's
@@ -102,14 +106,33 @@ class OracleEngine:
 
     def _compiled(self, artifact: Any) -> tuple[Any, float, bool]:
         """(compiled grammar, compile ms, cached) for ``artifact``; compiled once per run."""
+        compiled, ms, found = self._found(artifact)
+        return compiled, ms, found != "compiled"
+
+    def _found(self, artifact: Any) -> tuple[Any, float, str]:
+        """(compiled grammar, compile ms, where it was found: compiled, memory or disk)."""
         key = (self.family, artifact.kind, artifact.value)
         started = time.perf_counter()
         hit = self.grammar_cache.get(key)
         if hit is not None:
-            return hit.compiled, (time.perf_counter() - started) * 1000.0, True
-        compiled = compile_artifact(artifact, self.family)
+            return hit.compiled, (time.perf_counter() - started) * 1000.0, "memory"
+        compiled = compile_artifact(artifact, self.family, keep=True)
         self.grammar_cache[key] = compiled
-        return compiled.compiled, float(compiled.compile_ms), bool(compiled.cached)
+        return compiled.compiled, float(compiled.compile_ms), compiled.found
+
+    def _guidance(self, artifact: Any, ids: Sequence[int], walk: int, stop: Sequence[str]) -> Any:
+        """The gold walked through llguidance (its grammar converted once per run, its matcher built
+        per request as vLLM's guidance backend does)."""
+        from harness.grammar import compile_guidance, walk_guidance
+
+        key = ("guidance", self.family, artifact.kind, artifact.value)
+        grammar = self.grammar_cache.get(key)
+        try:
+            if grammar is None:
+                grammar = self.grammar_cache[key] = compile_guidance(artifact, self.family)
+            return walk_guidance(self.family, grammar, ids, walk, self._stop_ids(get_tokenizer(self.family), stop))
+        except ConstraintError as exc:
+            raise ModelCallError("model:bad_request", str(exc)) from exc
 
     def _stop_ids(self, tokenizer: Any, stop: Sequence[str]) -> tuple[int, ...]:
         """End-of-turn ids, plus the request's stop strings that are single tokens (as a server stops
@@ -157,9 +180,12 @@ class OracleEngine:
         tokenizer = get_tokenizer(self.family)
         ids = tokenizer.encode(text)
         walk, cut = answer_bounds(tokenizer, ids, request.stop, request.max_tokens)
+        if artifact is not None and self.backend == GrammarBackend.guidance:
+            return self._guidance_response(request, artifact, tokenizer, ids, walk, cut, started)
         diff: MaskDifference | None = None
         compile_ms: float | None = None
         cached: bool | None = None
+        found: str | None = None
         compiled: Any = None
         if artifact is not None and self.target is not None:
             from harness.engines.vllm.backend import mask_difference
@@ -172,7 +198,8 @@ class OracleEngine:
             )
         else:
             if artifact is not None:
-                compiled, compile_ms, cached = self._compiled(artifact)
+                compiled, compile_ms, found = self._found(artifact)
+                cached = found != "compiled"
             result = decode(
                 compiled, GoldSource(ids), tokenizer, max_tokens=walk, mask_policy="always",
                 stop_ids=self._stop_ids(tokenizer, request.stop),
@@ -184,12 +211,14 @@ class OracleEngine:
         finish = "grammar_error" if error else "stop"
         if error is None and cut is not None:
             content = content[:cut]  # a stop string: the text before it, as a server answers
-        elif error is None and result.finish_reason == "length":
-            finish = "length"
+        finish = "length" if error is None and cut is None and result.finish_reason == "length" else finish
         answer, tool_calls = _as_served(server, request, content) if error is None else (content, ())
         stats = EngineStats(
             compile_ms=compile_ms,
             compile_cached=cached,
+            compile_found=found,
+            grammar_backend=None if artifact is None else self.backend,
+            grammar_reason=None if error is None else _xgrammar_reason(tokenizer, result, len(ids)),
             mask_us=tuple(result.mask_us),
             accept_us=tuple(result.accept_us),
             generated_tokens=len(result.token_ids),
@@ -207,6 +236,35 @@ class OracleEngine:
             model=request.model,
             stats=stats,
         )
+
+    def _guidance_response(
+        self, request: CompletionRequest, artifact: Any, tokenizer: Any, ids: list[int], walk: int, cut: int | None,
+        started: float,
+    ) -> CompletionResponse:
+        """``complete`` under ``--grammar-backend guidance``."""
+        found = self._guidance(artifact, ids, walk, request.stop)
+        if found.error is not None:
+            self.rejected = found.error
+        content = tokenizer.decode(list(found.token_ids))
+        finish = "grammar_error" if found.error else found.finish_reason
+        if found.error is None and cut is not None:
+            content, finish = content[:cut], "stop"
+        stats = EngineStats(
+            compile_ms=found.compile_ms, compile_cached=False, compile_found="compiled",
+            grammar_backend=self.backend, grammar_reason=found.reason, mask_us=found.mask_us,
+            accept_us=found.accept_us, generated_tokens=len(found.token_ids), grammar_error=found.error,
+            engine=self.name,
+        )
+        return CompletionResponse(content=content, finish_reason=finish, model=request.model, stats=stats,
+                                  latency_ms=(time.perf_counter() - started) * 1000.0)
+
+
+def _xgrammar_reason(tokenizer: Any, result: Any, total: int) -> str:
+    """Why xgrammar refused a gold answer, worded as the guidance walk words it."""
+    if result.rejected_token is None:
+        return f"no stop token allowed after the last token ({result.error})"
+    shown = tokenizer.token_text(result.rejected_token)
+    return f"token {result.rejected_at}/{total} {shown!r} (id {result.rejected_token}) not in the mask"
 
 
 def server_built(family: str, request: CompletionRequest) -> ServerConstraint | None:
@@ -269,9 +327,11 @@ class ServedOracle:
     request's constraint. The calls are rendered for the strategy the constraint's kind implies unless
     the field names one."""
 
-    def __init__(self) -> None:
+    def __init__(self, grammar_backend: str = "xgrammar") -> None:
         from harness.agents.families import FAMILIES
 
+        self.grammar_backend = GrammarBackend(grammar_backend)
+        """The grammar library the gold walks through (``--grammar-backend``)."""
         self.families = FAMILIES
         self.model_ids = tuple(f"{SERVED_PREFIX}{f}" for f in FAMILIES)
         self._lock = threading.Lock()
@@ -289,6 +349,10 @@ class ServedOracle:
 
         for family in self.families:
             get_tokenizer(family)
+            if self.grammar_backend == GrammarBackend.guidance:
+                from harness.grammar import get_llg_tokenizer
+
+                get_llg_tokenizer(family)
 
     def complete(
         self,
@@ -299,7 +363,7 @@ class ServedOracle:
         family = self.family_of(request.model)
         calls, constraint = _read_oracle(request.extra_body.get("oracle"))
         # No grammar cache of its own: xgrammar's (bounded in a server) answers a repeated grammar.
-        engine = OracleEngine(family, [calls], constraint=constraint)
+        engine = OracleEngine(family, [calls], constraint=constraint, backend=self.grammar_backend)
         with self._lock:
             response = engine.complete(request)
         if on_text is not None and response.content:

@@ -149,6 +149,7 @@ REGISTRY: dict[str, EngineInfo] = {
         EngineInfo(
             "oracle", "gold replay through the grammar, no model (measures grammars)",
             opener="harness.engines.openers:open_oracle", server="harness.engines.oracle:ServedOracle",
+            serve_options=("grammar_backend",),
         ),
         # One llama.cpp context: requests are serialized anyway.
         EngineInfo(

@@ -45,6 +45,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from harness.agents import CompletionResponse, ConstraintError, ModelCallError
@@ -209,13 +210,13 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
 
     async def constrain(parsed: Parsed) -> Response | None:
         """Compile the request's constraint under the bounds; a 400 naming the problem, or None."""
-        if parsed.artifact is None:
-            return None
+        if parsed.artifact is None or getattr(engine, "grammar_backend", "xgrammar") != "xgrammar":
+            return None  # llguidance builds its matcher per request in the engine (a refusal is a 400 there)
         try:
             if guard is not None:
                 await guard.compile(parsed.artifact, parsed.family)
             else:
-                await asyncio.to_thread(compile_artifact, parsed.artifact, parsed.family)
+                await asyncio.to_thread(partial(compile_artifact, keep=True), parsed.artifact, parsed.family)
         except ConstraintError as exc:
             return _error(str(exc), 400, "BadRequestError")
         return None

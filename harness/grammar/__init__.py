@@ -1,7 +1,8 @@
 """Grammar core: real tokenizers, compiling constraints with xgrammar, token bitmasks, the constrained
 decoding loop (``decode``; its modes and result in ``decode_result``, its token sources in ``sources``,
 jump-forward in ``jump``), a gold text walked through a grammar (``walk``), reading a constraint out of
-a request.
+a request; compiled grammars kept on disk across runs (``store``); llguidance, vLLM's other grammar
+backend, on the same artifacts (``guidance``).
 
 Importing this package is cheap: names resolve on first use (``harness.grammar.get_tokenizer``
 imports the tokenizer module then; xgrammar loads only when something compiles or matches).
@@ -19,12 +20,24 @@ if TYPE_CHECKING:
         clear_compile_cache,
         compile_artifact,
         get_compiler,
+        is_kept,
         set_cache_limit,
         was_compiled,
     )
     from harness.grammar.decode import JUMP_MODES, REJECTED_GOLD, GoldTextSource, JumpMode
     from harness.grammar.decode import decode as constrained_decode
     from harness.grammar.decode_result import DecodeResult, MaskPolicy
+    from harness.grammar.guidance import (
+        SPECIAL_IN_TEXT,
+        NotExpressible,
+        compile_guidance,
+        ebnf_to_lark,
+        get_llg_tokenizer,
+        to_llguidance,
+        walk_guidance,
+    )
+    from harness.grammar.guidance import available as guidance_available
+    from harness.grammar.guidance import version as llguidance_version
     from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
     from harness.grammar.sources import GoldSource, TokenSource
@@ -42,6 +55,16 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(__name__, {
     "set_cache_limit": "compile",
     "was_compiled": "compile",
+    "is_kept": "compile",
+    "compile_guidance": "guidance.walk",
+    "walk_guidance": "guidance.walk",
+    "get_llg_tokenizer": "guidance.convert",
+    "guidance_available": "guidance.convert:available",
+    "llguidance_version": "guidance.convert:version",
+    "SPECIAL_IN_TEXT": "guidance.convert",
+    "NotExpressible": "guidance.convert",
+    "to_llguidance": "guidance.convert",
+    "ebnf_to_lark": "guidance.lark",
     "GoldTextSource": "decode",
     "JUMP_MODES": "decode",
     "JumpMode": "decode",
@@ -78,6 +101,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 __all__ = [
     "JUMP_MODES",
     "REJECTED_GOLD",
+    "SPECIAL_IN_TEXT",
     "TOKENIZER_FAMILIES",
     "CompiledConstraint",
     "DecodeResult",
@@ -86,6 +110,7 @@ __all__ = [
     "GoldTextSource",
     "JumpMode",
     "MaskPolicy",
+    "NotExpressible",
     "TokenSource",
     "TokenizerUnavailable",
     "WalkResult",
@@ -94,16 +119,24 @@ __all__ = [
     "cache_root",
     "clear_compile_cache",
     "compile_artifact",
+    "compile_guidance",
     "constrained_decode",
     "constraint_from_request",
+    "ebnf_to_lark",
     "ensure_cached",
     "file_lock",
     "gemma_gguf_path",
     "get_compiler",
+    "get_llg_tokenizer",
     "get_tokenizer",
+    "guidance_available",
+    "is_kept",
+    "llguidance_version",
     "masked_scores",
     "needs_build",
     "set_cache_limit",
+    "to_llguidance",
+    "walk_guidance",
     "walk_text",
     "was_compiled",
 ]

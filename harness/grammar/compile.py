@@ -13,8 +13,11 @@ backend does with ``StructuredOutputsParams``:
 - ``structural_tag``: ``compile_structural_tag(json_text)``; the legacy ``{"structures": [...],
   "triggers": [...]}`` form goes through xgrammar's deprecated ``(tags, triggers)`` call, as vLLM does.
 
-Timings: ``compile_ms`` is measured around the xgrammar call; ``cached`` says whether this compiler
-already compiled the same (kind, text) in this process (xgrammar's cache answers in microseconds).
+Timings: ``compile_ms`` is measured around the xgrammar call (or the read of a kept grammar);
+``found`` says where the grammar came from: ``compiled`` (cold: compiled for this request), ``memory``
+(this process compiled the same (kind, text) before: xgrammar's cache answers in microseconds) or
+``disk`` (kept by an earlier process: ``harness.grammar.store``, for the engines that ask for it with
+``keep=True``); ``cached`` is ``found != "compiled"``.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from harness.agents import ConstraintArtifact, ConstraintError
+
+Found = Literal["compiled", "memory", "disk"]
 
 JSON_ANY_WHITESPACE = False
 JSON_SEPARATORS = (",", ":")
@@ -45,6 +50,7 @@ class CompiledConstraint:
     cached: bool
     kind: str
     family: str
+    found: Found = "compiled"
 
 
 _LOCK = threading.Lock()
@@ -53,6 +59,9 @@ _SEEN: dict[str, OrderedDict[bytes, None]] = {}
 SEEN_KEPT = 4096
 """Artifacts per family remembered as compiled (by digest), for the ``cached`` flag."""
 _CACHE_LIMIT_BYTES = -1
+_LOADED: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
+LOADED_KEPT = 16
+"""Grammars read from the on-disk store, kept in memory (xgrammar's compiler cache does not hold them)."""
 
 
 def set_cache_limit(limit_bytes: int) -> None:
@@ -63,6 +72,7 @@ def set_cache_limit(limit_bytes: int) -> None:
         _CACHE_LIMIT_BYTES = limit_bytes
         _COMPILERS.clear()
         _SEEN.clear()
+        _LOADED.clear()
 
 
 def get_compiler(family: str) -> Any:
@@ -90,6 +100,8 @@ def clear_compile_cache(family: str) -> None:
     with _LOCK:
         compiler.clear_cache()
         _SEEN[family] = OrderedDict()
+        for key in [k for k in _LOADED if k[0] == family]:
+            del _LOADED[key]
 
 
 def was_compiled(artifact: ConstraintArtifact, family: str) -> bool:
@@ -99,19 +111,48 @@ def was_compiled(artifact: ConstraintArtifact, family: str) -> bool:
         return _digest(artifact) in _SEEN.get(family, ())
 
 
+def is_kept(artifact: ConstraintArtifact, family: str) -> bool:
+    """Whether the on-disk store holds a file for ``artifact`` (read and checked only when used)."""
+    from harness.grammar import store
+
+    folder = store.store_folder()
+    return folder is not None and (folder / store.file_name(store.store_key(artifact, family))).is_file()
+
+
 def _digest(artifact: ConstraintArtifact) -> bytes:
     return hashlib.blake2b(f"{artifact.kind}\0{artifact.value}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def compile_artifact(artifact: ConstraintArtifact, family: str) -> CompiledConstraint:
+def compile_artifact(artifact: ConstraintArtifact, family: str, *, keep: bool = False) -> CompiledConstraint:
     """Compile ``artifact`` for ``family``'s tokenizer. Raises ConstraintError when xgrammar
-    refuses the artifact (bad EBNF, bad schema, bad tag) or the kind is unknown."""
+    refuses the artifact (bad EBNF, bad schema, bad tag) or the kind is unknown.
+
+    ``keep``: look for the grammar in the on-disk store first and keep what is compiled there
+    (``harness.grammar.store``): the engines that serve runs ask for it; benchmarks of cold compiles
+    do not."""
     compiler = get_compiler(family)
     key = _digest(artifact)
+    t0 = time.perf_counter_ns()
     with _LOCK:
         seen = _SEEN.setdefault(family, OrderedDict())
         cached = key in seen
-    t0 = time.perf_counter_ns()
+        loaded = _LOADED.get((family, key))
+        if loaded is not None:
+            _LOADED.move_to_end((family, key))
+    if loaded is not None:  # read from disk earlier: xgrammar's own cache does not hold it
+        ms = (time.perf_counter_ns() - t0) / 1e6
+        return CompiledConstraint(compiled=loaded, compile_ms=ms, cached=True, kind=artifact.kind, family=family,
+                                  found="memory")
+    kept = None if cached or not keep else _from_store(artifact, family)
+    if kept is not None:
+        ms = (time.perf_counter_ns() - t0) / 1e6
+        _remember(seen, key)
+        with _LOCK:
+            _LOADED[(family, key)] = kept
+            while len(_LOADED) > LOADED_KEPT:
+                _LOADED.popitem(last=False)
+        return CompiledConstraint(compiled=kept, compile_ms=ms, cached=True, kind=artifact.kind, family=family,
+                                  found="disk")
     try:
         compiled = _compile(compiler, artifact)
     except ConstraintError:
@@ -120,14 +161,39 @@ def compile_artifact(artifact: ConstraintArtifact, family: str) -> CompiledConst
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConstraintError(f"xgrammar cannot compile the {artifact.kind} artifact: {first}") from exc
     ms = (time.perf_counter_ns() - t0) / 1e6
+    _remember(seen, key)
+    if keep and not cached:
+        _to_store(artifact, family, compiled)
+    return CompiledConstraint(
+        compiled=compiled, compile_ms=ms, cached=cached, kind=artifact.kind, family=family,
+        found="memory" if cached else "compiled",
+    )
+
+
+def _remember(seen: OrderedDict[bytes, None], key: bytes) -> None:
     with _LOCK:
         seen[key] = None
         seen.move_to_end(key)
         while len(seen) > SEEN_KEPT:
             seen.popitem(last=False)
-    return CompiledConstraint(
-        compiled=compiled, compile_ms=ms, cached=cached, kind=artifact.kind, family=family
-    )
+
+
+def _from_store(artifact: ConstraintArtifact, family: str) -> Any | None:
+    from harness.grammar import store
+    from harness.grammar.tokenizers import get_tokenizer
+
+    folder = store.store_folder()
+    if folder is None:
+        return None
+    return store.load(folder, store.store_key(artifact, family), get_tokenizer(family).info)
+
+
+def _to_store(artifact: ConstraintArtifact, family: str, compiled: Any) -> None:
+    from harness.grammar import store
+
+    folder = store.store_folder()
+    if folder is not None:
+        store.save(folder, store.store_key(artifact, family), compiled, store.limit_bytes())
 
 
 def _json_or_error(text: str) -> Any:

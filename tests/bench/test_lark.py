@@ -10,7 +10,7 @@ import pytest
 from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
 from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall
-from harness.grammar.llguidance.lark import NotExpressible, ebnf_to_lark
+from harness.grammar.guidance.lark import NotExpressible, ebnf_to_lark
 
 pytest.importorskip("llguidance")
 

@@ -41,13 +41,14 @@ RENAMED_SAMPLE_KEYS = {"turns": "steps", "setup_ms": "workspace_ms"}
 RENAMED_STEP_KEYS = {"user_turn": "turn"}
 RENAMED_METRICS = {"grammar_rejections": "grammar_rejection"}
 NEW_SAMPLE_DEFAULTS = {"max_steps_turns": []}
-NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None, "prompt_id": None}
+NEW_STEP_DEFAULTS = {"turn": None, "finish_reason": None, "prompt_id": None, "constraint_first": None}
 NEW_STATS_DEFAULTS = {
     "target_steps": None, "target_mask_diff_steps": None, "target_only_tokens": [], "forced_tokens": None,
+    "compile_found": None, "grammar_backend": None, "grammar_reason": None,
 }
 NEW_RUN_DEFAULTS = {
     "bundle": None, "resumed_at": [], "machine": None, "engine_details": None, "max_tokens_source": None, "setup": None,
-    "models": None, "inputs": None, "merged_from": [],
+    "models": None, "inputs": None, "merged_from": [], "server_constraints": None,
 }
 """And a run's options, at run.json's top level then, are in ``options`` now (``RunOptions``), but for the
 served model ids (``model``, ``models``), which stay where they were."""
@@ -57,7 +58,8 @@ SERVED = {"model", "models"}
 def old_run_as_today(raw: dict[str, Any]) -> dict[str, Any]:
     out = {**NEW_RUN_DEFAULTS, **raw}
     moved = {k: out.pop(k) for k in list(out) if k in RunOptions.model_fields and k not in SERVED}
-    return {**out, "options": {**RunOptions().model_dump(mode="json"), **moved}}
+    versions = {"llguidance": None, **out["versions"]}
+    return {**out, "versions": versions, "options": {**RunOptions().model_dump(mode="json"), **moved}}
 
 
 def renamed(raw: dict[str, Any], names: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:

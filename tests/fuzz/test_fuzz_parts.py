@@ -136,7 +136,8 @@ def test_the_oracle_judges_texts(family: str, text: str, valid: bool, keyword: s
 def test_keyword_table_speaks_of_known_keywords_only() -> None:
     for table in TABLES.values():
         assert set(table) <= set(KEYWORDS)
-    assert builder_of("qwen", "structural_tag") == "xgrammar" and builder_of("function_gemma", "structural_tag") == "harness"
+    assert builder_of("qwen", "structural_tag") == "harness" and builder_of("function_gemma", "structural_tag") == "harness"
+    assert builder_of("qwen", "json_schema") == "xgrammar"
     assert enforces("qwen", "ebnf", "enum") and enforces("qwen", "ebnf", "format")
     assert not enforces("qwen", "ebnf", "uniqueItems") and not enforces("qwen", "json_schema", "uniqueItems")
 

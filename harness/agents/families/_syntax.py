@@ -1,7 +1,6 @@
 """EBNF text and the value syntaxes of the families' call formats: literals and rule names as xgrammar
 reads them, rules for "any text without X", and ``Syntax`` -- how objects, arrays, strings, numbers
-and keys are spelled -- for JSON (Qwen; xgrammar's own JSON-schema language, for Qwen's structural
-tag) and FunctionGemma (``<escape>`` strings, bare keys, no whitespace). Nothing here imports
+and keys are spelled -- for JSON (Qwen's ebnf and structural tag) and FunctionGemma (``<escape>`` strings, bare keys, no whitespace). Nothing here imports
 xgrammar: grammars are text.
 """
 
@@ -17,7 +16,6 @@ from harness.agents.families._values import ESCAPE, MAX_JSON_WS, fg_text, json_t
 from harness.agents.families.schema import (
     ebnf_literal as ebnf_literal,  # re-exported: the families spell literals
 )
-from harness.agents.families.schema import fits_type
 
 
 def _class_char(ch: str) -> str:
@@ -144,72 +142,6 @@ JSON_SYNTAX = Syntax(
     key_text=lambda k: json.dumps(k, ensure_ascii=False),
 )
 
-XGRAMMAR_JSON_SYNTAX = replace(
-    JSON_SYNTAX,
-    name="xgrammar_json",
-    string="xstring",
-    generic_key="xstring",
-    base_rules={
-        "ws": f"[ \\n\\r\\t]{{0,{MAX_JSON_WS}}}",
-        **_json_string_rules("xstring", "xrest", f"[ \\n\\r\\t]{{0,{MAX_JSON_WS}}} [,}}\\]:]"),
-        "int": '"0" | "-"? [1-9] [0-9]*',
-        "num": '"-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+-]? [0-9]+)?',
-    },
-    obj_empty='"{" ws "}"',
-    arr_empty='"[" ws "]"',
-)
-"""The language xgrammar 0.2.8 compiles a JSON schema to with ``max_whitespace_cnt`` (what Qwen's
-structural tag gives each tool's arguments), for the schemas ``xgrammar_json_subset`` accepts:
-whitespace is space, newline, carriage return or tab, ``-0`` is a number but not an integer, and
-empty containers are their own alternative. A test checks it against xgrammar's converter text by
-text (``tests/families/test_qwen_structural_tag.py``)."""
-
-XGRAMMAR_JSON_KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "items", "minItems", "enum", "const",
-     "anyOf", "description", "title", "default", "examples"}
-)
-"""Schema keywords ``XGRAMMAR_JSON_SYNTAX`` spells as xgrammar does (annotations included)."""
-
-
-def xgrammar_json_subset(schema: Any, where: str = "parameters") -> str | None:
-    """None when ``schema`` (a strict tool schema) uses only what ``XGRAMMAR_JSON_SYNTAX`` spells as
-    xgrammar's converter does; else where and what does not fit (a keyword, an open object...)."""
-    if not isinstance(schema, Mapping):
-        return f"{where}: not an object schema"
-    unknown = sorted(set(schema) - XGRAMMAR_JSON_KEYWORDS)
-    if unknown:
-        return f"{where}: {', '.join(unknown)}"
-    types = schema.get("type")
-    type_list = types if isinstance(types, list) else [types]
-    if "enum" in schema or "const" in schema:
-        values = schema.get("enum", [schema.get("const")])
-        if not values or any(isinstance(v, (dict, list, float)) for v in values):
-            return f"{where}: enum or const of containers or floats"
-        if not all(fits_type(v, schema) for v in values):
-            return f"{where}: enum values outside the schema's type"
-        return None
-    if "anyOf" in schema:
-        if set(schema) & {"type", "properties", "items"}:
-            return f"{where}: anyOf next to a type"
-        return next((r for i, sub in enumerate(schema["anyOf"]) if (r := xgrammar_json_subset(sub, f"{where}.anyOf[{i}]"))), None)
-    if not all(t in ("string", "integer", "number", "boolean", "null", "array", "object") for t in type_list):
-        return f"{where}: type {types!r}"
-    if "object" in type_list:
-        if schema.get("additionalProperties") is not False:
-            return f"{where}: an object open to other properties"
-        props = schema.get("properties") or {}
-        if set(schema.get("required") or ()) - set(props):
-            return f"{where}: a required property it does not describe"
-        for key, sub in props.items():
-            if (reason := xgrammar_json_subset(sub, f"{where}.{key}")) is not None:
-                return reason
-    if "array" in type_list:
-        if schema.get("minItems", 0) not in (0, 1) or "items" not in schema:
-            return f"{where}: an array without items or with minItems above 1"
-        return xgrammar_json_subset(schema["items"], f"{where}[]")
-    return None
-
-
 FG_SYNTAX = Syntax(
     name="function_gemma",
     obj_open='"{"',
@@ -253,11 +185,8 @@ __all__ = [
     "FG_SYNTAX_PORTABLE",
     "JSON_SYNTAX",
     "NUMBER_RULES",
-    "XGRAMMAR_JSON_KEYWORDS",
-    "XGRAMMAR_JSON_SYNTAX",
     "Syntax",
     "ebnf_literal",
     "excluding_rules",
     "rule_name",
-    "xgrammar_json_subset",
 ]

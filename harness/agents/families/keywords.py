@@ -2,9 +2,8 @@
 its findings against and docs/schemas.md prints.
 
 Two builders make the constraints: the harness's own EBNF builder (``_ebnf``: both families' ``ebnf``
-and FunctionGemma's ``structural_tag``) and xgrammar's JSON-schema converter (``json_schema`` for both
-families, and Qwen's ``structural_tag``, whose one-grammar form spells exactly what the converter
-spells and falls back to it per tool otherwise). A keyword is, per builder:
+and ``structural_tag``, whose content is the ebnf strategy's rules) and xgrammar's JSON-schema
+converter (``json_schema`` for both families). A keyword is, per builder:
 
 - ``enforced``: the grammar allows a value only when the keyword allows it;
 - ``defective``: enforced, but ``harness fuzz`` finds values the grammar gets wrong (xgrammar's
@@ -95,7 +94,7 @@ def builder_of(family: str, strategy: str) -> Builder:
     """Which builder makes ``family``'s ``strategy`` constraint."""
     if strategy in ("required", "strict"):  # vLLM's own: see harness.agents.vllm_tools
         return "vllm" if (family, strategy) in (("qwen", "strict"), ("function_gemma", "required")) else "free"
-    if strategy == "json_schema" or (strategy == "structural_tag" and family == "qwen"):
+    if strategy == "json_schema":
         return "xgrammar"
     return "harness"
 
@@ -272,8 +271,8 @@ NOTES: dict[tuple[str, str], str] = {
 """Table cells that need more than a word."""
 
 COLUMNS: tuple[tuple[str, Builder], ...] = (
-    ("ebnf (both), structural_tag (function_gemma)", "harness"),
-    ("json_schema (both), structural_tag (qwen)", "xgrammar"),
+    ("ebnf, structural_tag (both)", "harness"),
+    ("json_schema (both)", "xgrammar"),
 )
 
 

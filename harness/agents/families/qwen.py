@@ -44,19 +44,10 @@ from harness.agents.families._calls import (
     ordered_schema,
     parse_output,
     server_payload,
-    standalone_schema,
-    strict_schema,
-    with_any_json,
 )
 from harness.agents.families._ebnf import EbnfBuilder
-from harness.agents.families._syntax import (
-    JSON_SYNTAX,
-    XGRAMMAR_JSON_SYNTAX,
-    ebnf_literal,
-    rule_name,
-    xgrammar_json_subset,
-)
-from harness.agents.families._values import MAX_JSON_WS, json_text
+from harness.agents.families._syntax import JSON_SYNTAX, ebnf_literal, rule_name
+from harness.agents.families._values import json_text
 from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
 from harness.vocabulary import ErrorKind, Family, Strategy
 
@@ -163,22 +154,34 @@ def _check_tools(tools: Sequence[ToolSchema]) -> None:
         raise ConstraintError("a constraint needs at least one tool")
 
 
-def build_ebnf(
-    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
-) -> str:
-    """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
-    _check_tools(tools)
-    builder = EbnfBuilder(JSON_SYNTAX, close_objects=close_objects)
+def _tool_call_rule(builder: EbnfBuilder, tools: Sequence[ToolSchema]) -> str:
+    """The rule of what follows ``<tool_call>\\n{"name": `` up to ``}\\n</tool_call>``: one tool's name
+    and its arguments object. The text every call shares stays outside the alternatives: xgrammar
+    compiles a grammar position by position, and a prefix repeated in each tool's alternative is paid
+    once per tool; the names are a trie (``EbnfBuilder.choice``)."""
     entries = []
     for i, tool in enumerate(tools):
         hint = rule_name(f"t{i}", tool.name)
         members = builder.arguments(tool.parameters, hint)
         args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
         entries.append((call_head(tool.name)[len(CALL_PREFIX) :], builder.add(f"{hint}-args", args)))
-    # The text every call shares stays outside the alternatives: xgrammar compiles a grammar position
-    # by position, and a prefix repeated in each tool's alternative is paid once per tool; the names
-    # are a trie (``EbnfBuilder.choice``).
-    tool_call = builder.choice(entries, "tool-call")
+    return builder.choice(entries, "tool-call")
+
+
+def tag_content_grammar(tools: Sequence[ToolSchema], close_objects: bool = True) -> str:
+    """EBNF of what follows ``<tool_call>\\n{"name": `` up to ``}\\n</tool_call>`` (the structural
+    tag's content): the ebnf strategy's own rules for the same tools."""
+    builder = EbnfBuilder(JSON_SYNTAX, close_objects=close_objects)
+    return builder.render(_tool_call_rule(builder, tools))
+
+
+def build_ebnf(
+    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
+) -> str:
+    """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
+    _check_tools(tools)
+    builder = EbnfBuilder(JSON_SYNTAX, close_objects=close_objects)
+    tool_call = _tool_call_rule(builder, tools)
     call = builder.add("call", f"{ebnf_literal(CALL_PREFIX)} {tool_call} {ebnf_literal(CALL_TAIL)}")
     calls = f'{call} ("\\n" {call})*' if parallel else call
     if text_answer:
@@ -189,50 +192,28 @@ def build_ebnf(
 def build_structural_tag(
     tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
 ) -> str:
-    """xgrammar 0.2.8 structural tag (JSON text) triggered by ``<tool_call>``: the tags of xgrammar's
-    built-in ``qwen_3`` tag (tool_choice="required", reasoning disabled), with each tool's arguments
-    as xgrammar compiles its JSON schema but at most ``MAX_JSON_WS`` whitespace characters at a place
-    (the built-in allows any number).
+    """xgrammar 0.2.8 structural tag (JSON text) triggered by ``<tool_call>``: one tag,
+    ``<tool_call>\\n{"name": `` ... ``}\\n</tool_call>``, whose content grammar holds every tool (name,
+    then its arguments) in the ebnf strategy's value rules, so the two strategies enforce the same
+    keywords and write the same language inside a call.
 
-    Those tags give each tool a ``json_schema`` content (``per_tool_tags``); xgrammar converts each
-    content on its own, with its own copy of the JSON string rules and their token masks, which at
-    100 tools doubles the compile. When every schema uses only what ``XGRAMMAR_JSON_SYNTAX`` spells
-    as the converter does, one tag (``<tool_call>\n{"name": `` ... ``}\n</tool_call>``) holds every
-    tool in one grammar instead, the same language; otherwise (a ``pattern``, ``format``, length or
-    bound, an open object...) the tags are one per tool."""
+    Not xgrammar's built-in ``qwen_3`` tags (one tag per tool, each tool's arguments a ``json_schema``
+    content): xgrammar compiles each content as a grammar of its own, with its own copy of the JSON
+    string rules and their token masks, and that form grew to 6.2 s and an 84 MiB compiled grammar at
+    1,000 BFCL tools on a 2-core machine, ~3x ebnf (docs/compile-cost.md)."""
     _check_tools(tools)
-    if any(xgrammar_json_subset(strict_schema(t.parameters, close_objects=close_objects)) is not None for t in tools):
-        tags = per_tool_tags(tools, close_objects=close_objects)
-    else:
-        builder = EbnfBuilder(XGRAMMAR_JSON_SYNTAX)
-        entries = [(call_head(tool.name)[len(CALL_PREFIX) :], builder.value(strict_schema(tool.parameters),
-                    rule_name(f"t{i}", tool.name))) for i, tool in enumerate(tools)]
-        content = builder.render(builder.choice(entries, "tool-call"))
-        tags = [{"type": "tag", "begin": CALL_PREFIX, "content": {"type": "grammar", "grammar": content}, "end": CALL_TAIL}]
+    content = {"type": "grammar", "grammar": tag_content_grammar(tools, close_objects)}
+    tag = {"type": "tag", "begin": CALL_PREFIX, "content": content,
+           "end": CALL_TAIL}
     fmt = {
         "type": "triggered_tags",
         "triggers": [CALL_START],
-        "tags": tags,
+        "tags": [tag],
         "at_least_one": not text_answer,
         "stop_after_first": not parallel,
         "excludes": ["<think>", "</think>"],
     }
     return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
-
-
-def per_tool_tags(tools: Sequence[ToolSchema], *, close_objects: bool = True) -> list[dict[str, Any]]:
-    """One tag per tool, its arguments a ``json_schema`` content (the built-in ``qwen_3`` tags, with
-    bounded whitespace); the tool's definitions stay at its schema's root, where its pointers point."""
-    return [
-        {
-            "type": "tag",
-            "begin": call_head(t.name),
-            "content": {"type": "json_schema", "json_schema": with_any_json(standalone_schema(t, close_objects)),
-                        "max_whitespace_cnt": MAX_JSON_WS},
-            "end": CALL_TAIL,
-        }
-        for t in tools
-    ]
 
 
 def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:

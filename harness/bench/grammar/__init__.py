@@ -4,7 +4,7 @@
 - ``cells``: one family x strategy (its artifact, its gold outputs rendered, a row per engine);
 - ``measure``: xgrammar's figures (compile, mask, accept, jump-forward, mask application), and the
   walk ``harness grammar check`` uses;
-- ``llguidance``: llguidance on the same grammars (converted by ``harness.grammar.llguidance``);
+- ``llguidance``: llguidance on the same grammars (converted by ``harness.grammar.guidance``);
 - ``growth``: growth with the number of tools and with the output's length;
 - ``figures``, ``results``: the records (a row's figures; the config, growth rows, summary, bench.json);
 - ``output``, ``plots``: bench.json, bench.md, the console table, the PNG plots.

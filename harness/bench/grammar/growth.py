@@ -9,7 +9,7 @@
   walk's time (median of ``WALK_REPEATS``), tokens, mask p50/p99.
 - ``growth_corpus`` (``--growth-tools PATH|bfcl``): the tool-count curve on a real corpus, the user's
   tools or BFCL's single-turn function documents (``bfcl``: ~1,700 distinct tools, converted as BFCL
-  converts them): the first 10, 30, 100, 300 and 1,000 tools that build in every cell measured, valid
+  converts them): the first 10, 100, 400 and 1,000 tools that build in every cell measured, valid
   calls drawn from the real schemas (kept when the schema's validator accepts them), and the compiled
   grammar's size (xgrammar's ``memory_size_bytes``) as the memory figure.
 
@@ -180,7 +180,7 @@ def run_growth(
     return by_tools, growth_length(cfg, tools, gold, log)
 
 
-CORPUS_COUNTS = (10, 30, 100, 300, 1000)
+CORPUS_COUNTS = (10, 100, 400, 1000)
 CORPUS_COUNTS_QUICK = (10, 100)
 
 

@@ -5,7 +5,7 @@ Strategies, as far as they can be expressed exactly (else ``NotExpressible`` wit
 - ``json_schema``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend
   compiles it on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles
   with ``separators=(",", ":")``.
-- ``ebnf``: the family's EBNF converted to Lark (``harness.grammar.llguidance.lark``).
+- ``ebnf``: the family's EBNF converted to Lark (``harness.grammar.guidance.lark``).
 - ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
   ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
   an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
@@ -36,14 +36,14 @@ from harness.agents import ConstraintArtifact
 from harness.bench.grammar.figures import EngineFigures, Rejection
 from harness.bench.grammar.measure import REJECTIONS_KEPT, GoldText, median
 from harness.bench.records import spread_fields
-from harness.grammar.llguidance import NotExpressible, available, get_llg_tokenizer, to_llguidance, version
-from harness.vocabulary import ErrorKind
-
-SPECIAL_IN_TEXT = ErrorKind.llguidance_special_in_text
-"""A gold output refused at a token that llguidance treats as special and xgrammar as text, where the
-grammar expects text (inside a string argument): control tokens (xgrammar gives them their text) and,
-for Gemma, 71 HTML-tag added tokens (``<table>``, ``</b>``, ...) that are ordinary text to the model.
-An engine difference (vLLM's guidance backend refuses them too), not a conversion error."""
+from harness.grammar import (
+    SPECIAL_IN_TEXT,
+    NotExpressible,
+    get_llg_tokenizer,
+    to_llguidance,
+)
+from harness.grammar import guidance_available as available
+from harness.grammar import llguidance_version as version
 
 
 def _bit(bm: Any, token: int) -> bool:

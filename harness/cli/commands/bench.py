@@ -214,7 +214,7 @@ def grammar(
     grammar_engine: GrammarEngines = None,
     growth: Annotated[bool, typer.Option("--growth/--no-growth", show_default=False, help="Also measure growth with tools and output length (default: on).")] = True,
     repeats: Annotated[int, typer.Option("--repeats", min=0, metavar="N", help="Compile repeats (0: 5, quick 3).")] = 0,
-    growth_tools: Annotated[str | None, typer.Option("--growth-tools", metavar="PATH|bfcl", help="Measure the tool-count growth on a real corpus (a tools JSON, .pym folder or bundle; bfcl: BFCL's function documents) at 10, 30, 100, 300, 1000 tools.")] = None,
+    growth_tools: Annotated[str | None, typer.Option("--growth-tools", metavar="PATH|bfcl", help="Measure the tool-count growth on a real corpus (a tools JSON, .pym folder or bundle; bfcl: BFCL's function documents) at 10, 100, 400 and 1,000 tools.")] = None,
 ) -> None:
     """Strategy overhead per family and grammar engine: compile cold/cached, mask and accept time per
     token, mask application, gold acceptance; growth with tools and output length. Writes bench.json,

@@ -318,7 +318,7 @@ def fuzz(
     if update and expected is None:
         fail("--update needs --expected FILE (the baseline to rewrite)")
     if reference is not None:
-        from harness.grammar.llguidance import available
+        from harness.grammar.guidance import available
 
         if (why := available()) is not None:
             fail(f"--reference {reference.value}: {why}")

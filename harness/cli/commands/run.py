@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from harness.cli.errors import ExitCode, fail
-from harness.cli.options import Engine, Families, Names, Strategies, Target
-from harness.vocabulary import SAMPLE_METRICS, STRATEGIES
+from harness.cli.options import Engine, Families, GrammarBackendOpt, Names, Strategies, Target
+from harness.vocabulary import SAMPLE_METRICS, STRATEGIES, GrammarBackend
 
 if TYPE_CHECKING:
     from harness.eval.run import RunOutcome
@@ -190,6 +190,7 @@ def run(
     vllm_arg: VllmArgOpt = None,
     keep_server: KeepServerOpt = False,
     target: TargetOpt = None,
+    grammar_backend: GrammarBackendOpt = None,
     family: Families = None,
     strategy: Strategies = None,
     limit: LimitOpt = None,
@@ -230,7 +231,7 @@ def run(
 
     options = _run_options(
         engine=engine, base_url=base_url, model=model, config=config, vllm_arg=vllm_arg, keep_server=keep_server,
-        target=target, family=family, strategy=strategy, limit=limit, sample_id=sample_id, tag=tag, sample=sample,
+        target=target, grammar_backend=grammar_backend, family=family, strategy=strategy, limit=limit, sample_id=sample_id, tag=tag, sample=sample,
         shard=shard, concurrency=concurrency, epochs=epochs, sample_timeout=sample_timeout, max_tokens=max_tokens,
         max_steps_per_turn=max_steps_per_turn, temperature=temperature, top_p=top_p, seed=seed,
     )
@@ -260,7 +261,8 @@ def run(
 
 
 def _run_options(*, engine: Engine, base_url: list[str] | None, model: list[str] | None, config: Path | None,
-                 vllm_arg: list[str] | None, keep_server: bool, target: Target | None, family: Names | None,
+                 vllm_arg: list[str] | None, keep_server: bool, target: Target | None,
+                 grammar_backend: GrammarBackend | None, family: Names | None,
                  strategy: Names | None, limit: int | None, sample_id: list[str] | None, tag: list[str] | None,
                  sample: int | None, shard: str | None, concurrency: int | None, epochs: int | None,
                  sample_timeout: float, max_tokens: int | None, max_steps_per_turn: int | None,
@@ -291,6 +293,7 @@ def _run_options(*, engine: Engine, base_url: list[str] | None, model: list[str]
         return RunOptions(
             engine=engine.value, base_urls=tuple(base_url or ()), model=bare, models=models,
             vllm_args=tuple(args) or None, keep_server=keep_server, target=None if target is None else target.value,
+            grammar_backend=None if grammar_backend is None else grammar_backend.value,
             families=tuple(Family(f) for f in family) if family else None,
             strategies=tuple(Strategy(s) for s in strategy) if strategy else None,
             limit=limit, selection=_selection(sample_id, tag, sample, seed, shard), concurrency=concurrency,

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from harness.cli.errors import fail
-from harness.cli.options import MaskPolicy, ServedEngine
+from harness.cli.options import GrammarBackendOpt, MaskPolicy, ServedEngine
+from harness.vocabulary import GrammarBackend
 
 _CONFIG_HELP = (
     "YAML file of the server's bounds (ServeLimits: max_body_bytes, max_constraint_bytes, compile_timeout_s, "
@@ -28,6 +29,7 @@ def serve(
     ] = MaskPolicy.lazy,
     n_ctx: Annotated[int, typer.Option("--n-ctx", min=1, metavar="TOKENS", help="local engine: context window in tokens.")] = 8192,
     config: Annotated[Path | None, typer.Option("--config", metavar="FILE", help=_CONFIG_HELP)] = None,
+    grammar_backend: GrammarBackendOpt = None,
 ) -> None:
     """Serve /v1/models and /v1/chat/completions (vLLM's request fields and response shape), within the
     bounds of ServeLimits (README: harness serve)."""
@@ -43,7 +45,11 @@ def serve(
         fail(str(exc))
     except ValidationError as exc:
         fail(f"{config or 'HARNESS_SERVE_* environment'}: {'; '.join(validation_problems(exc))}")
+    grammar_backend = grammar_backend or GrammarBackend.xgrammar
+    if grammar_backend != GrammarBackend.xgrammar and engine != ServedEngine.oracle:
+        fail(f"--grammar-backend {grammar_backend} is for --engine oracle (the local engine decodes with xgrammar)")
+    options = {"mask_policy": mask_policy.value, "n_ctx": n_ctx, "grammar_backend": grammar_backend.value}
     try:
-        run_server(engine.value, host, port, limits=limits, mask_policy=mask_policy.value, n_ctx=n_ctx)
+        run_server(engine.value, host, port, limits=limits, **options)
     except ServeError as exc:
         fail(str(exc))

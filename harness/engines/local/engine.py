@@ -236,7 +236,7 @@ class LocalEngine:
                 from harness.grammar import compile_artifact
 
                 try:
-                    cc = compile_artifact(artifact, self.family)
+                    cc = compile_artifact(artifact, self.family, keep=True)
                 except ConstraintError as exc:
                     raise ModelCallError(ErrorKind.model_bad_request, str(exc)) from exc
                 compiled, compile_ms, compile_cached = cc.compiled, cc.compile_ms, cc.cached

@@ -11,7 +11,10 @@ arguments the model did not write as a JSON object are never decoded to ``{}``: 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib
+import json
 import os
 import time
 from collections.abc import AsyncIterator
@@ -159,12 +162,30 @@ class OpenAICompatibleClient:
         )
         self.attempts = 0
         """HTTP attempts made, retries included (failures are counted, never hidden)."""
+        self._constraints: set[str] = set()
+        """Digests of the constraints sent so far: a server compiles each on its first request."""
         self.retries = 0
 
     async def aclose(self) -> None:
         await self._client.close()
 
     async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        first = self._first_with(request)
+        response = await self._answer(request)
+        return response if first is None else dataclasses.replace(response, constraint_first=first)
+
+    def _first_with(self, request: CompletionRequest) -> bool | None:
+        """Whether ``request`` is this client's first with its constraint (None: it has none)."""
+        constraint = (request.extra_body or {}).get("structured_outputs")
+        if not constraint:
+            return None
+        text = json.dumps([request.model, constraint], sort_keys=True, ensure_ascii=False)
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        first = digest not in self._constraints
+        self._constraints.add(digest)
+        return first
+
+    async def _answer(self, request: CompletionRequest) -> CompletionResponse:
         attempts = 0
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),

@@ -18,7 +18,8 @@ Flags, and why:
   configuration, never from a request. With it, JSON schemas compile to compact JSON (separators ``,``
   and ``:``, no free whitespace), the language the harness compiles and renders; without it a small
   model fills answers with newlines until max_tokens.
-- ``--structured-outputs-config.backend xgrammar``: the engine the harness compiles its grammars with.
+- ``--structured-outputs-config.backend xgrammar``: the engine the harness compiles its grammars with
+  (``--grammar-backend guidance`` starts the server with llguidance instead: vLLM's other backend).
 - ``--enable-auto-tool-choice --tool-call-parser functiongemma|hermes`` and ``--chat-template``: what
   a user of each family runs; the harness's own chat templates render exactly its prompts.
 - ``--generation-config vllm``: sampling is what the request says, not defaults from the model folder.
@@ -142,9 +143,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_model_len: int = 4096,
-                extra: Sequence[str] = (), plan: LaunchPlan | None = None) -> list[str]:
+                extra: Sequence[str] = (), plan: LaunchPlan | None = None, grammar_backend: str = "xgrammar") -> list[str]:
     """The command line of a vLLM OpenAI server for ``model`` (see the module doc for each flag);
-    ``plan`` (default: this machine's, ``launch_plan_here``) says CPU or GPU."""
+    ``plan`` (default: this machine's, ``launch_plan_here``) says CPU or GPU; ``grammar_backend``: its
+    structured-outputs backend (``xgrammar`` or ``guidance``)."""
     from harness.agents.families import chat_template_path
 
     plan = plan or launch_plan_here(extra)
@@ -156,7 +158,7 @@ def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_m
         "--generation-config", "vllm",
         "--enable-auto-tool-choice", "--tool-call-parser", TOOL_PARSERS[model.family],
         "--chat-template", str(chat_template_path(model.family)),
-        "--structured-outputs-config.backend", "xgrammar",
+        "--structured-outputs-config.backend", grammar_backend,
         "--structured-outputs-config.disable_any_whitespace", "true",
         *extra,
     ]
@@ -218,6 +220,7 @@ class VllmServer:
     host: str = "127.0.0.1"
     max_model_len: int = 4096
     extra_args: tuple[str, ...] = ()
+    grammar_backend: str = "xgrammar"
     start_timeout_s: float = START_TIMEOUT_S
     keep: bool = False
     """Outlive the harness (``kept``): no parent-death signal, no stop at exit; a state file names it."""
@@ -244,7 +247,8 @@ class VllmServer:
         if self.port == 0:
             self.port = free_port(self.host)
         self.command = server_args(
-            self.model, self.port, host=self.host, max_model_len=self.max_model_len, extra=self.extra_args, plan=plan
+            self.model, self.port, host=self.host, max_model_len=self.max_model_len, extra=self.extra_args, plan=plan,
+            grammar_backend=self.grammar_backend,
         )
         env = server_env()
         if self.keep:

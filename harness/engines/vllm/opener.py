@@ -54,6 +54,8 @@ class VllmServers:
     model_args: dict[str, str] = field(default_factory=dict)
     """``--model FAMILY=NAME``: the model of each family named."""
     extra_args: tuple[str, ...] = ()
+    grammar_backend: str = "xgrammar"
+    """``--grammar-backend``: the servers' structured-outputs backend (part of a kept server's key)."""
     """``--vllm-arg``: added to each server's command line."""
     keep: bool = False
     """Start kept servers (they stay up after the run: ``harness vllm down``)."""
@@ -71,7 +73,7 @@ class VllmServers:
     @property
     def note(self) -> str:
         parts = [f"{m.family}: {m.note}" for m in self.models.values()]
-        return "; ".join(["vllm: a real vLLM server started by the harness, timings as its client sees them", *parts])
+        return "; ".join([f"vllm: a real vLLM server started by the harness (structured outputs: {self.grammar_backend}), timings as its client sees them", *parts])
 
     @property
     def base_url(self) -> str | None:
@@ -103,7 +105,7 @@ class VllmServers:
         from harness.engines.vllm.launch import VllmServer, server_args, server_env
 
         model = self.resolve(family)
-        key = server_key(server_args(model, 0, extra=self.extra_args), server_env())
+        key = server_key(server_args(model, 0, extra=self.extra_args, grammar_backend=self.grammar_backend), server_env())
         found = survey()  # the one answer to "which kept servers exist" (as vllm list and down)
         for line in found.stale:
             self.log(f"vllm: {line}")
@@ -113,7 +115,8 @@ class VllmServers:
             self.log(f"vllm: using the kept server for {family} ({kept.model}) at {kept.base_url}, pid {kept.pid}; "
                      "stop it with: harness vllm down")
             return
-        server = VllmServer(model, self.log_dir / f"vllm-{family}.log", extra_args=self.extra_args, keep=self.keep)
+        server = VllmServer(model, self.log_dir / f"vllm-{family}.log", extra_args=self.extra_args, keep=self.keep,
+                            grammar_backend=self.grammar_backend)
         self.servers[family] = server
         server.launch()
         kept_note = " (kept after the run: harness vllm down stops it)" if self.keep else ""
@@ -231,6 +234,7 @@ def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[st
         raise EngineError("--engine vllm needs the run directory for its server logs")
     opened = VllmServers(log_dir=context.run_dir, model_arg=options.model, model_args=dict(options.models),
                       extra_args=tuple(options.vllm_args or ()), keep=options.keep_server,
+                      grammar_backend=options.grammar_backend or "xgrammar",
                       request_timeout_s=min(options.sample_timeout_s, 120.0), log=context.log)
     return opened, families
 

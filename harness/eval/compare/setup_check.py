@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.eval.store import RUN_FILE, RunRecord, setup_differences, setup_fields
+from harness.eval.store import RUN_FILE, RunRecord, grammar_library, setup_differences, setup_fields
 
 
 class CompareError(Exception):
@@ -63,8 +63,9 @@ def _setup_of(run: RunRecord) -> dict[str, Any]:
         fields.update({f"models[{family}]": run.model for family in options.families or ()})
     if options.max_tokens is not None:
         fields["max_tokens"] = options.max_tokens
-    if run.versions.xgrammar:
-        fields["grammar_library"] = f"xgrammar {run.versions.xgrammar}"
+    library = grammar_library(run)
+    if library:
+        fields["grammar_library"] = library
     return fields
 
 

@@ -51,9 +51,12 @@ class Run:
 
     @property
     def engine(self) -> str:
-        """The engine, as every figure and table names it (``oracle --target vllm`` for a target run)."""
+        """The engine, as every figure and table names it (``oracle --target vllm`` for a target run,
+        ``oracle [guidance]`` for a run with ``--grammar-backend guidance``)."""
         options = self.data.run.options
-        return f"{options.engine} --target {options.target}" if options.target else options.engine
+        name = f"{options.engine} --target {options.target}" if options.target else options.engine
+        backend = options.grammar_backend or "xgrammar"
+        return name if backend == "xgrammar" else f"{name} [{backend}]"
 
     @property
     def samples(self) -> list[SampleRecord]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness import __version__
+from harness.eval.report.compile_time import DISAGREEMENT_HEADERS, TTFT_HEADERS, TTFT_NOTE
 from harness.eval.report.data import ACCURACY, Run
 from harness.eval.report.details import build_chunks, chunk_file, tokens_of, write_chunks
 from harness.eval.report.figures import Figure
@@ -157,7 +158,9 @@ def render(report: Report, page_dir: Path, chunk_of: dict[str, int], chunks: int
         version=__version__, now=report.written_at, runs=report.runs, sections=report.sections,
         verdicts=report.verdicts, side_by_side=report.side_by_side,
         figures=[(f, _image(f, page_dir)) for f in report.figures],
-        overhead_headers=OVERHEAD_HEADERS, overhead_rows=report.overhead, failure_headers=FAILURE_HEADERS,
+        overhead_headers=OVERHEAD_HEADERS, overhead_rows=report.overhead, ttft_headers=TTFT_HEADERS,
+        ttft_rows=report.ttft, ttft_note=TTFT_NOTE, disagreement_headers=DISAGREEMENT_HEADERS,
+        disagreement_rows=report.disagreements, failure_headers=FAILURE_HEADERS,
         repeat_headers=REPEAT_HEADERS, class_headers=CLASS_HEADERS, repeats_note=REPEATS_NOTE,
         data=script_json(page_data(report.runs, report.families, report.strategies, chunk_of, chunks)),
         style=(TEMPLATES / "report.css").read_text(encoding="utf-8"),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.eval.report.compile_time import DISAGREEMENT_HEADERS, TTFT_HEADERS, TTFT_NOTE
 from harness.eval.report.tables import (
     CLASS_HEADERS,
     FAILURE_HEADERS,
@@ -75,6 +76,17 @@ def _section(tables: RunTables) -> list[str]:
     return md
 
 
+def _compile_time(report: Report) -> list[str]:
+    md: list[str] = []
+    if report.ttft:
+        md += ["## Time to first token: compile and the rest", "", TTFT_NOTE, "",
+               markdown_table(TTFT_HEADERS, report.ttft), ""]
+    if report.disagreements:
+        md += ["## Where the grammar backends disagree on a gold answer", "",
+               markdown_table(DISAGREEMENT_HEADERS, report.disagreements), ""]
+    return md
+
+
 def render_markdown(report: Report, plot_dir: Path) -> str:
     """report.md: the figures are linked from ``plot_dir`` (beside it)."""
     runs = report.runs
@@ -94,6 +106,7 @@ def render_markdown(report: Report, plot_dir: Path) -> str:
     if report.side_by_side:
         md += ["## Runs side by side", "", markdown_table(
             ["family", "strategy", "metric", *(f"{r.label} ({r.engine})" for r in runs)], report.side_by_side), ""]
+    md += _compile_time(report)
     md += ["## Figures", ""]
     for fig in report.figures:
         md += [f"### {text(fig.heading)}", ""]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.eval.report.compile_time import backend_disagreements, ttft_rows
 from harness.eval.report.data import (
     FIGURES,
     KNOWN_METRICS,
@@ -253,6 +254,10 @@ class Report:
     """family, strategy, metric, a value per run (empty for one run)."""
     overhead: list[list[str]]
     """Per-token overhead against none (headers ``OVERHEAD_HEADERS``)."""
+    ttft: list[list[str]]
+    """Time to first token split into compile and the rest (headers ``compile_time.TTFT_HEADERS``)."""
+    disagreements: list[list[str]]
+    """Gold calls one grammar backend refused and the other took (``compile_time.DISAGREEMENT_HEADERS``)."""
     figures: list[Figure]
     written_at: str
     """UTC, as the report says it was written."""
@@ -278,6 +283,7 @@ def build_report(runs: Sequence[Run], family_names: list[str], strategy_names: l
         sections=[run_tables(run, family_names, strategy_names) for run in runs],
         side_by_side=side_by_side(runs, family_names, strategy_names) if len(runs) > 1 else [],
         overhead=overhead_rows(runs, family_names, strategy_names), figures=figures, written_at=written_at,
+        ttft=ttft_rows(runs, family_names, strategy_names), disagreements=backend_disagreements(runs),
     )
 
 

@@ -55,6 +55,9 @@ def _stats(response: CompletionResponse) -> StepStats | None:
     return StepStats(
         compile_ms=s.compile_ms,
         compile_cached=s.compile_cached,
+        compile_found=s.compile_found,
+        grammar_backend=s.grammar_backend,
+        grammar_reason=s.grammar_reason,
         mask_us=tuple(round(v, 3) for v in s.mask_us),
         accept_us=tuple(round(v, 3) for v in s.accept_us),
         generated_tokens=s.generated_tokens,
@@ -82,6 +85,7 @@ def step_record(step: StepResult, response: CompletionResponse, turn: int | None
         ),
         latency_ms=response.latency_ms,
         ttft_ms=response.ttft_ms,
+        constraint_first=response.constraint_first,
         finish_reason=response.finish_reason,
         usage=None if usage is None else UsageRecord(
             prompt_tokens=usage.prompt_tokens,

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.eval.run.resolved import ResolvedRun, RunError
-from harness.eval.store import RunRecord, SetupIdentity, identity_with_digest, setup_differences, setup_fields
+from harness.eval.store import (
+    RunRecord,
+    SetupIdentity,
+    grammar_library,
+    identity_with_digest,
+    setup_differences,
+    setup_fields,
+)
 
 CHUNK = 1 << 20
 """How much of each end of a weights file the folder digest reads."""
@@ -129,11 +136,10 @@ def setup_identity(run: ResolvedRun, record: RunRecord) -> SetupIdentity:
     for family in families:
         if record.options.engine == "vllm":
             weights[family], servers[family], templates[family] = _server_fields(family, recorded.get(family))
-    xgrammar = record.versions.xgrammar
     return identity_with_digest(
         engine=f"{record.options.engine} --target {record.options.target}" if record.options.target else record.options.engine,
         models={str(f): m for f, m in run.models.items()}, weights=weights, servers=servers,
-        chat_templates=templates, grammar_library=f"xgrammar {xgrammar}" if xgrammar else None,
+        chat_templates=templates, grammar_library=grammar_library(record),
         max_tokens=run.sampling.max_tokens,
         max_steps_per_turn=run.options.max_steps_per_turn if run.suite.kind == "episode" else None,  # one call per point
         suite=f"{run.suite.name} v{run.suite.spec.version}",

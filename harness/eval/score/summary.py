@@ -64,7 +64,7 @@ def _step_schema() -> dict[str, Any]:
         "ttft_ms": pl.Float64, "latency_ms": pl.Float64, "tokens": pl.Int64, "grammar_us": pl.Float64,
         "compile_ms": pl.Float64, "compile_cached": pl.Boolean, "mask_us": pl.List(pl.Float64),
         "tool_us": pl.List(pl.Float64), "target_steps": pl.Int64, "target_diff": pl.Int64,
-        "finish_reason": pl.Utf8,
+        "finish_reason": pl.Utf8, "compile_found": pl.Utf8, "constraint_first": pl.Boolean,
     }
 
 
@@ -90,6 +90,8 @@ def steps_frame(samples: Iterable[SampleRecord]) -> Any:
                 "target_steps": None if stats is None else stats.target_steps,
                 "target_diff": None if stats is None else stats.target_mask_diff_steps,
                 "finish_reason": step.finish_reason,
+                "compile_found": None if stats is None else stats.compile_found,
+                "constraint_first": step.constraint_first,
             })
     return pl.DataFrame(rows, schema=_step_schema())
 

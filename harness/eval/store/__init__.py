@@ -4,7 +4,14 @@ with what a run was measured (``provenance``)."""
 
 from harness.eval.store.gate_records import identity_with_digest, setup_differences, setup_fields
 from harness.eval.store.prompts import PROMPTS_FILE, PromptLog, read_prompts
-from harness.eval.store.provenance import default_run_id, git_commit, machine, utc_now, versions
+from harness.eval.store.provenance import (
+    default_run_id,
+    git_commit,
+    grammar_library,
+    machine,
+    utc_now,
+    versions,
+)
 from harness.eval.store.records import (
     METRICS,
     CallRecord,
@@ -100,6 +107,7 @@ __all__ = [
     "Versions",
     "default_run_id",
     "git_commit",
+    "grammar_library",
     "identity_with_digest",
     "load_run_dir",
     "load_samples",

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-from harness.eval.store.records import Machine, Versions
+from harness.eval.store.records import Machine, RunRecord, Versions
 
 
 def utc_now() -> str:
@@ -37,6 +37,7 @@ def versions() -> Versions:
     return Versions(
         harness=_version("harness"),
         xgrammar=_version("xgrammar"),
+        llguidance=_version("llguidance"),
         pydantic_monty=_version("pydantic-monty"),
         python=platform.python_version(),
     )
@@ -80,4 +81,13 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return commit if out.returncode == 0 and commit else None
 
 
-__all__ = ["default_run_id", "git_commit", "machine", "utc_now", "versions"]
+def grammar_library(record: RunRecord) -> str | None:
+    """The grammar backend and its version as run.json records them (``xgrammar 0.2.8``,
+    ``guidance: llguidance 1.7.0``); None when not installed."""
+    if record.options.grammar_backend == "guidance":
+        version = record.versions.llguidance
+        return f"guidance: llguidance {version}" if version else "guidance: llguidance"
+    return f"xgrammar {record.versions.xgrammar}" if record.versions.xgrammar else None
+
+
+__all__ = ["default_run_id", "git_commit", "grammar_library", "machine", "utc_now", "versions"]

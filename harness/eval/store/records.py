@@ -93,6 +93,13 @@ class StepStats(Record):
     """Time to compile the grammar (None: no grammar, or not measured)."""
     compile_cached: bool | None
     """The compile was a cache hit."""
+    compile_found: str | None = None
+    """``compiled`` (cold, for this call), ``memory`` (compiled earlier in the process) or ``disk`` (kept by
+    an earlier run); None in older files."""
+    grammar_backend: str | None = None
+    """The grammar library that ran the constraint (``xgrammar``, ``guidance``); None in older files."""
+    grammar_reason: str | None = None
+    """Why the grammar refused the gold answer, in its library's words (with ``grammar_error``)."""
     mask_us: tuple[float, ...]
     """Each token-mask fill, microseconds (0.001 resolution)."""
     accept_us: tuple[float, ...]
@@ -127,6 +134,8 @@ class StepRecord(Record):
     """Time of the model call as its client saw it."""
     ttft_ms: float | None
     """Time to first token (when streaming, or from an in-process engine)."""
+    constraint_first: bool | None = None
+    """The run's first call to its server with this constraint (compiled then, unless the server kept it)."""
     finish_reason: str | None = None
     """Why the answer ended, as the engine said (``stop``, ``length``...; None in older files)."""
     usage: UsageRecord | None
@@ -302,6 +311,8 @@ class Versions(Record):
     """This package."""
     xgrammar: str | None
     """The grammar engine."""
+    llguidance: str | None = None
+    """The other grammar engine (``--grammar-backend guidance``)."""
     pydantic_monty: str | None
     """The sandbox."""
     python: str | None

@@ -89,7 +89,7 @@ def reference_engine(grammar: Any, name: str) -> LlguidanceEngine | str:
     """The reference engine on ``grammar``'s constraint, or why it cannot read it (kept on the grammar)."""
     if grammar.reference is not None:
         return grammar.reference  # type: ignore[no-any-return]
-    from harness.grammar.llguidance import NotExpressible, get_llg_tokenizer, to_llguidance
+    from harness.grammar.guidance import NotExpressible, get_llg_tokenizer, to_llguidance
 
     engine: LlguidanceEngine | str
     try:

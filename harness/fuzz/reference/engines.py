@@ -1,5 +1,5 @@
 """The two engines of the differential behind one small interface: xgrammar's matcher (the cell's own
-compiled grammar) and llguidance's (the same constraint converted by ``harness.grammar.llguidance``),
+compiled grammar) and llguidance's (the same constraint converted by ``harness.grammar.guidance``),
 each filling a packed 32-bit token bitmask of the family's vocabulary, consuming tokens and going back
 to a prefix (by replaying it: a few microseconds a token, simpler than each engine's rollback rules).
 

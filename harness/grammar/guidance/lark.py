@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from harness.grammar.llguidance.ebnf import (
+from harness.grammar.guidance.ebnf import (
     Atom,
     CharClass,
     Exclude,

@@ -1,21 +1,23 @@
-"""llguidance (vLLM's ``guidance`` backend) on the grammars the families build: a constraint artifact
-converted to an llguidance grammar, and llguidance's tokenizer for a family. Used by ``harness bench
-grammar`` (its second engine) and ``harness fuzz --reference llguidance`` (a token-level differential).
+"""llguidance (vLLM's ``guidance`` backend) on the harness's constraint artifacts: each artifact turned
+into an llguidance grammar, as far as it can be expressed exactly (else ``NotExpressible`` with the
+reason):
 
-Strategies, as far as they can be expressed exactly (else ``NotExpressible`` with the reason):
-
-- ``json_schema``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend
-  compiles it on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles
-  with ``separators=(",", ":")``.
-- ``ebnf``: the family's EBNF converted to Lark (``harness.grammar.llguidance.lark``).
-- ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
+- ``json``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend compiles it
+  on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles with
+  ``separators=(",", ":")``.
+- ``grammar``: the family's EBNF converted to Lark (``lark``).
+- ``structural_tag``: ``triggered_tags`` (what the families build; free text first when a plain answer
+  is allowed), or a ``grammar`` format (a plain answer alone); each tag
   ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
   an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
   ``excludes`` strings.
 
 llguidance treats every added token as special (never text): FunctionGemma's control tokens and
-Qwen's ``<tool_call>`` are referenced by id. Tokenizer: ``llguidance.hf.from_tokenizer`` on the
-grammar core's ``FamilyTokenizer.hf`` (~3-7 s; one per family and process).
+Qwen's ``<tool_call>`` are referenced by id. Where the grammar expects text (inside a string), a
+control token is therefore refused by llguidance and accepted by xgrammar (the gold encoding writes
+a control token's text as that token), as are Gemma's HTML-tag added tokens (``SPECIAL_IN_TEXT``).
+Tokenizer: ``llguidance.hf.from_tokenizer`` on the grammar core's ``FamilyTokenizer.hf`` (~3-7 s; one
+per family and process).
 """
 
 from __future__ import annotations
@@ -25,8 +27,14 @@ import threading
 from typing import Any
 
 from harness.agents import ConstraintArtifact
-from harness.grammar.llguidance.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
+from harness.grammar.guidance.lark import NotExpressible, ebnf_to_lark, lark_literal, lark_regex_text
+from harness.vocabulary import ErrorKind
 
+SPECIAL_IN_TEXT = ErrorKind.llguidance_special_in_text
+"""A gold output refused at a token that llguidance treats as special and xgrammar as text, where the
+grammar expects text (inside a string argument): control tokens (xgrammar gives them their text) and,
+for Gemma, 71 HTML-tag added tokens (``<table>``, ``</b>``, ...) that are ordinary text to the model.
+An engine difference (vLLM's guidance backend refuses them too), not a conversion error."""
 _LOCK = threading.Lock()
 _TOKENIZERS: dict[str, Any] = {}
 
@@ -57,7 +65,7 @@ def get_llg_tokenizer(family: str) -> Any:
         if lt is None:
             import llguidance.hf
 
-            from harness.grammar import get_tokenizer
+            from harness.grammar.tokenizers import get_tokenizer
 
             tok = get_tokenizer(family)
             hf: Any = tok.hf  # a transformers fast tokenizer (llguidance reads its Rust backend)
@@ -68,7 +76,7 @@ def get_llg_tokenizer(family: str) -> Any:
 
 def special_texts(family: str, lt: Any) -> dict[str, int]:
     """Control-token texts the grammars write that llguidance treats as special tokens."""
-    from harness.grammar import get_tokenizer
+    from harness.grammar.tokenizers import get_tokenizer
 
     return {text: tid for text, tid in get_tokenizer(family).control_tokens.items() if lt.is_special_token(tid)}
 
@@ -107,11 +115,14 @@ def _pieces(text: str, specials: dict[str, int]) -> str:
 def _structural_tag(value: str, specials: dict[str, int]) -> tuple[str, list[str]]:
     tag = json.loads(value)
     fmt = tag.get("format") if isinstance(tag, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("grammar"), str):
+        lark = ebnf_to_lark(fmt["grammar"], specials)  # a plain answer alone (no tool offered)
+        return lark.text, list(lark.notes)
     if not isinstance(fmt, dict) or fmt.get("type") != "triggered_tags":
-        raise NotExpressible("only triggered_tags structural tags are converted")
+        raise NotExpressible("only triggered_tags and grammar structural tags are converted")
     unknown = set(fmt) - {"type", "triggers", "tags", "at_least_one", "stop_after_first", "excludes"}
-    if unknown or not fmt.get("at_least_one"):
-        raise NotExpressible(f"triggered_tags without at_least_one or with {sorted(unknown)} is not converted")
+    if unknown:
+        raise NotExpressible(f"triggered_tags with {sorted(unknown)} is not converted")
     notes: list[str] = []
     lines: list[str] = ["%llguidance {}", ""]
     tag_rules = []
@@ -135,12 +146,17 @@ def _structural_tag(value: str, specials: dict[str, int]) -> tuple[str, list[str
         tag_rules.append(f"tag_{i}")
         lines.append(f"tag_{i}: {_pieces(t['begin'], specials)} {body} {_pieces(t['end'], specials)}")
     one = " | ".join(tag_rules)
+    # at_least_one: the answer starts with a tag; without it, free text (no trigger, no excluded
+    # string) comes first and a tag may follow. stop_after_first: the answer ends after one tag.
+    first = bool(fmt.get("at_least_one"))
     if fmt.get("stop_after_first"):
-        lines.insert(2, f"start: {one}")
+        start = "call" if first else "FREE_TEXT? call?"
     else:
+        start = "call (FREE_TEXT? call)* FREE_TEXT?" if first else "FREE_TEXT? (call FREE_TEXT?)*"
+    lines.insert(2, f"start: {start}\ncall: {one}")
+    if "FREE_TEXT" in start:
         banned = [*fmt["triggers"], *fmt.get("excludes", [])]
         alt = "|".join(lark_regex_text(b) for b in banned)
-        lines.insert(2, f"start: call (FREE_TEXT? call)* FREE_TEXT?\ncall: {one}")
         lines.append(f"FREE_TEXT: /(?s:.+)/ & ~/(?s:.*)({alt})(?s:.*)/")
     return "\n".join(lines) + "\n", notes
 
@@ -166,4 +182,5 @@ def to_llguidance(artifact: ConstraintArtifact, family: str) -> tuple[str, list[
     raise NotExpressible(f"artifact kind {artifact.kind!r}")
 
 
-__all__ = ["available", "get_llg_tokenizer", "special_texts", "to_llguidance", "version"]
+__all__ = ["SPECIAL_IN_TEXT", "NotExpressible", "available", "get_llg_tokenizer", "special_texts", "to_llguidance",
+           "version"]
