@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
+from harness.agents.constraint import DecodingConstraint
 from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall
+from harness.vocabulary import HARNESS_STRATEGIES
 
-CASES = [(f, s) for f in FAMILIES for s in CONSTRAINED_STRATEGIES]
+CASES = [(f, s) for f in FAMILIES for s in HARNESS_STRATEGIES]  # the grammars the harness builds and compiles
 GOLD = ToolCall("gold", "grep", {"file_name": "notes.txt", "pattern": "plumber"})
 
 
