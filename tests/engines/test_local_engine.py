@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from harness.agents.client import ModelCallError
-from harness.agents.constraint import CONSTRAINED_STRATEGIES
+from harness.vocabulary import (
+    HARNESS_STRATEGIES as CONSTRAINED_STRATEGIES,  # the grammars the harness builds (vLLM builds required/strict itself)
+)
 
 slow = pytest.mark.slow
 

@@ -8,9 +8,10 @@ import httpx
 import pytest
 
 from harness.agents.client import CompletionRequest, ModelCallError
-from harness.agents.constraint import CONSTRAINED_STRATEGIES, DecodingConstraint
+from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import Message, ToolCall
 from harness.engines.remote.client import OpenAICompatibleClient
+from harness.vocabulary import HARNESS_STRATEGIES as CONSTRAINED_STRATEGIES  # the grammars the harness builds
 
 pytestmark = pytest.mark.slow
 
