@@ -12,8 +12,17 @@ from __future__ import annotations
 from harness.fuzz.defects import Defect, keep_defects
 from harness.fuzz.inputs import load_fuzz_tools
 from harness.fuzz.keep import read_expected, write_calls_files, write_expected, write_junit
-from harness.fuzz.outcomes import FAILING, CellReport, Counterexample, FuzzReport, Outcome, baseline, compare
-from harness.fuzz.run import FuzzInterrupted, FuzzOptions, build_grammar, fuzz
+from harness.fuzz.outcomes import (
+    FAILING,
+    CellReport,
+    Counterexample,
+    FuzzInterrupted,
+    FuzzReport,
+    Outcome,
+    baseline,
+    compare,
+)
+from harness.fuzz.run import FuzzOptions, build_grammar, fuzz
 
 __all__ = [
     "FAILING",

@@ -211,11 +211,21 @@ def compare(report: FuzzReport, expected: dict[str, list[str]]) -> tuple[list[st
     return worse, better
 
 
+
+class FuzzInterrupted(Exception):
+    """SIGTERM or Ctrl-C stopped the run; ``report`` holds the cells that finished."""
+
+    def __init__(self, report: FuzzReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
 __all__ = [
     "FAILING",
     "SEVERITY",
     "CellReport",
     "Counterexample",
+    "FuzzInterrupted",
     "FuzzReport",
     "Outcome",
     "baseline",

@@ -37,7 +37,7 @@ from harness.fuzz.cell import (
     run_cell,
 )
 from harness.fuzz.defects import attach_defects, unique_defects
-from harness.fuzz.outcomes import CellReport, FuzzReport, Outcome, worst
+from harness.fuzz.outcomes import CellReport, FuzzInterrupted, FuzzReport, Outcome, worst
 from harness.fuzz.reference import compare_cell
 from harness.fuzz.walker import GrammarWalker, target_walker
 
@@ -201,14 +201,6 @@ def _buildable(grammar: Grammar, limit_s: float) -> Any:
     except OverTime:
         grammar.build_errors["*"] = slow
     return None
-
-
-class FuzzInterrupted(Exception):
-    """SIGTERM or Ctrl-C stopped the run; ``report`` holds the cells that finished."""
-
-    def __init__(self, report: FuzzReport) -> None:
-        super().__init__("interrupted")
-        self.report = report
 
 
 def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str = "",
