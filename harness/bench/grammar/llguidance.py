@@ -1,22 +1,7 @@
-"""llguidance (vLLM's ``guidance`` backend) on the same grammars and tokenizers, for comparison.
-
-Strategies, as far as they can be expressed exactly (else ``NotExpressible`` with the reason):
-
-- ``json_schema``: the schema itself with ``whitespace_flexible=False``, as vLLM's guidance backend
-  compiles it on a server with ``disable_any_whitespace``: compact JSON, the language xgrammar compiles
-  with ``separators=(",", ":")``.
-- ``ebnf``: the family's EBNF converted to Lark (``harness.grammar.guidance.lark``).
-- ``structural_tag``: ``triggered_tags`` with ``at_least_one`` (what the families build), each tag
-  ``begin`` + content + ``end``; content a JSON schema (``%json`` with the same bounded whitespace) or
-  an EBNF grammar (converted); free text between tags (parallel calls) excludes the triggers and the
-  ``excludes`` strings.
-
-llguidance treats every added token as special (never text): FunctionGemma's control tokens and
-Qwen's ``<tool_call>`` are referenced by id. Where the grammar expects text (inside a string), a
-control token is therefore refused by llguidance and accepted by xgrammar (the gold encoding writes
-a control token's text as that token), as are Gemma's HTML-tag added tokens: such refusals are
-counted apart (``SPECIAL_IN_TEXT``). Tokenizer: ``llguidance.hf.from_tokenizer`` on the grammar
-core's ``FamilyTokenizer.hf`` (~3-7 s; one per family and process).
+"""llguidance (vLLM's ``guidance`` backend) on the same grammars and tokenizers, for comparison: the
+measuring half. How each strategy's constraint is converted (and what cannot be: ``NotExpressible``),
+why control tokens inside strings are counted apart (``SPECIAL_IN_TEXT``) and how the tokenizer is built
+is said once, in ``harness.grammar.guidance.convert``.
 
 Figures mirror ``harness.bench.grammar.measure``: ``compile_ms_cold`` is the ``LLMatcher`` construction (llguidance
 has no compiled-grammar cache: vLLM builds a matcher per request, so there is no "cached" figure);
