@@ -7,6 +7,7 @@ process. Figures (memory, time) are recorded by ``harness bench serve``, never a
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -140,7 +141,10 @@ def _constrained(grammar: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.slow
 def test_a_grammar_over_the_compile_bounds_is_stopped_and_the_server_goes_on(guarded) -> None:
     client, guard = guarded
-    healthy = _constrained({"grammar": 'root ::= "Done."'})
+    # grammars new to this process and to the on-disk store (other tests of the suite share both), so
+    # the worker is what compiles them
+    nonce = uuid.uuid4().hex
+    healthy = _constrained({"grammar": f'root ::= "Done {nonce}."'})
     assert client.post("/v1/chat/completions", json=healthy).status_code == 200
     # A 190 KB schema (10-20 s and ~+25 MB to compile here) against a time bound no machine compiles it
     # within: its every grammar position is checked against the Qwen tokenizer's 152k tokens.
@@ -159,7 +163,7 @@ def test_a_grammar_over_the_compile_bounds_is_stopped_and_the_server_goes_on(gua
     assert again.json() == first.json()
     assert guard.stats.timeouts + guard.stats.memory_kills == stopped
     assert client.post("/v1/chat/completions", json=healthy).status_code == 200  # seen before: no wait
-    fresh = _constrained({"grammar": 'root ::= "Done." | "Ok."'})
+    fresh = _constrained({"grammar": f'root ::= "Done {nonce}." | "Ok."'})
     assert client.post("/v1/chat/completions", json=fresh).status_code == 200  # the new worker compiles it
     health = client.get("/health").json()["compile_guard"]
     assert health["worker_starts"] == 2 and health["compiled"] == 2

@@ -42,11 +42,8 @@ GRAMMAR_LIMITS: dict[str, tuple[set[tuple[str, str]], str]] = {
     "live_multiple_189-83-0": (CONSTRAINED, CLOSED),  # data declares param1.., the answer sends name, email
 }
 """Gold answers a grammar refuses although they fit the converted schema, by id."""
-DATE = "a parameter with `format: date`, which the harness's EBNF builder does not enforce"
 NO_VALUE = "a required array argument whose enum holds strings (BFCL's doc): no value satisfies it"
 REFUSED: dict[str, tuple[set[tuple[str, str]], str]] = {
-    "multiple_5": (EBNF, DATE),
-    "parallel_multiple_63": (EBNF, DATE),
     "live_simple_71-35-0": (CONSTRAINED, NO_VALUE),  # also no_valid_answer
     "live_irrelevance_428-103-0": (CONSTRAINED, NO_VALUE),
 }
