@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ebnf_to_lark,
         get_llg_tokenizer,
         to_llguidance,
+        vllm_guidance_field,
         walk_guidance,
     )
     from harness.grammar.guidance import available as guidance_available
@@ -64,6 +65,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "SPECIAL_IN_TEXT": "guidance.convert",
     "NotExpressible": "guidance.convert",
     "to_llguidance": "guidance.convert",
+    "vllm_guidance_field": "guidance.convert",
     "ebnf_to_lark": "guidance.lark",
     "GoldTextSource": "decode",
     "JUMP_MODES": "decode",
@@ -136,6 +138,7 @@ __all__ = [
     "needs_build",
     "set_cache_limit",
     "to_llguidance",
+    "vllm_guidance_field",
     "walk_guidance",
     "walk_text",
     "was_compiled",

@@ -68,3 +68,32 @@ def test_the_command_reports_the_differential_in_the_table_json_and_junit(tmp_pa
     assert ref["by_keyword"][f"{OVER}:xgrammar"]["format:email"] > 0
     example = next(e for e in ref["examples"] if e["cls"] == f"{OVER}:xgrammar")
     assert example["allowed_by"] == "llguidance" and example["verdict"].startswith("valid")
+
+
+def test_a_reference_that_lets_an_invalid_value_through_is_classed_under_constraining(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A planted bug: the reference engine's grammar also allows ``mode: "x"``, outside the enum. Where a
+    walk reaches the enum, llguidance allows tokens xgrammar masks, and every completion from them is a
+    call the tool's validator rejects: under-constraining by llguidance, at the enum, never blamed on
+    xgrammar."""
+    import dataclasses
+
+    import harness.grammar.guidance as guidance
+
+    real = guidance.to_llguidance
+    enum_rule = '"\\"l\\"" | "\\"w\\"" | "\\"c\\""'
+
+    def planted(artifact: Any, family: str) -> tuple[str, list[str]]:
+        assert enum_rule in artifact.value
+        return real(dataclasses.replace(artifact, value=artifact.value.replace(enum_rule, enum_rule + ' | "\\"x\\""')), family)
+
+    monkeypatch.setattr(guidance, "to_llguidance", planted)
+    report = fuzz([WC], options(tmp_path, strategies=("ebnf",), examples=40))
+    (cell,) = report.cells
+    ref = cell.reference
+    assert ref is not None and ref.comparable
+    under = ref.by_keyword.get("under_constraining:llguidance", {})
+    assert under.get("enum", 0) > 0, ref.classes
+    assert "under_constraining:xgrammar" not in ref.classes
+    example = next(e for e in ref.examples if e.cls == "under_constraining:llguidance")
+    assert example.allowed_by == "llguidance" and '"x' in example.completion and "enum" in example.verdict

@@ -225,14 +225,16 @@ def _growth_markdown(bench: GrammarBench) -> list[str]:
     lines: list[str] = []
     gt = bench.growth_tools or []
     if gt:
-        lines += ["", "## Growth with the number of tools (synthetic sets)", ""]
+        corpus = gt[0].corpus
+        lines += ["", f"## Growth with the number of tools ({f'corpus: {corpus}' if corpus else 'synthetic sets'})", ""]
         rows = [
-            [r.family, r.strategy, r.engine, str(r.tools), _fmt(r.compile_ms_cold),
+            [r.family, r.strategy, r.engine, str(r.tools), _fmt(r.compile_ms_cold), _fmt(r.grammar_kb),
              _fmt(r.mask_us_p50), _fmt(r.mask_us_p99),
              f"{r.gold_accepted}/{r.gold_total}" if r.expressible else "not expressible"]
             for r in gt
         ]
-        lines += _md_table(["family", "strategy", "engine", "tools", "compile ms", "mask p50 us", "mask p99 us", "gold"], rows)
+        lines += _md_table(["family", "strategy", "engine", "tools", "compile ms", "compiled KiB", "mask p50 us",
+                            "mask p99 us", "gold"], rows)
     gl = bench.growth_length or []
     if gl:
         lines += ["", "## Growth with the output length", ""]

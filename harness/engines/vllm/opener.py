@@ -145,6 +145,7 @@ class VllmServers:
         """Start a server for each family (all at once; a kept one from an earlier run is used as it is),
         then wait until each answers ``/health``."""
         from harness.engines.remote.client import OpenAICompatibleClient
+        from harness.engines.vllm.guidance_wire import GuidanceWireClient
         from harness.engines.vllm.launch import VllmError
 
         try:
@@ -163,7 +164,10 @@ class VllmServers:
 
         for family, server in self.servers.items():
             self._wait(family, server, waiting)
-            self.clients[family] = OpenAICompatibleClient(server.base_url, timeout_s=self.request_timeout_s)
+            client: LLMClient = OpenAICompatibleClient(server.base_url, timeout_s=self.request_timeout_s)
+            if self.grammar_backend == "guidance":  # grammars written as llguidance reads them
+                client = GuidanceWireClient(client, {self.model_for(family): family})
+            self.clients[family] = client
 
     def client_for(self, sample: SampleContext) -> LLMClient:
         return self.clients[sample.family]  # type: ignore[no-any-return]
@@ -191,8 +195,15 @@ def _attach(options: RunOptions, context: EngineContext, url: str, source: str) 
     """A vLLM server the user runs (``--base-url`` or ``$VLLM_BASE_URL``): used through the OpenAI client,
     as ``--engine openai`` would, recorded as vllm."""
     from harness.engines.openers import open_openai
+    from harness.engines.vllm.guidance_wire import GuidanceWireClient
 
     opened, families = open_openai(options.model_copy(update={"base_urls": (url,)}), context)
+    if options.grammar_backend == "guidance":  # the user says the server runs llguidance: grammars as it reads them
+        served = families or [str(f) for f in options.families or ()]
+        if not served:
+            raise EngineError("--grammar-backend guidance with a vLLM server you run: name the family (--family), "
+                              "whose tokenizer the grammars are written for")
+        opened.client = GuidanceWireClient(opened.client, {opened.model_for(f): f for f in served})
     opened.name = "vllm"
     opened.note = (f"vllm: a vLLM server you run at {url} ({source}) serving {opened.model_id}; timings as its "
                   "client sees them")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         get_llg_tokenizer,
         to_llguidance,
         version,
+        vllm_guidance_field,
     )
     from harness.grammar.guidance.lark import ebnf_to_lark
     from harness.grammar.guidance.walk import compile_guidance, walk_guidance
@@ -31,6 +32,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "get_llg_tokenizer": "convert",
     "to_llguidance": "convert",
     "version": "convert",
+    "vllm_guidance_field": "convert",
     "walk_guidance": "walk",
     "compile_guidance": "walk",
     "ebnf_to_lark": "lark",
@@ -45,5 +47,6 @@ __all__ = [
     "get_llg_tokenizer",
     "to_llguidance",
     "version",
+    "vllm_guidance_field",
     "walk_guidance",
 ]

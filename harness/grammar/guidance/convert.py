@@ -161,26 +161,42 @@ def _structural_tag(value: str, specials: dict[str, int]) -> tuple[str, list[str
     return "\n".join(lines) + "\n", notes
 
 
+def lark_text(artifact: ConstraintArtifact, family: str) -> tuple[str, list[str]]:
+    """A ``grammar`` or ``structural_tag`` artifact as Lark text (control tokens by id) and notes on
+    the conversion. Raises ``NotExpressible``."""
+    specials = special_texts(family, get_llg_tokenizer(family))
+    if artifact.kind == "grammar":
+        lark = ebnf_to_lark(artifact.value, specials)
+        return lark.text, list(lark.notes)
+    if artifact.kind == "structural_tag":
+        return _structural_tag(artifact.value, specials)
+    raise NotExpressible(f"artifact kind {artifact.kind!r} is not a grammar")
+
+
 def to_llguidance(artifact: ConstraintArtifact, family: str) -> tuple[str, list[str]]:
     """The llguidance grammar (serialized, for ``LLMatcher``) of ``artifact`` and notes on the
     conversion. Raises ``NotExpressible``."""
     from llguidance import LLMatcher
 
-    specials = special_texts(family, get_llg_tokenizer(family))
-    notes = []
     if artifact.kind == "json":
         # As vLLM's guidance backend compiles a JSON schema on a server with disable_any_whitespace.
         grammar = LLMatcher.grammar_from_json_schema(artifact.value, defaults={"whitespace_flexible": False})
-        notes.append("whitespace_flexible=False, as vLLM's guidance backend with disable_any_whitespace")
-        return grammar, notes
-    if artifact.kind == "grammar":
-        lark = ebnf_to_lark(artifact.value, specials)
-        return LLMatcher.grammar_from_lark(lark.text), list(lark.notes)
-    if artifact.kind == "structural_tag":
-        text, notes = _structural_tag(artifact.value, specials)
-        return LLMatcher.grammar_from_lark(text), notes
-    raise NotExpressible(f"artifact kind {artifact.kind!r}")
+        return grammar, ["whitespace_flexible=False, as vLLM's guidance backend with disable_any_whitespace"]
+    text, notes = lark_text(artifact, family)
+    return LLMatcher.grammar_from_lark(text), notes
 
 
-__all__ = ["SPECIAL_IN_TEXT", "NotExpressible", "available", "get_llg_tokenizer", "special_texts", "to_llguidance",
-           "version"]
+def vllm_guidance_field(artifact: ConstraintArtifact, family: str) -> tuple[str, str]:
+    """The ``structured_outputs`` field and value that make vLLM's guidance backend compile the grammar
+    ``to_llguidance`` compiles: a JSON schema as it is; an EBNF grammar or a structural tag as Lark text
+    in ``grammar`` (which that backend reads as Lark). Sent as built, both fail there: its GBNF reader
+    knows neither xgrammar's ``TagDispatch`` nor its lookaheads, and spells a control token such as
+    ``<start_function_call>`` as text the model's special token never matches; its ``structural_tag``
+    field reads only vLLM's legacy form. Raises ``NotExpressible``."""
+    if artifact.kind == "json":
+        return "json", artifact.value
+    return "grammar", lark_text(artifact, family)[0]
+
+
+__all__ = ["SPECIAL_IN_TEXT", "NotExpressible", "available", "get_llg_tokenizer", "lark_text", "special_texts",
+           "to_llguidance", "version", "vllm_guidance_field"]
