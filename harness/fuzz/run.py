@@ -39,6 +39,7 @@ from harness.fuzz.cell import (
 from harness.fuzz.defects import attach_defects, unique_defects
 from harness.fuzz.outcomes import CellReport, FuzzInterrupted, FuzzReport, Outcome, worst
 from harness.fuzz.reference import compare_cell
+from harness.fuzz.toolset_defects import attach_toolset_defects
 from harness.fuzz.walker import GrammarWalker, target_walker
 
 
@@ -309,6 +310,7 @@ def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run
         for strategy in options.strategies:
             cells.append(_cell(grammar_for(family, strategy, tools, options, run_id), case, options))
     attach_defects(case, cells, deadline=time.monotonic() + options.cell_timeout_s)
+    attach_toolset_defects(case, cells, deadline=time.monotonic() + options.cell_timeout_s, parallel=options.parallel)
     return cells
 
 

@@ -119,3 +119,45 @@ def test_the_fuzz_writes_each_known_defect_and_names_it_in_the_summary(tmp_path:
     assert report.summary()["defective"]["qwen/json_schema"] == sorted(labels)
     for defect in report.defects:
         assert defect.file is not None and Path(defect.file).is_file()
+
+
+def _strings(*names: str, required: tuple[str, ...] = ("location", "genre")) -> dict[str, Any]:
+    return {"type": "object", "properties": {n: {"type": "string"} for n in names}, "required": list(required)}
+
+
+# xgrammar 0.2.8 (found on BFCL's corpus): beside a tool whose arguments are the same but for a property
+# named "title", a tool loses its "title": the two objects compile to one rule.
+TITLE_PAIR = [ToolSchema("find_concert", "Find.", _strings("genre", "location")),
+              ToolSchema("search_books", "Search.", _strings("genre", "location", "title"))]
+BYSTANDERS = [ToolSchema(f"tool_{i}", "Other.", _strings("q", f"n{i}", required=("q",))) for i in range(5)]
+
+
+def test_a_defect_only_a_tool_set_shows_is_reduced_to_the_tools_it_needs(tmp_path: Path) -> None:
+    from harness.fuzz.toolset_defects import LABEL, toolset_defect
+
+    tools = [*BYSTANDERS[:3], TITLE_PAIR[0], *BYSTANDERS[3:], TITLE_PAIR[1]]
+    from harness.agents import DecodingConstraint
+    from harness.agents.families import get_adapter
+
+    schema = json.loads(get_adapter("qwen").build_payload(tools, DecodingConstraint("json_schema")).artifact.value)
+    call = {"name": "search_books", "arguments": {"genre": "jazz", "location": "Oslo", "title": "Blue"}}
+    defect = toolset_defect(schema, call, tool="search_books", deadline=float("inf"))
+    assert defect is not None and (defect.label, defect.kind) == (LABEL, "rejects_valid")
+    names = [b["properties"]["name"]["const"] for b in defect.minimal_schema["anyOf"]]
+    assert names == ["find_concert", "search_books"]  # the bystanders dropped, the order kept
+    assert len(defect.instance) < len(json.dumps(call))  # the call shrunk too
+    assert toolset_defect(schema, {**call, "name": "tool_0", "arguments": {"q": "x"}}, tool="tool_0",
+                          deadline=float("inf")) is None  # a call xgrammar gets right
+    (written,) = write_defects([defect], tmp_path)
+    run = subprocess.run([sys.executable, str(written.file)], capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 1 and "DEFECT REPRODUCED" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_the_fuzz_writes_a_tool_set_defect_and_names_it(tmp_path: Path) -> None:
+    report = fuzz(TITLE_PAIR, FuzzOptions(families=("qwen",), strategies=("json_schema",), examples=20,
+                                          database=tmp_path / "db", jobs=1, shrink=False))
+    keep_defects(report, tmp_path / "defects")
+    assert [d.key for d in report.defects] == ["anyOf:tool_set-rejects_valid"]
+    assert report.summary()["defective"]["qwen/json_schema"] == ["anyOf:tool_set"]
+    assert report.defects[0].file is not None and Path(report.defects[0].file).is_file()
