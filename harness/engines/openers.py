@@ -290,6 +290,9 @@ def open_openai(options: RunOptions, context: EngineContext) -> tuple[SharedClie
 
     if options.target is not None:
         _no_server_options("openai", options)
+    if (options.grammar_backend or "xgrammar") != "xgrammar":  # nothing here would act on it
+        raise EngineError("--grammar-backend is for --engine oracle or vllm; for a vLLM server you run, "
+                          "say --engine vllm --base-url URL --grammar-backend guidance")
     settings = server_settings(options, context.bundle_model)
     base_urls = list(settings.base_urls)
     by_family = _models_by_family(base_urls[0], settings.api_key, options, context.bundle_model)

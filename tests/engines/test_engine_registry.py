@@ -48,6 +48,21 @@ def test_target_is_for_the_oracle_only(name: str) -> None:
         open_engine(RunOptions(engine=name, target="vllm"))
 
 
+def test_the_guidance_backend_is_for_engines_that_act_on_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.engines.vllm.guidance_wire import GuidanceWireClient
+
+    monkeypatch.delenv("VLLM_BASE_URL", raising=False)
+    with pytest.raises(EngineError, match="--grammar-backend is for --engine oracle or vllm"):
+        open_engine(RunOptions(engine="openai", base_urls=("http://h:1/v1",), model="m", families=["qwen"],
+                               grammar_backend="guidance"))
+    # a vLLM server you run, said to be on guidance: its requests carry grammars as llguidance reads them
+    engine, _ = open_engine(RunOptions(engine="vllm", base_urls=("http://h:1/v1",), model="m", families=["qwen"],
+                                       grammar_backend="guidance"))
+    assert isinstance(engine.client, GuidanceWireClient) and engine.client.families == {"m": "qwen"}
+    plain, _ = open_engine(RunOptions(engine="vllm", base_urls=("http://h:1/v1",), model="m", families=["qwen"]))
+    assert not isinstance(plain.client, GuidanceWireClient)
+
+
 def test_vllm_with_a_base_url_uses_that_server_and_starts_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VLLM_BASE_URL", raising=False)
     with pytest.raises(EngineError, match="one --base-url"):

@@ -197,7 +197,7 @@ def _attach(options: RunOptions, context: EngineContext, url: str, source: str) 
     from harness.engines.openers import open_openai
     from harness.engines.vllm.guidance_wire import GuidanceWireClient
 
-    opened, families = open_openai(options.model_copy(update={"base_urls": (url,)}), context)
+    opened, families = open_openai(options.model_copy(update={"base_urls": (url,), "grammar_backend": None}), context)
     if options.grammar_backend == "guidance":  # the user says the server runs llguidance: grammars as it reads them
         served = families or [str(f) for f in options.families or ()]
         if not served:
