@@ -271,7 +271,11 @@ def test_a_state_file_that_is_not_a_regular_bounded_file_is_refused_at_once(cach
 
 
 def test_a_state_file_naming_the_callers_own_group_is_never_signalled(cache: Path) -> None:
-    server = _planted(pid=os.getpgrp(), create_time=psutil.Process(os.getpgrp()).create_time(),
-                      command=psutil.Process(os.getpgrp()).cmdline())
+    try:
+        leader = psutil.Process(os.getpgrp())
+        create_time, command = leader.create_time(), leader.cmdline()
+    except psutil.NoSuchProcess:  # the group's leader has exited (a job started from a subshell that ended)
+        create_time, command = 0.0, []
+    server = _planted(pid=os.getpgrp(), create_time=create_time, command=command)
     assert server.mismatch() is not None
     assert stop_kept(server, grace_s=0.1) is False and _alive(os.getpid())
