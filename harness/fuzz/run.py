@@ -305,12 +305,10 @@ def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run
     """The cells of ``tools[index]``: its values drawn once, then every family x strategy."""
     case = draw_case(tools[index], options)
     case.tools_seen = list(tools)
-    cells = []
-    for family in options.families:
-        for strategy in options.strategies:
-            cells.append(_cell(grammar_for(family, strategy, tools, options, run_id), case, options))
+    grammars = [grammar_for(f, s, tools, options, run_id) for f in options.families for s in options.strategies]
+    cells = [_cell(grammar, case, options) for grammar in grammars]
     attach_defects(case, cells, deadline=time.monotonic() + options.cell_timeout_s)
-    attach_toolset_defects(case, cells, deadline=time.monotonic() + options.cell_timeout_s, parallel=options.parallel)
+    attach_toolset_defects(case, cells, [g.artifact for g in grammars], deadline=time.monotonic() + options.cell_timeout_s)
     return cells
 
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from harness.fuzz.defects import (
     _LIBRARY_FAILURES,
-    SEPARATORS,
     Defect,
     Kind,
     _smaller_values,
@@ -34,11 +33,12 @@ LABEL = "anyOf:tool_set"
 
 
 def call_text(call: Mapping[str, Any]) -> str:
-    """The call as the json_schema strategy writes it: ``name`` first, arguments in canonical order."""
-    from harness.agents.families import canonical_value
+    """The call as the json_schema strategy writes it (``name`` first, arguments in canonical order,
+    compact). Raises ConstraintError for a value JSON cannot hold."""
+    from harness.agents import ToolCall
+    from harness.agents.families import json_calls_text
 
-    return json.dumps({"name": call["name"], "arguments": canonical_value(call["arguments"])}, ensure_ascii=False,
-                      separators=SEPARATORS)
+    return json_calls_text([ToolCall.create(call["name"], call["arguments"])], parallel=False)
 
 
 def _with(base: Mapping[str, Any], branches: Sequence[Any]) -> dict[str, Any]:
@@ -98,10 +98,15 @@ def _smaller_calls(call: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 def toolset_defect(schema: Any, call: Mapping[str, Any], *, tool: str, deadline: float) -> Defect | None:
     """The defect ``call`` shows under the tool set's ``schema`` (an ``anyOf`` with one branch per tool)
     but not under its own tool's branch alone, reduced; None when there is none."""
+    from harness.agents import ConstraintError
     from harness.fuzz.values import first_error, validator
 
     branches = schema.get("anyOf") if isinstance(schema, dict) else None
     if not isinstance(branches, list) or not isinstance(call.get("arguments"), dict):
+        return None  # not one call against one branch per tool (parallel calls are a list)
+    try:
+        call_text(call)
+    except ConstraintError:  # NaN and the like: no text the strategy writes
         return None
     base = {k: v for k, v in schema.items() if k != "anyOf"}
     kind = _disagrees(base, branches, call)
@@ -129,20 +134,16 @@ def toolset_defect(schema: Any, call: Mapping[str, Any], *, tool: str, deadline:
     )
 
 
-def attach_toolset_defects(case: Any, cells: Sequence[Any], *, deadline: float, parallel: bool = False) -> None:
+def attach_toolset_defects(case: Any, cells: Sequence[Any], artifacts: Sequence[Any], *, deadline: float) -> None:
     """Add to each ``json_schema`` cell of ``case``'s tool that rejected a valid call or accepted an
     invalid one, and whose failures the tool alone does not explain (``defects.attach_defects`` found
-    nothing of that kind), the defect its counterexamples show among the other tools."""
-    from harness.agents import DecodingConstraint
-    from harness.agents.families import get_adapter
-
-    tools = list(getattr(case, "tools_seen", None) or [case.tool])
-    for cell in cells:
+    nothing of that kind), the defect its counterexamples show among the other tools. ``artifacts``:
+    each cell's constraint, as its grammar was built (None where none was)."""
+    for cell, artifact in zip(cells, artifacts, strict=True):
         kinds = {_LIBRARY_FAILURES[k] for k in cell.classes if k in _LIBRARY_FAILURES} - {d.kind for d in cell.defects}
-        if not kinds or cell.strategy != "json_schema" or parallel:
+        if not kinds or cell.strategy != "json_schema" or artifact is None:
             continue
-        artifact = get_adapter(cell.family).build_payload(tools, DecodingConstraint("json_schema")).artifact
-        schema = json.loads(artifact.value) if artifact is not None else None
+        schema = json.loads(artifact.value)
         calls = [call for found in cell.counterexamples for call in found.calls or () if call.get("name") == case.tool.name]
         for call in calls:
             defect = None if time.monotonic() > deadline else toolset_defect(schema, call, tool=case.tool.name, deadline=deadline)

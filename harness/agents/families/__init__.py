@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from harness import vocabulary
 from harness.agents.adapter import ModelAdapter
-from harness.agents.families._calls import canonical_schema, strict_schema
+from harness.agents.families._calls import canonical_schema, json_calls_text, strict_schema
 from harness.agents.families._syntax import ebnf_literal
 from harness.agents.families._values import MAX_JSON_WS, canonical_keys, canonical_value
 from harness.agents.families.chat_templates import chat_template_path
@@ -86,6 +86,7 @@ __all__ = [
     "enforces",
     "families_of_model",
     "get_adapter",
+    "json_calls_text",
     "keywords_used",
     "refused_keyword",
     "strict_schema",

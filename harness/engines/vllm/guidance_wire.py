@@ -16,10 +16,10 @@ through (``tests/engines/test_vllm_guidance.py`` checks that with vLLM's own cod
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections import OrderedDict
+import functools
 from collections.abc import Mapping
-from typing import Any
 
 from harness.agents import (
     CompletionRequest,
@@ -41,17 +41,15 @@ class GuidanceWireClient:
     def __init__(self, inner: LLMClient, families: Mapping[str, str]) -> None:
         self.inner = inner
         self.families = dict(families)
-        self._converted: OrderedDict[tuple[str, str, str], tuple[str, str]] = OrderedDict()
-
-    def __getattr__(self, name: str) -> Any:  # the inner client's counters (attempts, retries)
-        return getattr(self.inner, name)
 
     async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
         outputs = (request.extra_body or {}).get("structured_outputs")
         if isinstance(outputs, dict) and len(outputs) == 1:
             ((kind, value),) = outputs.items()
             if kind in ("grammar", "structural_tag") and isinstance(value, str):
-                field, text = self._convert(self._family(request.model), kind, value)
+                # in a thread: the first conversion loads the tokenizer (seconds), which would stall the
+                # other samples' streams and inflate their time to first token
+                field, text = await asyncio.to_thread(_converted, self._family(request.model), kind, value)
                 body = {**request.extra_body, "structured_outputs": {field: text}}
                 request = dataclasses.replace(request, extra_body=body)
         return await self.inner.chat_completion(request)
@@ -63,24 +61,18 @@ class GuidanceWireClient:
                                  f"({', '.join(self.families)}): no tokenizer to write its grammar for llguidance")
         return family
 
-    def _convert(self, family: str, kind: str, value: str) -> tuple[str, str]:
-        from harness.grammar import NotExpressible, vllm_guidance_field
-
-        key = (family, kind, value)
-        hit = self._converted.get(key)
-        if hit is None:
-            try:
-                hit = vllm_guidance_field(ConstraintArtifact(kind, value), family)  # type: ignore[arg-type]
-            except NotExpressible as exc:
-                raise ModelCallError("model:bad_request", f"llguidance cannot read this {kind}: {exc}") from exc
-            self._converted[key] = hit
-            if len(self._converted) > CONVERSIONS_KEPT:
-                self._converted.popitem(last=False)
-        self._converted.move_to_end(key)
-        return hit
-
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+@functools.lru_cache(maxsize=CONVERSIONS_KEPT)
+def _converted(family: str, kind: str, value: str) -> tuple[str, str]:
+    from harness.grammar import NotExpressible, vllm_guidance_field
+
+    try:
+        return vllm_guidance_field(ConstraintArtifact(kind, value), family)  # type: ignore[arg-type]
+    except NotExpressible as exc:
+        raise ModelCallError("model:bad_request", f"llguidance cannot read this {kind}: {exc}") from exc
 
 
 __all__ = ["GuidanceWireClient"]
