@@ -46,6 +46,7 @@ def test_init_python_runs_on_the_oracle_from_an_empty_folder(tmp_path: Path) -> 
 
 HOSTILE = textwrap.dedent('''
     import os, time
+    from pathlib import Path
 
     class Box:
         def __init__(self):
@@ -76,6 +77,16 @@ HOSTILE = textwrap.dedent('''
             kept = []
             while True:
                 kept.append(bytearray(64 << 20))
+
+        def strain(self) -> str:
+            """Hits a bound, a different one each call: the memory limit, then the wall clock (as one
+            allocation loop may on a quiet machine, then on a busy one)."""
+            count = Path(__file__).with_name("strain.count")
+            calls = int(count.read_text()) + 1 if count.exists() else 1
+            count.write_text(str(calls))
+            if calls % 2:
+                self.hoard()
+            self.spin()
 ''')
 BUNDLE = """\
 name: box
@@ -113,16 +124,19 @@ def episode(cid: str, calls: list[str], classes: list[str] | None = None) -> dic
 
 @pytest.mark.slow
 def test_hostile_tools_end_as_tool_errors_and_the_run_completes(tmp_path: Path) -> None:
-    write_box(tmp_path / "box", [episode(name, [name]) for name in ("spin", "leave", "spawn", "hoard")])
+    write_box(tmp_path / "box", [episode(name, [name]) for name in ("spin", "leave", "spawn", "hoard", "strain")])
     done = harness(tmp_path, "run", "box/suite", "--engine", "oracle", "--out", "run")
     assert done.returncode == 0, done.stderr
     samples = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     kinds = {s["case_id"]: [r["error_kind"] for step in s["steps"] for r in step["tool_results"]] for s in samples}
     assert kinds == {"spin": [None, "tool:limit", None], "leave": [None, "tool:internal_error", None],
-                     "spawn": [None, "tool:error", None], "hoard": [None, "tool:limit", None]}
+                     "spawn": [None, "tool:error", None], "hoard": [None, "tool:limit", None],
+                     "strain": [None, "tool:limit", None]}
     assert all(s["status"] == "ok" for s in samples)
-    # the put after the failed call saw the state before it: ["a", "b"] at the end, as expected
+    # the put after the failed call saw the state before it: ["a", "b"] at the end, as expected; and a
+    # bound hit one way by the model's calls and another by the gold's (strain) is the same tool:limit
     assert set(accuracy(tmp_path / "run").values()) == {1.0}
+    assert int((tmp_path / "box" / "strain.count").read_text()) >= 3  # the run's call, the model's and the gold's
 
 
 # (what is wrong, the error line's parts)

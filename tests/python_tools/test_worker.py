@@ -60,6 +60,18 @@ HOSTILE = textwrap.dedent('''
 
         def pid(self):
             return os.getpid()
+
+        def add_then_allocate(self):
+            self.count += 100
+            self.allocate()
+
+        def quick_once(self, mark: str) -> str:
+            """Answers at once the first time; never again (made again on a new worker, it hangs)."""
+            seen = os.path.join(os.path.dirname(__file__), f"seen-{mark}")
+            if os.path.exists(seen):
+                time.sleep(10_000)
+            open(seen, "w").close()
+            return "first"
 ''')
 
 
@@ -83,6 +95,7 @@ HOSTILE_CALLS = [
     ("not_json", "tool:bad_output"),
     ("huge", "tool:limit"),
     ("fail", "tool:exception"),
+    ("add_then_allocate", "tool:limit"),  # the state from before the call, not the half-done call's
 ]
 
 
@@ -97,6 +110,24 @@ async def test_a_hostile_call_is_a_tool_error_and_the_state_survives(source: Any
         assert await session.snapshot() == {"Counter": {"count": 42}}
     finally:
         await session.close()
+
+
+async def test_a_session_whose_replay_fails_is_lost_and_says_so(source: Any) -> None:
+    fragile = await source.open(["Counter"], {})
+    sturdy = await source.open(["Counter"], {"Counter": {"count": 1}})
+    try:
+        assert await fragile.call("quick_once", {"mark": str(os.getpid())}) == ("first", None, None)
+        assert await sturdy.call("add", {"n": 5}) == (6, None, None)
+        assert (await sturdy.call("exit_now", {}))[1] == "tool:internal_error"  # a new worker: both replayed
+        output, kind, message = await fragile.call("add", {"n": 1})
+        assert (output, kind) == (None, "tool:internal_error")
+        assert "was lost" in str(message) and "wall clock" in str(message)
+        with pytest.raises(WorkerFailure, match="was lost"):
+            await fragile.snapshot()
+        assert await sturdy.call("add", {"n": 1}) == (7, None, None)  # rebuilt without the lost one
+    finally:
+        await fragile.close()
+        await sturdy.close()
 
 
 def test_a_python_source_is_a_tool_source(source: Any) -> None:

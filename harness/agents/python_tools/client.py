@@ -2,12 +2,15 @@
 
 One ``WorkerClient`` owns one worker process, started when first needed. Every request is one JSON
 line out and one back, under a wall-clock bound (the bundle's ``limits.wall_clock`` for a call). When
-the worker dies (``os._exit``, a signal, the address-space limit) or overruns the bound, its whole
-process group is killed (the worker and whatever its tools started: processes this harness started),
-a new worker is started, the classes loaded again and every open session rebuilt by replaying the
-calls it had made: the session goes on with the state it had before the failed call, and that call
-ends as a ``tool:`` error. Requests are serialised (one worker answers one at a time); the async
-methods run them in a thread so that the event loop stays free.
+the worker dies (``os._exit``, a signal), overruns the bound or runs out of memory mid-call (its
+address-space limit), its whole process group is killed (the worker and whatever its tools started:
+processes this harness started), a new worker is started, the classes loaded again and every open
+session rebuilt by replaying the calls it had answered: the session goes on with the state it had
+before the failed call, and that call ends as a ``tool:`` error. A session whose replay itself fails
+(a call that answered once overruns the bound on a busy machine) is *lost*: its later requests end as
+``tool:internal_error`` saying so, and the other sessions are rebuilt without it. Requests are
+serialised (one worker answers one at a time); the async methods run them in a thread so that the
+event loop stays free.
 """
 
 from __future__ import annotations
@@ -78,11 +81,38 @@ class WorkerClient:
         self._buffer = b""
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
+        self._lost: dict[str, str] = {}
+        """Session -> why it could not be rebuilt on a new worker."""
         self.restarts = 0
         """Workers started again after one died or overran its bound."""
 
     # -- the process -----------------------------------------------------------------------------
     def _start(self) -> None:
+        """A worker with the classes loaded and every open session rebuilt; a session whose replay fails
+        is given up (``_lost``) and the others rebuilt on a worker started again."""
+        while True:
+            self._launch()
+            failed = self._replay()
+            if failed is None:
+                return
+            session, reason = failed
+            self._stop()
+            del self._sessions[session]
+            self._lost[session] = f"session {session} was lost: the tool worker was replaced and replaying its calls failed ({reason})"
+
+    def _replay(self) -> tuple[str, str] | None:
+        """Each open session opened again and its answered calls made again (their answers ignored); the
+        first session that fails, and why."""
+        for name, session in self._sessions.items():
+            try:
+                self._exchange(session.opening, 60.0)
+                for call in session.calls:
+                    self._exchange(call, self.settings.wall_clock)
+            except WorkerFailure as exc:
+                return name, str(exc)
+        return None
+
+    def _launch(self) -> None:
         package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
@@ -147,32 +177,37 @@ class WorkerClient:
         text = self._stderr.read().decode(errors="replace").strip()
         return f": ...{text.splitlines()[-1]}" if text else ""
 
-    def _restart(self) -> None:
-        """A new worker with every open session rebuilt (its calls replayed, their answers ignored)."""
+    def _replace(self) -> None:
+        """A new worker with every open session rebuilt; where the classes do not load again, none (the
+        next request tries again, and fails there with the reason)."""
         self._stop()
         self.restarts += 1
-        self._start()
-        for session in self._sessions.values():
-            self._exchange(session.opening, 60.0)
-            for call in session.calls:
-                self._exchange(call, self.settings.wall_clock)
+        try:
+            self._start()
+        except WorkerFailure:
+            self._stop()
 
     def request(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """One request answered (blocking). A worker that fails is replaced before this returns, and the
         failure raised as WorkerFailure."""
         with self._lock:
+            session = request.get("session")
+            if session in self._lost:
+                raise WorkerFailure(ErrorKind.tool_internal_error, self._lost[str(session)])
             if self._process is None:
                 self._start()
             try:
                 answer = self._exchange(request, timeout or self.settings.wall_clock)
             except WorkerFailure:
-                try:
-                    self._restart()
-                except WorkerFailure:
-                    self._stop()  # the next request starts afresh
+                self._replace()
                 raise
-            if request["op"] == "call":
-                self._sessions[request["session"]].calls.append(request)
+            if answer.get("worker_spent"):
+                self._replace()  # what the call left behind is undefined: the session goes on from before it
+            elif "error" not in answer and request["op"] == "open":
+                # registered under the same lock as the answer: a worker replaced just after must rebuild it
+                self._sessions[str(session)] = _Session(request)
+            elif request["op"] == "call" and str(session) in self._sessions:
+                self._sessions[str(session)].calls.append(request)
             return answer
 
     async def arequest(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
@@ -188,13 +223,12 @@ class WorkerClient:
         answer = await self.arequest(opening, 60.0)
         if "error" in answer:
             raise WorkerFailure(str(answer["error"]), str(answer.get("message")))
-        with self._lock:
-            self._sessions[session] = _Session(opening)
         return session
 
     async def close_session(self, session: str) -> None:
         with self._lock:
             known = self._sessions.pop(session, None)
+            self._lost.pop(session, None)
         if known is not None and self._process is not None:
             try:
                 await self.arequest({"op": "close", "session": session})
@@ -212,6 +246,7 @@ class WorkerClient:
         """Stop the worker (sessions are gone with it)."""
         with self._lock:
             self._sessions.clear()
+            self._lost.clear()
             self._stop()
 
 

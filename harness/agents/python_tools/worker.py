@@ -245,6 +245,7 @@ def _handle(worker: Worker, request: dict[str, Any]) -> dict[str, Any]:
         answer = handler(request)
     except MemoryError:
         answer = _error("tool:limit", "the worker ran out of memory (its address-space limit)")
+        answer["worker_spent"] = True  # the call stopped part-way: the harness replaces this worker
     except Exception as exc:
         answer = _error("tool:exception", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}")
     finally:

@@ -45,11 +45,21 @@ async def class_verdict(source: PythonClassSource, case: EpisodeCase,
         return fail(exc.kind)
 
 
+# A bound the worker enforced, or a worker that died, says how this machine ran the call (which bound
+# was hit first, an exit status), not what the tool answered: two runs of the same call may word it
+# differently (one allocation loop ends out of memory on a quiet machine, past the wall clock on a busy
+# one). Such results are compared by their kind alone.
+_KIND_ONLY = frozenset({ErrorKind.tool_limit, ErrorKind.tool_internal_error})
+
+
 async def _run(session: PythonSession, calls: Sequence[Call]) -> list[Any]:
     outputs = []
     for call in calls:
         output, kind, message = await session.call(call.name, call.arguments)
-        outputs.append(output if kind is None else f"{kind}: {message}")
+        if kind is None:
+            outputs.append(output)
+        else:
+            outputs.append(str(kind) if kind in _KIND_ONLY else f"{kind}: {message}")
     return outputs
 
 
