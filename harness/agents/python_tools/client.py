@@ -191,9 +191,9 @@ class WorkerClient:
         """One request answered (blocking). A worker that fails is replaced before this returns, and the
         failure raised as WorkerFailure."""
         with self._lock:
-            session = request.get("session")
+            session = str(request.get("session", ""))  # "" for the requests of no session (load, describe)
             if session in self._lost:
-                raise WorkerFailure(ErrorKind.tool_internal_error, self._lost[str(session)])
+                raise WorkerFailure(ErrorKind.tool_internal_error, self._lost[session])
             if self._process is None:
                 self._start()
             try:
@@ -205,9 +205,9 @@ class WorkerClient:
                 self._replace()  # what the call left behind is undefined: the session goes on from before it
             elif "error" not in answer and request["op"] == "open":
                 # registered under the same lock as the answer: a worker replaced just after must rebuild it
-                self._sessions[str(session)] = _Session(request)
-            elif request["op"] == "call" and str(session) in self._sessions:
-                self._sessions[str(session)].calls.append(request)
+                self._sessions[session] = _Session(request)
+            elif request["op"] == "call" and session in self._sessions:
+                self._sessions[session].calls.append(request)
             return answer
 
     async def arequest(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
