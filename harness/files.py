@@ -71,25 +71,37 @@ def read_bytes(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
     except OSError as exc:
         raise InputFileError(p, f"cannot read: {exc.strerror or exc}") from None
     try:
+        return read_open(fd, p, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def read_open(fd: int, where: str | Path, max_bytes: int = MAX_FILE_BYTES,
+              bound: str = "for an input file (MAX_FILE_BYTES)") -> bytes:
+    """The bytes of the file open as ``fd`` (left open), at most ``max_bytes``; InputFileError naming
+    ``where`` when it is not a regular file (checked with ``fstat`` on the open file: a FIFO or device is
+    never read), is over the bound (``bound`` says which, in the message) or unreadable. ``read_bytes``
+    opens and reads through it; a caller that opens its file itself (``O_NOFOLLOW``) does too."""
+    try:
         mode, size = (info := os.fstat(fd)).st_mode, info.st_size
         for is_kind, what in _KINDS:
             if is_kind(mode):
-                raise InputFileError(p, what)
-        over = f"over the bound of {max_bytes} bytes for an input file (MAX_FILE_BYTES)"
+                raise InputFileError(where, what)
+        if not stat.S_ISREG(mode):
+            raise InputFileError(where, "is not a regular file")
+        over = f"over the bound of {max_bytes} bytes {bound}"
         if size > max_bytes:
-            raise InputFileError(p, f"is {size} bytes: {over}")
+            raise InputFileError(where, f"is {size} bytes: {over}")
         chunks: list[bytes] = []
         total = 0
         while chunk := os.read(fd, min(_READ_CHUNK, max_bytes + 1 - total)):
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:  # it grew while being read
-                raise InputFileError(p, f"is more than {max_bytes} bytes: {over}")
+                raise InputFileError(where, f"is more than {max_bytes} bytes: {over}")
         return b"".join(chunks)
     except OSError as exc:
-        raise InputFileError(p, f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
+        raise InputFileError(where, f"cannot read: {exc.strerror or exc}") from None
 
 
 def read_text(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -299,6 +311,7 @@ __all__ = [
     "read_bytes",
     "read_json",
     "read_json_lines",
+    "read_open",
     "read_text",
     "read_yaml",
     "xml_text",

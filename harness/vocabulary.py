@@ -161,6 +161,10 @@ class ErrorKind(StrEnum):
     the case's ``expected_state``)."""
     state_unwanted_call = "state:unwanted_call"
     """A Python-class episode: calls in a turn whose ground truth makes none (BFCL's irrelevance rule)."""
+    state_bad_call = "state:bad_call"
+    """An episode judged by BFCL's checker: a model's call whose name or an argument key is not an
+    identifier Python takes as an argument name (a keyword such as ``class`` neither). BFCL's checker
+    takes calls as Python source, and such a key is never spliced into one."""
     score_unknown_case = "score:unknown_case"
     length_max_tokens = "length:max_tokens"
     """The token bound cut the answer."""

@@ -1,9 +1,25 @@
 """Shared fixtures. The real tokenizers are expensive (built once into the user cache, ~1 s to load):
-one instance per test session."""
+one instance per test session.
+
+Hypothesis profiles, for every test: ``fast`` (default, CI: a few seconds per property) and ``long``
+(the tox ``fuzz`` env, ``HYPOTHESIS_PROFILE=long``). A property that needs more examples than the
+profile's scales the profile's count (``k * settings().max_examples``), so ``long`` deepens it too."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
+
+_COMMON = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+    "print_blob": True,
+}
+settings.register_profile("fast", max_examples=15, **_COMMON)
+settings.register_profile("long", max_examples=400, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 
 @pytest.fixture(scope="session")
@@ -23,14 +39,29 @@ def qwen_tokenizer():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _grammar_store(tmp_path_factory: pytest.TempPathFactory):
-    """Compiled grammars the engines keep go to a folder of the test session, never the user cache."""
+def _grammar_store():
+    """The on-disk grammar store is off for the test session (every compile of every test serialized and
+    written cost minutes): a test of the store names its own folder (``monkeypatch.setenv``), and the
+    user cache is never written."""
     import os
 
     before = os.environ.get("HARNESS_GRAMMAR_CACHE")
-    os.environ["HARNESS_GRAMMAR_CACHE"] = str(tmp_path_factory.mktemp("grammar-store"))
+    os.environ["HARNESS_GRAMMAR_CACHE"] = "off"
     yield
     if before is None:
         os.environ.pop("HARNESS_GRAMMAR_CACHE", None)
     else:
         os.environ["HARNESS_GRAMMAR_CACHE"] = before
+
+
+SERIAL_FOLDERS = ("real_vllm",)
+"""Folders whose tests share one session's servers (tests/real_vllm starts two vLLM servers once): under
+pytest-xdist (``-n``, see pyproject.toml) each such folder runs on one worker, so the servers start once."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.parts
+        for folder in SERIAL_FOLDERS:
+            if folder in parts:
+                item.add_marker(pytest.mark.xdist_group(folder))

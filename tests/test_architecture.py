@@ -248,6 +248,49 @@ def test_the_kernel_imports_neither_sandbox_nor_engines() -> None:
     assert not {d for n in kernel for d in GRAPH[n] if d.startswith(("harness.sandbox", "harness.engines"))}
 
 
+REPORT_NEVER_IMPORTS = ("harness.bundles", "harness.sandbox", "harness.agents.python_tools", "harness.engines")
+REPORT_MAY_USE_OF_SCORING = {"harness.eval.score.summary", "harness.eval.score.repeats", "harness.eval.score.verdicts"}
+"""``harness report`` reads the run directory alone: what scoring executed (the gold calls' outputs, the
+state diffs) is in details.jsonl. So the report loads no bundle, runs no tool (no sandbox, no Python
+tool worker), opens no engine, and of ``harness.eval.score`` uses what summarizes, never what executes
+or scores (``scoring``, ``golds``, ``sandbox_states``, ``class_states``, ``score_dir``, BFCL's checkers)."""
+
+
+def homes_in(source: str) -> set[str]:
+    """The modules whose code ``source`` (absolute imports) imports: a name taken from a package face
+    counts as the module that defines it (``from harness.eval.score import per_token``:
+    ``harness.eval.score.summary``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            homes = _defined_in(node.module) if is_package(node.module, MODULES) else {}
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in MODULES else homes.get(alias.name, node.module))
+    return found
+
+
+def report_breaches(source: str) -> set[str]:
+    return {home for home in homes_in(source) if home.startswith(REPORT_NEVER_IMPORTS)
+            or (home.startswith("harness.eval.score.") and home not in REPORT_MAY_USE_OF_SCORING)}
+
+
+def test_a_report_breach_is_found() -> None:
+    assert report_breaches("from harness.eval.score import SandboxStates, per_token") == {
+        "harness.eval.score.sandbox_states"}
+    assert report_breaches("def f():\n    from harness.bundles import load_tools") == {"harness.bundles"}
+    assert report_breaches("from harness.agents import PythonClassSource, BundleError") == {
+        "harness.agents.python_tools"}
+    assert report_breaches("from harness.eval.store import read_details") == set()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith("harness.eval.report")))
+def test_the_report_only_reads_the_run_directory(name: str) -> None:
+    assert report_breaches(MODULES[name].read_text(encoding="utf-8")) == set(), "the report reads the run directory alone"
+
+
 # -- package faces ---------------------------------------------------------------------------------------
 
 FACE_RULE = """

@@ -68,6 +68,8 @@ MODEL_PAGES: tuple[ModelPage, ...] = (
             ("harness.eval.store:ScoreRow", "one row of `scores.parquet`"),
             ("harness.eval.store:SummaryRow", "one row of `summary.json`"),
             ("harness.eval.store:ErrorCount", "one row of `errors.json`"),
+            ("harness.eval.store:CaseDetail", "a case's line of `details.jsonl`"),
+            ("harness.eval.store:SampleDiff", "a failed sample's line of `details.jsonl`"),
                     ),
     ),
 )

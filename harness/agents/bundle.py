@@ -127,8 +127,8 @@ class PythonToolsConfig(_Strict):
     method's schema comes from its signature and docstring."""
     execution: str = Field(default="python", pattern="^(python|bfcl)$")
     """``python``: a method's result must be JSON (else ``tool:bad_output``), an exception is a
-    ``tool:exception`` error. ``bfcl``: calls run through BFCL's own ``execute_multi_turn_func_call``
-    (its result strings and error texts; BFCL's classes only)."""
+    ``tool:exception`` error. ``bfcl``: calls run as BFCL's own ``execute_multi_turn_func_call`` runs them
+    (its result strings and error texts; BFCL's classes only), read with ``ast``, never ``eval``'d."""
     memory: str | int = "2gb"
     """The worker's address-space limit (``RLIMIT_AS``): a Python interpreter maps a few hundred MB
     before it runs a line, so the sandbox's heap budgets do not apply here."""

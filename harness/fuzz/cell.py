@@ -28,7 +28,7 @@ import numpy as np
 from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
 from harness.agents.families import enforces
 from harness.fuzz.mutants import Mutant, Verdict, escaping_mutant, judge, value_mutants
-from harness.fuzz.outcomes import CellReport, Counterexample, Outcome, worst
+from harness.fuzz.outcomes import CellReport, Counterexample, Outcome, let_through, worst
 from harness.fuzz.walker import GrammarWalker, call_prefix
 from harness.stats import rounded_percentile
 
@@ -194,8 +194,8 @@ def _one_mutant(grammar: Grammar, case: ToolCase, mutant: Mutant, value: Any, se
         if notes is not None:
             notes[keyword] += 1
         return None, True, True
-    return Finding(Outcome.invalidation_error, f"accepted: {mutant.what} (breaks {keyword})", "rejected",
-                   **where), True, True
+    return Finding(let_through(grammar.family, grammar.strategy), f"accepted: {mutant.what} (breaks {keyword})",
+                   "rejected", **where), True, True
 
 
 def same_call(a: ToolCall, b: ToolCall) -> bool:
@@ -259,8 +259,9 @@ def _judge_walk(grammar: Grammar, case: ToolCase, text: str, notes: Counter[str]
         notes[keyword] += 1
         return None
     call = _canonical(grammar, verdict)
-    return Finding(Outcome.invalidation_error, f"a random walk reached a text that breaks {keyword}: "
-                   f"{verdict.reason}"[:300], "rejected", keyword=keyword, text=None if call else text, call=call)
+    return Finding(let_through(grammar.family, grammar.strategy),
+                   f"a random walk reached a text that breaks {keyword}: {verdict.reason}"[:300], "rejected",
+                   keyword=keyword, text=None if call else text, call=call)
 
 
 def _canonical(grammar: Grammar, verdict: Verdict) -> ToolCall | None:

@@ -16,6 +16,10 @@ Outcome classes, named as grammar benchmarks name them, from the most to the lea
 - ``schema_invalid``, ``schema_unsatisfiable``, ``generation_slow``: bad input, found before any
   grammar ran: not a JSON schema, a schema no value satisfies (or none was found), a schema whose
   values Hypothesis cannot draw in time;
+- ``vllm_gap``: a gap vLLM's own strategy leaves by design, not the tools' nor the harness's: an
+  invalid call (or a walk's invalid text) accepted where vLLM's constraint leaves the arguments free
+  (Qwen's ``required``), or no constraint at all (FunctionGemma's ``strict``); counted, failing the run
+  only when asked (``FuzzReport.vllm_gaps_fail``);
 - ``not_enforced``: a call breaking a keyword the strategy does not enforce (the README's keyword
   table says so) was accepted: named, not a failure;
 - ``passing``.
@@ -23,6 +27,7 @@ Outcome classes, named as grammar benchmarks name them, from the most to the lea
 
 from __future__ import annotations
 
+from collections import Counter
 from enum import StrEnum
 from typing import Any
 
@@ -45,13 +50,23 @@ class Outcome(StrEnum):
     schema_invalid = "schema_invalid"
     schema_unsatisfiable = "schema_unsatisfiable"
     generation_slow = "generation_slow"
+    vllm_gap = "vllm_gap"
     not_enforced = "not_enforced"
     passing = "passing"
 
 
 SEVERITY: tuple[Outcome, ...] = tuple(Outcome)
-FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome.not_enforced})
-"""Classes that make ``harness fuzz`` exit 1 (with no baseline)."""
+FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome.not_enforced, Outcome.vllm_gap})
+"""Classes that make ``harness fuzz`` exit 1 (with no baseline); ``vllm_gap`` too when asked
+(``FuzzReport.failing_classes``)."""
+
+
+def let_through(family: str, strategy: str) -> Outcome:
+    """The class of an invalid call a cell's grammar accepts: ``vllm_gap`` where vLLM's own constraint
+    leaves the arguments free by design, else ``invalidation_error``."""
+    from harness.agents.families import builder_of
+
+    return Outcome.vllm_gap if builder_of(family, strategy) == "free" else Outcome.invalidation_error
 
 
 def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
@@ -61,7 +76,7 @@ def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
 
     out = {Outcome.passing}
     if builder_of(family, strategy) == "free":  # vLLM's own constraint leaves the arguments free
-        return out | {Outcome.invalidation_error, Outcome.not_enforced}
+        return out | {Outcome.vllm_gap, Outcome.not_enforced}
     if refused_keyword(schema, builder_of(family, strategy)) is not None:
         out.add(Outcome.build_error)
     if any(support(family, strategy, k) == "defective" for k in keywords_used(schema)):
@@ -163,6 +178,18 @@ class FuzzReport(BaseModel):
     """The second engine of the token-level differential (``--reference``)."""
     defects: list[Defect] = Field(default_factory=list)
     """Each defect of the grammar library found, once (with its reproduction's file once written)."""
+    vllm_gaps_fail: bool = False
+    """``vllm_gap`` fails the run too (``--fail-on-vllm-gaps``, or ``--strategy required|strict`` named)."""
+
+    @property
+    def failing_classes(self) -> frozenset[Outcome]:
+        """The classes that fail this run: ``FAILING``, and ``vllm_gap`` when ``vllm_gaps_fail``."""
+        return FAILING | {Outcome.vllm_gap} if self.vllm_gaps_fail else FAILING
+
+    def vllm_gaps(self) -> dict[str, int]:
+        """Per family/strategy, the cells that showed ``vllm_gap``."""
+        gaps = Counter(f"{c.family}/{c.strategy}" for c in self.cells if Outcome.vllm_gap.value in c.classes)
+        return dict(sorted(gaps.items()))
 
     def summary(self) -> dict[str, Any]:
         """Counts per outcome class and the failing cells: the JSON line printed last."""
@@ -173,7 +200,9 @@ class FuzzReport(BaseModel):
             "tools": self.tools_path,
             "cells": len(self.cells),
             "outcomes": counts,
-            "failing": [c.key for c in self.cells if c.outcome in FAILING],
+            "failing": [c.key for c in self.cells if c.outcome in self.failing_classes],
+            "vllm_gaps": self.vllm_gaps(),
+            "vllm_gaps_fail": self.vllm_gaps_fail,
             "unpredicted": [f"{c.key}: {', '.join(c.unpredicted)}" for c in self.cells if c.unpredicted],
             "not_enforced": sorted({k for c in self.cells for k in c.not_enforced}),
             "examples": self.examples,
@@ -197,7 +226,7 @@ class FuzzReport(BaseModel):
 
 def baseline(report: FuzzReport) -> dict[str, list[str]]:
     """The ``--expected`` file's content: each cell's failing classes."""
-    return {c.key: sorted(k for k in c.classes if Outcome(k) in FAILING) for c in report.cells}
+    return {c.key: sorted(k for k in c.classes if Outcome(k) in report.failing_classes) for c in report.cells}
 
 
 def compare(report: FuzzReport, expected: dict[str, list[str]]) -> tuple[list[str], list[str]]:
@@ -230,6 +259,7 @@ __all__ = [
     "Outcome",
     "baseline",
     "compare",
+    "let_through",
     "predicted",
     "worst",
 ]

@@ -330,8 +330,8 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
                           classes={outcome.value: 1}, message=message, compile_ms=grammar.compile_ms)
     error = grammar.build_errors.get(name) or grammar.build_errors.get("*")
     if error is not None or grammar.walker is None:
-        free = error is None and Strategy(grammar.strategy).server_built  # vLLM builds nothing: all passes
-        outcome, why = (Outcome.not_enforced, "vLLM builds no constraint") if free else (Outcome.build_error, error)
+        free = error is None and Strategy(grammar.strategy).server_built  # vLLM builds nothing: its gap
+        outcome, why = (Outcome.vllm_gap, "vLLM builds no constraint") if free else (Outcome.build_error, error)
         return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
                           classes={outcome.value: 1}, message=why or "nothing compiled")
     deadline = time.monotonic() + options.cell_timeout_s
@@ -358,7 +358,7 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
 # --- shrinking and the example database ------------------------------------------------------------
 
 _VALUE_CLASSES = (Outcome.validation_error, Outcome.round_trip_error, Outcome.parser_crash, Outcome.target_disagreement)
-_MUTANT_CLASSES = (Outcome.invalidation_error, Outcome.parser_crash, Outcome.target_disagreement)
+_MUTANT_CLASSES = (Outcome.invalidation_error, Outcome.vllm_gap, Outcome.parser_crash, Outcome.target_disagreement)
 
 
 def _key(grammar: Grammar, case: ToolCase, kind: str, outcome: Outcome) -> bytes:

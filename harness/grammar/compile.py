@@ -112,11 +112,12 @@ def was_compiled(artifact: ConstraintArtifact, family: str) -> bool:
 
 
 def is_kept(artifact: ConstraintArtifact, family: str) -> bool:
-    """Whether the on-disk store holds a file for ``artifact`` (read and checked only when used)."""
+    """Whether the on-disk store holds a regular file (not a link) within its read bound for ``artifact``
+    (its content is read and checked only when used)."""
     from harness.grammar import store
 
     folder = store.store_folder()
-    return folder is not None and (folder / store.file_name(store.store_key(artifact, family))).is_file()
+    return folder is not None and store.holds(folder, store.store_key(artifact, family))
 
 
 def _digest(artifact: ConstraintArtifact) -> bytes:

@@ -44,7 +44,7 @@ _group = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=4 * settings().max_examples, deadline=None)
 @given(groups=st.lists(_group, max_size=12), limit=st.integers(1, 12))
 def test_trim_invariants(groups: list[tuple[str, int]], limit: int) -> None:
     msgs: list[Message] = [Message("system", "s"), Message("user", "first")]

@@ -1,7 +1,8 @@
 """vLLM on GPUs, tested on a CPU machine: the launcher's GPU command line and environment with a fake
 ``vllm`` executable that records its argv and environment (FAKE_VLLM) and a fake ``nvidia-smi`` that lists
 two GPUs (FAKE_NVIDIA_SMI); the accelerator in run.json and the setup identity; GPU flags refused in one
-line where no GPU serves; the GPU install path in pyproject."""
+line where no GPU serves; an ``nvidia-smi`` that prints bytes that are not UTF-8 (read, a bad byte
+replaced) or hangs (killed with its children, reported as hung); the GPU install path in pyproject."""
 
 from __future__ import annotations
 
@@ -134,6 +135,67 @@ def test_a_setting_the_machine_cannot_serve_is_one_line(tmp_path: Path, monkeypa
     with pytest.raises(gpu.AcceleratorError) as caught:
         gpu.launch_plan(distribution, flags)
     assert named in str(caught.value) and "\n" not in str(caught.value)
+
+
+FAKE_NVIDIA_SMI_NOT_UTF8 = """#!/bin/sh
+# FAKE nvidia-smi (a test stand-in): a GPU name with bytes that are not UTF-8
+printf '0, NVIDIA \\377\\376 H100, 550.54.15\\n'
+"""
+FAKE_NVIDIA_SMI_HUNG = """#!/bin/sh
+# FAKE nvidia-smi (a test stand-in) that hangs: it starts a child that would outlive it, then never answers
+sleep 300 &
+echo $! > "$FAKE_SMI_CHILD"
+wait
+"""
+
+
+def test_nvidia_smi_output_that_is_not_utf8_still_names_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    _script(tmp_path, "nvidia-smi", FAKE_NVIDIA_SMI_NOT_UTF8)
+    plan = gpu.launch_plan("vllm", [])
+    assert plan.gpu and plan.accelerator.names == ("NVIDIA \ufffd\ufffd H100",)
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_hung_nvidia_smi_is_killed_with_its_children_and_reported_as_hung(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # its sleep
+    monkeypatch.setenv("FAKE_SMI_CHILD", str(tmp_path / "child.pid"))
+    monkeypatch.setattr(gpu, "NVIDIA_SMI_TIMEOUT_S", 2.0)
+    _script(tmp_path, "nvidia-smi", FAKE_NVIDIA_SMI_HUNG)
+    started = time.monotonic()
+    with pytest.raises(gpu.AcceleratorError) as caught:
+        gpu.launch_plan("vllm", [])
+    message = str(caught.value)
+    assert "nvidia-smi hung" in message and "finds no GPU" not in message and "\n" not in message
+    assert time.monotonic() - started < 15
+    child = int((tmp_path / "child.pid").read_text())
+    assert _gone(child), f"nvidia-smi's child {child} outlived it"
+
+
+def test_a_hung_nvidia_smi_exits_2_in_one_line(gpu_machine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    _script(bin_dir, "nvidia-smi", FAKE_NVIDIA_SMI_HUNG)
+    monkeypatch.setenv("FAKE_SMI_CHILD", str(tmp_path / "child.pid"))
+    monkeypatch.setattr(gpu, "NVIDIA_SMI_TIMEOUT_S", 2.0)
+    result = runner.invoke(app, ["run", "smoke", "--engine", "vllm", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if "nvidia-smi" in line]
+    assert len(lines) == 1 and "nvidia-smi hung" in lines[0] and "Traceback" not in result.output
+    assert _gone(int((tmp_path / "child.pid").read_text()))
 
 
 def test_the_cpu_build_keeps_its_command_line() -> None:

@@ -14,7 +14,6 @@ no answer to judge: counted apart, not compared.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -133,9 +132,18 @@ def agent() -> Any:
     return load_agent(ROOT / "bundles" / "bfcl")
 
 
+_VARIANTS: dict[tuple[int, str, str], Any] = {}
+"""One variant per agent and cell: building it per answer kept its payload cache from ever hitting."""
+_SCORERS: dict[str, Any] = {}
+"""One scorer per case (its BFCL validators built once for the case's answers and cells)."""
+
+
 async def harness_verdict(agent: Any, case: SingleTurnCase, answer: Answer, cell: tuple[str, str, bool]) -> tuple[bool, str | None]:
     family, strategy, api = cell
-    variant = agent.variant(family=family, strategy=strategy, allow_text_answer=True)
+    key = (id(agent), family, strategy)
+    if key not in _VARIANTS:
+        _VARIANTS[key] = agent.variant(family=family, strategy=strategy, allow_text_answer=True)
+    variant = _VARIANTS[key]
     calls = () if isinstance(answer, str) else tuple(ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(answer))
     if api:
         client = OneAnswer("" if calls else str(answer), calls)
@@ -146,7 +154,9 @@ async def harness_verdict(agent: Any, case: SingleTurnCase, answer: Answer, cell
     outcome = await run_single_turn(variant, case, client)
     key = SampleKey(sample_id=f"{case.id}/x", case_id=case.id, family=family, strategy=strategy, epoch=1, kind="single_turn")
     record = SampleRecord.model_validate_json(sample_record(key, outcome, 0.0).model_dump_json())  # samples.jsonl
-    rows = await Scorer([case], [], "local", None).score(record)
+    if case.id not in _SCORERS:
+        _SCORERS[case.id] = Scorer([case], [], "local", None)
+    rows = await _SCORERS[case.id].score(record)
     row = next(r for r in rows if r.metric == "bfcl_match")
     return row.value == 1.0, row.error_kind
 
@@ -167,22 +177,29 @@ async def _differential(agent: Any, categories: tuple[str, ...], limit: int | No
     counts: Counter[str] = Counter()
     for entry, case in (c for category in categories for c in _cases(category, limit)):
         calls = [(c.name, dict(c.arguments)) for c in case.expected]
-        for (name, make), cell in itertools.product(PERTURBATIONS.items(), CELLS):
+        for name, make in PERTURBATIONS.items():
             answer = make(calls, case) if calls or name != "gold" else TEXT
             if answer is None or (name == "plain_text" and not calls):
                 continue
-            valid, kind = bfcl_entry_verdict(entry, fc_result(answer))
+            valid, kind = bfcl_entry_verdict(entry, fc_result(answer))  # BFCL's verdict: the same in every cell
             theirs = (valid, None if valid else f"bfcl:{kind}")
-            ours = await harness_verdict(agent, case, answer, cell)
-            if ours[1] == ErrorKind.constraint_refused:
-                counts["refused"] += 1  # the strategy builds no constraint for these tools: no answer to judge
-                continue
-            counts["agree" if ours == theirs else "disagree"] += 1
-            counts["bfcl_valid" if valid else "bfcl_invalid"] += 1
-            if ours != theirs:
-                disagree.append(f"{case.id} {name} {cell}: here {ours}, BFCL {theirs}")
+            for cell in CELLS:
+                await _compare(agent, case, name, answer, cell, theirs, counts, disagree)
     assert not disagree, f"{len(disagree)} of {counts['agree'] + counts['disagree']} verdicts differ:\n" + "\n".join(disagree[:15])
     return counts
+
+
+async def _compare(agent: Any, case: SingleTurnCase, name: str, answer: Answer, cell: tuple[str, str, bool],
+                   theirs: tuple[bool, str | None], counts: Counter[str], disagree: list[str]) -> None:
+    valid = theirs[0]
+    ours = await harness_verdict(agent, case, answer, cell)
+    if ours[1] == ErrorKind.constraint_refused:
+        counts["refused"] += 1  # the strategy builds no constraint for these tools: no answer to judge
+        return
+    counts["agree" if ours == theirs else "disagree"] += 1
+    counts["bfcl_valid" if valid else "bfcl_invalid"] += 1
+    if ours != theirs:
+        disagree.append(f"{case.id} {name} {cell}: here {ours}, BFCL {theirs}")
 
 
 async def test_verdicts_equal_bfcls_on_perturbed_answers(agent: Any) -> None:

@@ -370,7 +370,7 @@ json_values = st.recursive(
 )
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=2 * settings().max_examples)
 @given(
     output=st.dictionaries(json_keys, json_values, max_size=4),
     arguments=st.dictionaries(st.text(alphabet="abAB_", min_size=1, max_size=3), json_values, max_size=3),

@@ -108,7 +108,7 @@ def test_template_is_installed_with_the_package() -> None:
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="<"), max_size=30)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=2 * settings().max_examples, deadline=None)
 @given(
     user=_text,
     content=st.one_of(st.none(), _text),

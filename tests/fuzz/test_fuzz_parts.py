@@ -44,7 +44,7 @@ def test_drawn_values_satisfy_the_strict_schema(schema: dict[str, Any]) -> None:
     strict = strict_schema(schema)
     check = validator(strict)
 
-    @settings(max_examples=40, database=None, deadline=None)
+    @settings(max_examples=2 * settings().max_examples, database=None, deadline=None)
     @given(values_for(strict))
     def drawn(value: Any) -> None:
         assert check.is_valid(value), value
@@ -228,7 +228,7 @@ def test_the_keyword_tools_file_reads() -> None:
     assert [t.name for t in load_fuzz_tools(KEYWORD_TOOLS).tools] == ["book_room", "ship_order", "set_value"]
 
 
-@settings(max_examples=30, database=None, deadline=None)
+@settings(max_examples=2 * settings().max_examples, database=None, deadline=None)
 @given(st.sampled_from(SCHEMAS))
 def test_values_for_never_raises_while_building(schema: dict[str, Any]) -> None:
     assert values_for(strict_schema(schema)) is not None

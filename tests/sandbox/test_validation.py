@@ -58,7 +58,7 @@ def test_the_tools_schemas_are_covered() -> None:
     assert uncovered == []
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=4 * settings().max_examples, deadline=None)
 @given(data=st.data())
 def test_the_quick_accept_never_accepts_what_jsonschema_refuses(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(SCHEMAS)))

@@ -66,7 +66,7 @@ class WorkerSettings:
     max_output: int = 1 << 20
     """Bytes of a result's JSON text."""
     bfcl: bool = False
-    """Execute through BFCL's ``execute_multi_turn_func_call``."""
+    """Execute as BFCL's ``execute_multi_turn_func_call`` does, its ``eval`` replaced (``bfcl_exec``)."""
     check_wall_clock: float = 120.0
     """Seconds a whole BFCL check (every call of a sample, re-executed) may take."""
 

@@ -11,6 +11,7 @@ worker goes on with the state the session had.
 from __future__ import annotations
 
 import json
+import keyword
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,13 +23,18 @@ from harness.agents.types import ToolCall, ToolResult, ToolSchema
 from harness.vocabulary import ErrorKind
 
 
-def call_text(name: str, arguments: Mapping[str, Any], *, checked: bool = True) -> str:
+def call_text(name: str, arguments: Mapping[str, Any]) -> str:
     """A call as Python source, the way BFCL's decoding writes a model's call: ``cd(folder='x')``. Values
-    are JSON values, so each ``repr`` is a Python literal. ``checked``: ValueError unless the name and
-    the keys are identifiers (unchecked, a call BFCL cannot execute fails there, as it does in BFCL)."""
-    if checked and (not name.isidentifier() or not all(str(k).isidentifier() for k in arguments)):
-        raise ValueError(f"not a Python call: {name}({', '.join(map(str, arguments))})")
+    are JSON values, so each ``repr`` is a Python literal. ValueError unless the name and every key are
+    identifiers that are not Python keywords: a key is never spliced into the text as it came (a model's
+    key ``a=__import__('os')...,b`` would be code there; the worker reads the text with ``ast``)."""
+    if not all(_usable(k) for k in (name, *arguments)):
+        raise ValueError(f"not a Python call: {name!r} with argument keys {', '.join(map(repr, arguments)) or 'none'}")
     return f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})"
+
+
+def _usable(name: Any) -> bool:
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
 
 
 @dataclass(frozen=True)

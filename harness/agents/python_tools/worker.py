@@ -9,14 +9,17 @@ worker is killed with its process group and started again) and reads one JSON li
 Requests (one JSON object a line on stdin; one answer a line on the protocol pipe, which is the
 original stdout: a tool's ``print`` goes to stderr instead):
 
-- ``load``: import the classes (``module:Class``); ``bfcl``: execute through BFCL's own
-  ``execute_multi_turn_func_call`` (results and error texts as BFCL makes them).
+- ``load``: import the classes (``module:Class``); ``bfcl``: execute as BFCL's own
+  ``execute_multi_turn_func_call`` does (results and error texts as BFCL makes them), with its ``eval``
+  replaced by reading each call with ``ast`` (``harness.agents.python_tools.bfcl_exec``): no call string,
+  a suite's or a model's, runs as Python.
 - ``open`` / ``close``: a session (one sample's instances) with the case's classes and initial configs,
   loaded the way BFCL loads them (``_load_scenario(config, long_context=...)``).
 - ``call``: one method of a session's instances (the later class wins a name two classes share, as in
   BFCL).
 - ``snapshot``: each instance's public attributes (what BFCL's ``state_checker`` compares).
-- ``bfcl_check``: BFCL's ``multi_turn_checker`` on the model's calls, as BFCL's runner calls it.
+- ``bfcl_check``: BFCL's ``multi_turn_checker`` on the model's calls, as BFCL's runner calls it (its
+  executor the same ``bfcl_exec`` one, set on the checker's module in this process only).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ import sys
 import traceback
 from typing import Any, BinaryIO
 
-BFCL_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
-BFCL_CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
+from harness.agents.python_tools import bfcl_exec
+
 _checks = itertools.count(1)
 
 
@@ -76,7 +79,7 @@ class Worker:
                 problems.append(f"{name} ({target}): {type(exc).__name__}: {exc}")
         if self.bfcl:
             try:
-                importlib.import_module(BFCL_UTILS)
+                bfcl_exec.install()
             except ImportError as exc:
                 problems.append(f"BFCL's package: {exc}")
         return _error("tool:load_error", "; ".join(problems)) if problems else {"ok": True}
@@ -118,8 +121,7 @@ class Worker:
         return {"ok": True}
 
     def _bfcl_execute(self, session: dict[str, Any], calls: list[str]) -> tuple[list[str], dict[str, Any]]:
-        utils = importlib.import_module(BFCL_UTILS)
-        return utils.execute_multi_turn_func_call(  # type: ignore[no-any-return]
+        return bfcl_exec.execute_multi_turn_func_call(
             calls, session["config"], session["names"], session["tag"], session["entry"],
             long_context=session["long_context"],
         )
@@ -127,7 +129,7 @@ class Worker:
     def close(self, request: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.pop(request["session"], None)
         if session is not None and self.bfcl:
-            _forget(importlib.import_module(BFCL_UTILS), session["tag"])
+            _forget(importlib.import_module(bfcl_exec.BFCL_UTILS), session["tag"])
         return {"ok": True}
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -170,8 +172,7 @@ class Worker:
         return {"state_json": json.dumps(state, ensure_ascii=False, sort_keys=True, default=repr)}
 
     def bfcl_check(self, request: dict[str, Any]) -> dict[str, Any]:
-        checker = importlib.import_module(BFCL_CHECKER)
-        utils = importlib.import_module(BFCL_UTILS)
+        utils, checker = bfcl_exec.install()
         tag = f"harness_check_{next(_checks)}"
         entry, model, truth = request["entry"], request["model"], request["truth"]
         try:  # BFCL's runner calls multi_turn_checker alone (it imports its irrelevance checker, unused)

@@ -13,6 +13,10 @@ from harness.bench.grammar.measure import GoldText
 from harness.bench.grammar.results import GRAMMAR_ENGINES, GrammarBenchConfig
 from harness.bench.inputs import GoldCalls
 
+NO_CONSTRAINT = "not measured: vLLM builds no constraint"
+"""The reason a cell of a strategy vLLM builds itself has no figures: for this family vLLM sends the
+request unconstrained (FunctionGemma's ``strict``), so there is no grammar to time."""
+
 
 def render_gold(
     family: str, constraint: DecodingConstraint, gold: Sequence[GoldCalls]
@@ -42,25 +46,24 @@ def measure_cell(
     parallel: bool,
     with_apply: bool = True,
 ) -> list[GrammarRow]:
-    """The figures of one family x strategy, one row per engine."""
+    """The figures of one family x strategy, one row per engine (where vLLM builds no constraint, rows
+    that say so: ``unmeasured``)."""
     from harness.agents.families import get_adapter
-    from harness.bench.grammar.measure import measure_xgrammar
+    from harness.bench.grammar.measure import APPLY_POSITIONS, APPLY_POSITIONS_QUICK, measure_xgrammar
 
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
     t0 = time.perf_counter()
     payload = get_adapter(family).build_payload(list(tools), constraint)
     build_ms = (time.perf_counter() - t0) * 1000
     artifact = payload.artifact
-    if artifact is None and payload.server_built is not None:
-        return []  # vLLM builds no constraint here (FunctionGemma's strict): nothing to measure
+    cell = {"family": family, "strategy": strategy, "tools": len(tools), "parallel": parallel}
+    if artifact is None and payload.server_built is not None:  # FunctionGemma's strict: a row saying so
+        return [GrammarRow.model_validate({**cell, "engine": e, "unmeasured": NO_CONSTRAINT}) for e in cfg.engines]
     if artifact is None:
         raise ConstraintError(f"{family}/{strategy} built no artifact")
     texts, render_errors = render_gold(family, constraint, gold)
     common = {
-        "family": family,
-        "strategy": strategy,
-        "tools": len(tools),
-        "parallel": parallel,
+        **cell,
         "artifact_kind": artifact.kind,
         "artifact_chars": len(artifact.value),
         "build_ms": round(build_ms, 3),
@@ -70,7 +73,8 @@ def measure_cell(
     for engine in cfg.engines:
         if engine == "xgrammar":
             fig = measure_xgrammar(
-                family, artifact, texts, repeats=cfg.repeats, budget_s=cfg.budget_s, with_apply=with_apply
+                family, artifact, texts, repeats=cfg.repeats, budget_s=cfg.budget_s, with_apply=with_apply,
+                apply_positions=APPLY_POSITIONS_QUICK if cfg.quick else APPLY_POSITIONS,
             )
         else:
             from harness.bench.grammar.llguidance import measure_llguidance
@@ -80,4 +84,4 @@ def measure_cell(
     return rows
 
 
-__all__ = ["GRAMMAR_ENGINES", "GrammarBenchConfig", "measure_cell", "render_gold"]
+__all__ = ["GRAMMAR_ENGINES", "NO_CONSTRAINT", "GrammarBenchConfig", "measure_cell", "render_gold"]

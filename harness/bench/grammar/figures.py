@@ -192,6 +192,9 @@ class GrammarCell(SparseRecord):
     """The family adapter building the artifact."""
     render_errors: list[RenderError] | None = None
     """Gold answers the format cannot hold (listed, not measured)."""
+    unmeasured: str | None = None
+    """Why the cell has no figures, a named reason (``cells.NO_CONSTRAINT``: vLLM builds no constraint
+    for this family and strategy), where a number would be."""
 
 
 class GrammarRow(EngineFigures, GrammarCell):

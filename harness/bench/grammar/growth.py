@@ -92,8 +92,10 @@ def _length_outputs(
 def growth_length(
     cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None]
 ) -> list[GrowthLengthRow]:
-    """Walk time against output length, per family x strategy x engine."""
-    from harness.bench.grammar.cells import render_gold
+    """Walk time against output length, per family x strategy x engine (where vLLM builds no
+    constraint, rows that say so)."""
+    from harness.agents.families import get_adapter
+    from harness.bench.grammar.cells import NO_CONSTRAINT, render_gold
     from harness.bench.grammar.measure import GoldText
     from harness.bench.inputs import GoldCalls
 
@@ -102,6 +104,11 @@ def growth_length(
     limit_s = cfg.budget_s / 3
     for family in cfg.families:
         for strategy in cfg.strategies:
+            if get_adapter(family).build_payload(list(tools), DecodingConstraint(strategy=strategy)).artifact is None:
+                rows += [GrowthLengthRow(family=family, strategy=strategy, engine=engine, series=series, x=x,
+                                         walk_ms=None, note=NO_CONSTRAINT)
+                         for engine in cfg.engines for series, x, _, _ in points]
+                continue
             for engine in cfg.engines:
                 compiled: dict[bool, Any] = {}
                 slow_note: dict[str, str] = {}
@@ -156,7 +163,8 @@ def _walk(
     from harness.agents.families import get_adapter
 
     payload = get_adapter(family).build_payload(list(tools), constraint)
-    assert payload.artifact is not None
+    if payload.artifact is None:  # growth_length leaves out the strategies vLLM builds nothing for
+        raise ConstraintError(f"{family}/{constraint.strategy} built no artifact")
     if engine == "xgrammar":
         from harness.bench.grammar.measure import walk_outputs
         from harness.grammar import compile_artifact
@@ -168,16 +176,6 @@ def _walk(
     from harness.bench.grammar.llguidance import measure_llguidance
 
     return measure_llguidance(family, payload.artifact, outs, repeats=1, budget_s=budget_s)
-
-
-def run_growth(
-    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[Any], log: Callable[[str], None],
-    tools_curve: Callable[[GrammarBenchConfig, Callable[[str], None]], list[GrowthToolsRow]] | None = None,
-) -> tuple[list[GrowthToolsRow], list[GrowthLengthRow]]:
-    """Both curves: against the number of tools, and against the output's length; ``tools_curve``
-    measures the first instead of the synthetic sets (a real corpus: ``corpus.growth_corpus``)."""
-    by_tools = tools_curve(cfg, log) if tools_curve is not None else growth_tools(cfg, log)
-    return by_tools, growth_length(cfg, tools, gold, log)
 
 
 CORPUS_COUNTS = (10, 100, 400, 1000)
@@ -276,7 +274,6 @@ __all__ = [
     "growth_length",
     "growth_tools",
     "load_corpus",
-    "run_growth",
     "slim",
     "sub_config",
     "valid_calls",

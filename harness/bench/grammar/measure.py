@@ -50,6 +50,8 @@ from harness.stats import rounded_percentile
 SLOWEST_KEPT = 5
 REJECTIONS_KEPT = 10
 APPLY_POSITIONS = 48
+APPLY_POSITIONS_QUICK = 12
+"""Positions whose masks ``--quick`` applies (each a full-vocabulary copy and apply, 5 times over)."""
 APPLY_REPEATS = 5
 
 
@@ -373,8 +375,10 @@ def measure_xgrammar(
     repeats: int,
     budget_s: float,
     with_apply: bool = True,
+    apply_positions: int = APPLY_POSITIONS,
 ) -> EngineFigures:
-    """All xgrammar figures of one grammar over its gold outputs."""
+    """All xgrammar figures of one grammar over its gold outputs (masks applied at the first
+    ``apply_positions`` steps of the longest)."""
     from harness.grammar import compile_artifact
 
     groups: list[SparseRecord] = [compile_times(artifact, family, repeats)]
@@ -382,6 +386,6 @@ def measure_xgrammar(
     groups += [walk_outputs(compiled, family, outputs, budget_s), jump_walks(compiled, family, outputs)]
     if with_apply and outputs:
         longest = max(outputs, key=lambda o: len(o.text))
-        groups.append(apply_times(family, sample_masks(compiled, family, longest.text)))
+        groups.append(apply_times(family, sample_masks(compiled, family, longest.text, apply_positions)))
     measured = {k: v for group in groups for k, v in group.given().items()}
     return EngineFigures(engine="xgrammar", expressible=True, note=None, **measured)

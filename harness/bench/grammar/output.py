@@ -93,8 +93,9 @@ def summarize(bench: GrammarBench, out_dir: Path) -> GrammarSummary:
             compile_ms_cold=_worst(llg, "compile_ms_cold")[0],
             gold_rejected=sum((r.gold_total or 0) - (r.gold_accepted or 0) for r in llg),
             gold_rejected_special_in_text=sum(r.gold_rejected_special_in_text or 0 for r in llg),
-            not_expressible=[f"{r.family}/{r.strategy}" for r in llg_all if not r.expressible],
+            not_expressible=[f"{r.family}/{r.strategy}" for r in llg_all if r.expressible is False],
         ) if llg_all else None,
+        unmeasured={f"{r.family}/{r.strategy}": r.unmeasured for r in bench.main if r.unmeasured},
         duration_s=bench.duration_s,
     )
 
@@ -134,6 +135,9 @@ def table_rows(bench: GrammarBench) -> tuple[list[str], list[list[str]]]:
     for fam in bench.config.families:
         for strat in bench.config.strategies:
             x = by_key.get((fam, strat, "xgrammar"))
+            if x is not None and x.unmeasured:  # the reason where the figures would be
+                rows.append([fam, strat, x.unmeasured, *[NA] * (len(header) - 3)])
+                continue
             row = [fam, strat, *(_cell(k, getattr(x, k, None)) for _, k in MAIN_COLUMNS),
                    f"{_given(x, 'gold_accepted')}/{_given(x, 'gold_total')}"]
             if has_llg:
@@ -160,13 +164,14 @@ def markdown(bench: GrammarBench) -> str:
     if s is None:
         raise ValueError("the bench has no summary yet")
     inp = bench.inputs
+    stopped = f" (stopped early: {bench.stopped})" if bench.stopped else ""
     lines = [
         "# Grammar bench: strategy overhead per family and engine",
         "",
         f"{inp.tools} tools, {inp.gold_outputs} gold outputs ({inp.gold_source}), parallel calls "
         f"{'allowed' if inp.parallel else 'off'}; {bench.machine.cpus} CPUs; "
         f"xgrammar {bench.versions.get('xgrammar')}, llguidance {bench.versions.get('llguidance')}; "
-        f"{bench.duration_s} s. Masks: every step of every gold walk (the oracle walk, mask filled each "
+        f"{bench.duration_s} s{stopped}. Masks: every step of every gold walk (the oracle walk, mask filled each "
         "step). Compile cold: median of the repeats, cache cleared before each; llguidance: the matcher's "
         "construction (it has no cache). Apply: masking full-vocabulary float32 logits. Forced: the "
         "fraction of tokens jump-forward appends without a model step on the gold outputs (stop "
@@ -230,7 +235,7 @@ def _growth_markdown(bench: GrammarBench) -> list[str]:
         rows = [
             [r.family, r.strategy, r.engine, str(r.tools), _fmt(r.compile_ms_cold), _fmt(r.grammar_kb),
              _fmt(r.mask_us_p50), _fmt(r.mask_us_p99),
-             f"{r.gold_accepted}/{r.gold_total}" if r.expressible else "not expressible"]
+             f"{r.gold_accepted}/{r.gold_total}" if r.expressible else r.unmeasured or "not expressible"]
             for r in gt
         ]
         lines += _md_table(["family", "strategy", "engine", "tools", "compile ms", "compiled KiB", "mask p50 us",
@@ -252,15 +257,16 @@ def _growth_markdown(bench: GrammarBench) -> list[str]:
 # --- files and console -----------------------------------------------------------------------------------
 
 
-def write_outputs(bench: GrammarBench, out_dir: Path) -> list[Path]:
-    """bench.json, bench.md and the PNG plots into ``out_dir``."""
-    from harness.bench.grammar.plots import write_plots
-
+def write_outputs(bench: GrammarBench, out_dir: Path, *, plots: bool = True) -> list[Path]:
+    """bench.json, bench.md and (with ``plots``) the PNG plots into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "bench.json", out_dir / "bench.md"]
     written[0].write_text(json.dumps(bench.dump(), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     written[1].write_text(markdown(bench), encoding="utf-8")
-    written += write_plots(bench, out_dir)
+    if plots:
+        from harness.bench.grammar.plots import write_plots
+
+        written += write_plots(bench, out_dir)
     return written
 
 

@@ -31,7 +31,7 @@ class GrammarBenchConfig(BenchRecord):
     out_dir: str | None = None
     """Where bench.json, bench.md and the plots go (None: ``results/bench/grammar-<UTC time>``)."""
     quick: bool = False
-    """Fewer outputs, repeats and growth points (a smoke run)."""
+    """Fewer outputs, repeats, mask-application positions and growth points (a smoke run)."""
     growth: bool = True
     """Also measure growth with the number of tools and the output length."""
     growth_corpus: str | None = None
@@ -97,6 +97,8 @@ class GrowthToolsRow(BenchRecord):
     """The real corpus the set comes from (``--growth-tools``; None: synthetic)."""
     grammar_kb: float | None = None
     """The compiled grammar's size (xgrammar's ``memory_size_bytes``), in KiB (corpus curves)."""
+    unmeasured: str | None = None
+    """Why the point has no figures (``cells.NO_CONSTRAINT``)."""
 
 
 class GrowthLengthRow(SparseRecord):
@@ -237,6 +239,8 @@ class GrammarSummary(OmitsAbsent):
     """Every goal met and no gold output rejected."""
     llguidance: LlguidanceSummary | None = None
     """llguidance's figures, when it ran."""
+    unmeasured: dict[str, str] = Field(default_factory=dict)
+    """``family/strategy`` -> why that cell has no figures (vLLM builds no constraint there)."""
     duration_s: float | None
     """The bench's wall time."""
 
@@ -244,7 +248,7 @@ class GrammarSummary(OmitsAbsent):
 class GrammarBench(OmitsAbsent):
     """bench.json: the configuration, inputs, machine, every row, the growth curves and the summary."""
 
-    OMITTED_WHEN_NONE = ("growth_tools", "growth_length")
+    OMITTED_WHEN_NONE = ("growth_tools", "growth_length", "stopped")
 
     bench: str = "grammar"
     """Which bench."""
@@ -270,6 +274,8 @@ class GrammarBench(OmitsAbsent):
     """Growth with the output's length (when measured)."""
     duration_s: float | None = None
     """The bench's wall time."""
+    stopped: str | None = None
+    """The error that stopped the bench before its end (the file holds what was measured before it)."""
     summary: GrammarSummary | None = None
     """The final JSON line."""
 

@@ -78,9 +78,8 @@ def check_engines(engines: Sequence[str]) -> list[str]:
 
 def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> GrammarBench:
     """Run the bench, write its files into the output folder; returns what bench.json holds
-    (``summary`` is the final JSON line)."""
-    from harness.bench.grammar.output import summarize, write_outputs
-
+    (``summary`` is the final JSON line). The files are written after the main table and after each
+    growth curve, and when a step fails (its error in ``stopped``): what was measured is kept."""
     cfg.resolved()
     started = datetime.now(UTC)
     t_start = time.perf_counter()
@@ -96,25 +95,40 @@ def run_grammar_bench(cfg: GrammarBenchConfig, log: Log = print) -> GrammarBench
     parallel = any(len(g.calls) > 1 for g in gold)
     out_dir = Path(cfg.out_dir) if cfg.out_dir else default_out_dir()
     log(f"{len(tools)} tools, {len(gold)} gold outputs from {gold_src}; engines {', '.join(engines)}; out {out_dir}")
-    setup = _tokenizers(cfg.families, engines, log)
-    main = _main_table(cfg, tools, gold, parallel, log)
-    growth_tools, growth_length = None, None
-    if cfg.growth:
-        from harness.bench.grammar.growth import growth_corpus, run_growth
-
-        growth_tools, growth_length = run_growth(cfg, tools, gold, log, growth_corpus if cfg.growth_corpus else None)
     bench = GrammarBench(
         config=cfg,
         inputs=GrammarInputs(tools=len(tools), tool_names=[t.name for t in tools], gold_outputs=len(gold),
                              gold_source=gold_src, parallel=parallel),
         goals=GOALS, machine=Machine(platform=platform.platform(), cpus=_cpu_count()), versions=_versions(),
-        setup_s=setup, started_at=started.isoformat(timespec="seconds"), main=main,
-        growth_tools=growth_tools, growth_length=growth_length,  # None (left out of bench.json): not measured
-    )
+        setup_s={}, started_at=started.isoformat(timespec="seconds"), main=[],
+    )  # growth_tools, growth_length: None (left out of bench.json) until measured
+    try:
+        bench.setup_s = _tokenizers(cfg.families, engines, log)
+        _main_table(cfg, tools, gold, parallel, log, bench.main)
+        if cfg.growth:
+            from harness.bench.grammar.growth import growth_corpus, growth_length, growth_tools
+
+            _save(bench, out_dir, t_start)  # the main table on disk before the growth curves (minutes)
+            bench.growth_tools = (growth_corpus if cfg.growth_corpus else growth_tools)(cfg, log)
+            _save(bench, out_dir, t_start)
+            bench.growth_length = growth_length(cfg, tools, gold, log)
+    except BaseException as exc:  # Ctrl-C too: what was measured is written before the error goes on
+        if bench.main:
+            bench.stopped = f"{type(exc).__name__}: {exc}"[:300]
+            _save(bench, out_dir, t_start)
+            log(f"stopped ({bench.stopped}): {out_dir}/bench.json and bench.md hold what was measured before")
+        raise
+    _save(bench, out_dir, t_start, plots=True)
+    return bench
+
+
+def _save(bench: GrammarBench, out_dir: Path, t_start: float, *, plots: bool = False) -> None:
+    """bench.json and bench.md as measured so far (the PNG plots too with ``plots``)."""
+    from harness.bench.grammar.output import summarize, write_outputs
+
     bench.duration_s = round(time.perf_counter() - t_start, 1)
     bench.summary = summarize(bench, out_dir)
-    write_outputs(bench, out_dir)
-    return bench
+    write_outputs(bench, out_dir, plots=plots)
 
 
 def _tokenizers(families: Sequence[str], engines: Sequence[str], log: Log) -> dict[str, float]:
@@ -135,15 +149,13 @@ def _tokenizers(families: Sequence[str], engines: Sequence[str], log: Log) -> di
 
 
 def _main_table(
-    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[GoldCalls], parallel: bool, log: Log
-) -> list[GrammarRow]:
-    """Every family x strategy x engine, logged as it is measured."""
-    main: list[GrammarRow] = []
+    cfg: GrammarBenchConfig, tools: Sequence[ToolSchema], gold: Sequence[GoldCalls], parallel: bool, log: Log,
+    main: list[GrammarRow],
+) -> None:
+    """Every family x strategy x engine into ``main``, logged as it is measured."""
     for family in cfg.families:
         for strategy in cfg.strategies:
             rows = measure_cell(family, strategy, tools, gold, cfg, parallel=parallel)
-            if not rows:
-                log(f"  {family:14s} {strategy:14s} vLLM builds no constraint: nothing to measure")
             for r in rows:
                 log(
                     f"  {family:14s} {strategy:14s} {r.engine:10s} "
@@ -151,11 +163,10 @@ def _main_table(
                         f"compile {r.compile_ms_cold} ms, mask p50 {r.mask_us_p50} us p99 {r.mask_us_p99} us, "
                         f"gold {r.gold_accepted}/{r.gold_total}"
                         if r.expressible
-                        else str(r.note)
+                        else str(r.unmeasured or r.note)
                     )
                 )
             main.extend(rows)
-    return main
 
 
 def _cpu_count() -> int | None:

@@ -322,13 +322,11 @@ def _selection(ids: list[str] | None, tags: list[str] | None, sample: int | None
 
 
 def _print_outcome(outcome: RunOutcome) -> None:
-    from harness.eval.store import read_summary
-
     typer.echo(
         f"{outcome.ran} samples run ({outcome.skipped} resumed, {outcome.errors} errors) in {outcome.wall_s:.1f} s"
         f" -> {outcome.run_dir}"
     )
-    print_summary(read_summary(outcome.run_dir))
+    print_summary(outcome.summary)
 
 
 def print_summary(summary: list[SummaryRow]) -> None:

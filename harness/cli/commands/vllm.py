@@ -39,14 +39,14 @@ def up(family: Families = None, model: ModelsOpt = None, vllm_arg: VllmArgsOpt =
     from harness.engines.vllm import VllmServers, state_dir, vllm_unavailable
     from harness.eval.run import ConfigError, parse_models, split_vllm_args
 
-    why = vllm_unavailable()
-    if why:
-        fail(f"vLLM cannot run here: {why}")
-    try:
+    try:  # the flags first: a flag the harness owns is refused whether or not vLLM can run here
         bare, models = parse_models(model or [])
         args = split_vllm_args(vllm_arg or [])
     except ConfigError as exc:
         fail(str(exc))
+    why = vllm_unavailable()
+    if why:
+        fail(f"vLLM cannot run here: {why}")
     families = list(family) if family else list(models) or ["function_gemma"]
     if bare is not None and len(families) != 1:
         fail("--model NAME serves one family: pass one --family, or --model FAMILY=NAME for each")

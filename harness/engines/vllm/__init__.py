@@ -12,6 +12,7 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.vllm.backend import VllmGrammarTarget
+    from harness.engines.vllm.flags import owned_flag
     from harness.engines.vllm.kept import KeptServer, kept_servers, state_dir, stop_kept, survey
     from harness.engines.vllm.launch import VllmError, VllmServer, check_environment, vllm_unavailable
     from harness.engines.vllm.models import ModelFolder, default_model
@@ -25,6 +26,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "state_dir": "kept",
     "stop_kept": "kept",
     "vllm_unavailable": "launch",
+    "owned_flag": "flags",
     "VllmServers": "opener",
     "VllmError": "launch",
     "VllmServer": "launch",
@@ -43,6 +45,7 @@ __all__ = [
     "check_environment",
     "default_model",
     "kept_servers",
+    "owned_flag",
     "state_dir",
     "stop_kept",
     "survey",

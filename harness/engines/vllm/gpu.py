@@ -13,13 +13,16 @@ GPUs and the ``--vllm-arg`` flags, how the launcher starts a server:
   through ``CUDA_VISIBLE_DEVICES``.
 
 A GPU flag where no GPU serves (the CPU build, or no GPU found) is refused in one line before anything
-starts, and so is the CUDA build on a machine with no GPU.
+starts, and so is the CUDA build on a machine with no GPU, or whose ``nvidia-smi`` hangs (it is killed
+with its children after ``NVIDIA_SMI_TIMEOUT_S``; its output is read as UTF-8, a bad byte replaced).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -68,20 +71,54 @@ class Accelerator:
         return f"{self.count} x {' + '.join(kinds)} (driver {self.driver or '?'}{visible})"
 
 
+def _query_gpus(smi: str) -> tuple[int, str] | None:
+    """(exit status, output decoded leniently) of ``nvidia-smi``'s GPU query; None when it cannot run.
+    It runs in a session of its own: one that does not answer within ``NVIDIA_SMI_TIMEOUT_S`` is killed
+    with every process it started (a hung driver call leaves children behind), and AcceleratorError says
+    it hung."""
+    try:
+        proc = subprocess.Popen([smi, "--query-gpu=index,name,driver_version", "--format=csv,noheader"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=NVIDIA_SMI_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_session(proc)
+        raise AcceleratorError(
+            f"nvidia-smi hung: no answer within {NVIDIA_SMI_TIMEOUT_S:g} s (killed, with its children); the GPU "
+            "driver is not answering: check it with nvidia-smi (or set PATH so that no nvidia-smi is found on a "
+            "CPU machine)") from None
+    except BaseException:
+        _kill_session(proc)
+        raise
+    return proc.returncode, out.decode("utf-8", errors="replace")
+
+
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s process group (its session: every process it started that stayed in it)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
 def detect_accelerator(environ: Mapping[str, str] | None = None) -> Accelerator:
     """The NVIDIA GPUs ``nvidia-smi`` lists, narrowed by ``CUDA_VISIBLE_DEVICES`` (indices); the CPU when
-    there is no ``nvidia-smi`` or it lists none."""
+    there is no ``nvidia-smi``, it cannot run, or it lists none; AcceleratorError when it hangs."""
     env = os.environ if environ is None else environ
     smi = shutil.which("nvidia-smi", path=env.get("PATH"))
     if smi is None:
         return Accelerator()
-    try:
-        out = subprocess.run([smi, "--query-gpu=index,name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    answer = _query_gpus(smi)
+    if answer is None:
         return Accelerator()
-    rows = [[c.strip() for c in line.split(",")] for line in out.stdout.splitlines() if line.count(",") >= 2]
-    if out.returncode != 0 or not rows:
+    returncode, text = answer
+    rows = [[c.strip() for c in line.split(",")] for line in text.splitlines() if line.count(",") >= 2]
+    if returncode != 0 or not rows:
         return Accelerator()
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:

@@ -25,6 +25,12 @@ Flags, and why:
 - ``--generation-config vllm``: sampling is what the request says, not defaults from the model folder.
 - ``--enforce-eager --max-model-len 4096`` and ``VLLM_CPU_KVCACHE_SPACE=2`` (GiB): small and quick to
   start on a CPU; start-up is still ~60-75 s on 2 cores.
+
+``--vllm-arg`` flags come last; they may change the defaults (``--dtype``, ``--max-model-len``,
+``--enforce-eager``, ``--generation-config``) but not what the harness owns: the model and served name,
+``--host``/``--port``, the chat template, the tool parser, the structured-outputs backend and
+``disable_any_whitespace`` (:mod:`harness.engines.vllm.flags` says why of each, and reads every spelling
+vLLM's parser takes).
 - On the CUDA build with a GPU (:mod:`harness.engines.vllm.gpu`): ``vllm serve MODEL``, no
   ``--enforce-eager``, no ``VLLM_CPU_*`` settings; GPU flags come through ``--vllm-arg``.
 """
@@ -88,7 +94,14 @@ def vllm_version() -> str:
 
 
 def launch_plan_here(extra: Sequence[str] = ()) -> LaunchPlan:
-    """How a server starts on this machine with ``extra`` flags; VllmError (one line) when it cannot."""
+    """How a server starts on this machine with ``extra`` flags; VllmError (one line) when it cannot, or
+    when ``extra`` sets a flag the harness owns (:mod:`harness.engines.vllm.flags`: the CLI refuses
+    those first, naming the ``--vllm-arg``; this holds for a ``RunOptions`` or ``VllmServer`` built in code)."""
+    from harness.engines.vllm.flags import owned_flag
+
+    found = owned_flag([(word, [word]) for word in extra])
+    if found is not None:
+        raise VllmError(f"--vllm-arg {found[0]!r}: {found[1]}")
     try:
         return launch_plan(vllm_distribution()[0], extra)
     except AcceleratorError as exc:

@@ -1,9 +1,11 @@
 """What ``harness report`` shows, computed once from the run directories (polars, numpy).
 
-Input is the results-directory contract (run.json, summary.json, samples.jsonl, scores.parquet) and,
-for prompts and gold answers, the suite run.json names. The tables (``tables``), hence report.md
-(``markdown``) and the HTML page (``html``), and the plots (``figures``) all draw from what is
-computed here, so the page and report.md never disagree.
+Input is the results-directory contract (run.json, summary.json, samples.jsonl, scores.parquet, and
+details.jsonl: the gold calls' outputs and state differences scoring saw) and, for prompts and gold
+answers, the run directory's copy of its suite. Nothing here runs a tool: the report reads the run
+directory alone. The tables (``tables``), hence report.md (``markdown``) and the HTML page (``html``),
+and the plots (``figures``) all draw from what is computed here, so the page and report.md never
+disagree.
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.eval.data import Suite
-from harness.eval.store import RunDir, SampleRecord, SummaryRow, load_run_dir, scores_frame, typed_rows
+from harness.eval.store import (
+    Details,
+    RunDir,
+    SampleRecord,
+    SummaryRow,
+    load_run_dir,
+    read_details,
+    scores_frame,
+    typed_rows,
+)
 from harness.vocabulary import ACCURACY_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
 
 ACCURACY = ACCURACY_METRICS
@@ -48,6 +59,9 @@ class Run:
     """The suite run.json names, for prompts and gold answers (None when it cannot be loaded)."""
     suite_problem: str | None = None
     """Why the suite could not be loaded."""
+    details: Details | None = None
+    """details.jsonl: each case's gold outputs and each state failure's diff (None: scored before scoring
+    wrote it; ``harness score`` writes it)."""
 
     @property
     def engine(self) -> str:
@@ -72,19 +86,24 @@ class Run:
 def _suite(data: RunDir) -> tuple[Suite | None, str | None]:
     """The run's suite: its copy in the run directory (missing or changed since: RunDirError, the run
     directory is not whole), or for a run written before runs kept copies the path it records (not
-    found: the report shows no prompts and gold answers, and says so)."""
-    from harness.eval.data import SuiteError
-    from harness.eval.score import run_suite_of
-    from harness.eval.store import RunDirError
+    found: the report shows no prompts and gold answers, and says so). Only read: no tool is loaded."""
+    from harness.eval.data import Snapshot, SnapshotError, SuiteError, load_inputs, load_suite
+    from harness.eval.store import RUN_FILE, RunDirError
 
-    try:
-        return run_suite_of(data.path, data.run), None
-    except (SuiteError, OSError) as exc:
-        return None, f"{data.run.suite.path}: {exc}"
-    except RunDirError as exc:
-        if data.run.inputs is not None:
-            raise
-        return None, f"{exc} (prompts and gold answers are not shown)"
+    run, kept = data.run, data.run.inputs
+    if kept is not None:
+        try:
+            return load_inputs(data.path, Snapshot(kept.suite, kept.suite_digest, kept.bundle, kept.bundle_digest)), None
+        except SnapshotError as exc:
+            raise RunDirError(exc.path, exc.reason) from None
+    for candidate in (Path(run.suite.path), data.path / run.suite.path):
+        if (candidate / "suite.yaml").is_file():
+            try:
+                return load_suite(candidate), None
+            except (SuiteError, OSError) as exc:
+                return None, f"{run.suite.path}: {exc}"
+    return None, (f"{data.path / RUN_FILE}: suite {run.suite.path!r} not found from {Path.cwd()} (a run written "
+                  "before runs kept a copy of their suite; prompts and gold answers are not shown)")
 
 
 def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
@@ -101,7 +120,7 @@ def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
             label = f"{label}#{seen[label]}"
         samples = list(data.samples.samples.values()) if data.samples else []
         suite, problem = _suite(data)
-        runs.append(Run(label, data, per_token(steps_frame(samples)), suite, problem))
+        runs.append(Run(label, data, per_token(steps_frame(samples)), suite, problem, read_details(data.path)))
     return runs
 
 

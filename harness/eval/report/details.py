@@ -7,32 +7,31 @@ script, ``report-data/chunk-NNNN.js``, calling ``reportChunk(N, {...})``: the pa
 ``<script>`` element, which works from a file as from a server, with nothing fetched from elsewhere.
 
 Per sample a chunk holds its scores, its transcript (raw output, parsed calls, tool results, timings
-and the exact prompt each call sent, from prompts.jsonl), the gold calls with their tool outputs (run
-in the sandbox with the run's own copy of the bundle's tools), and for a state failure the file-system
-tree it left against the tree gold leaves, as a unified diff.
+and the exact prompt each call sent, from prompts.jsonl), the gold calls with their tool outputs, and
+for a state failure where its state parts from gold's (the file-system tree, or the instances of its
+Python classes), as a unified diff. Those two come from details.jsonl, which scoring writes from the
+calls it executed: nothing here runs a tool, so the page shows what the run's own tools answered, and
+a run directory renders wherever it is. A run scored before details.jsonl existed renders without
+them, and says so (``harness score RUN`` writes the file).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import difflib
 import json
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.eval.data import CallSpec, ChatMessage, EpisodeCase, NextCallCase, SingleTurnCase
 from harness.eval.report.data import Run
-from harness.eval.store import METRICS, CallRecord, SampleRecord, StepRecord
-from harness.vocabulary import ErrorKind
+from harness.eval.store import METRICS, CallRecord, CaseDetail, StateDifference, StepRecord
 
 DATA_DIR = "report-data"
 CASES_PER_CHUNK = 8
-STATE_FAILURES = frozenset({ErrorKind.state_tree_differs, ErrorKind.state_cwd_differs})
-T = TypeVar("T")
+DETAILS_MISSING = ("no gold outputs or state diffs: this run was scored before scoring wrote details.jsonl "
+                   "(harness score RUN_DIR writes it)")
 
 
 class _View(BaseModel):
@@ -74,14 +73,14 @@ class StepView(_View):
 
 
 class GoldView(_View):
-    """A gold call and what it returns in the sandbox."""
+    """A gold call and what the run's tools returned for it (details.jsonl)."""
 
     turn: int | None
     """Episodes: the user turn it belongs to."""
     call: str
     """``name {arguments}``."""
     output: str | None
-    """Its tool output as JSON text (None: the bundle's tools could not run it here)."""
+    """Its tool output as JSON text."""
 
 
 class CaseView(_View):
@@ -92,7 +91,7 @@ class CaseView(_View):
     gold: list[str]
     """The gold calls (episodes: per turn); alternatives marked."""
     gold_outputs: list[GoldView]
-    """The gold calls (next-call: the expected one) run in the sandbox, in order."""
+    """The gold calls (next-call: the expected one) with their outputs, in order."""
 
 
 class SampleDetail(_View):
@@ -104,9 +103,9 @@ class SampleDetail(_View):
     """What ended the sample early, in words (with its kind)."""
     steps: list[StepView]
     diff: list[str]
-    """A state failure: the unified diff of the gold tree (-) against the tree the sample left (+)."""
+    """A state failure: the unified diff of gold's state (-) against the state the sample left (+)."""
     diff_title: str | None
-    """What the diff compares (which turn, the current folder)."""
+    """What the diff compares (the tree or the instances, after which turn)."""
 
 
 class Chunk(_View):
@@ -150,81 +149,6 @@ def _step_view(step: StepRecord) -> StepView:
     )
 
 
-def tree_lines(tree: dict[str, Any], prefix: str = "") -> list[str]:
-    """A file-system tree as sorted lines: ``path/`` for a folder, ``path = "content"`` for a file."""
-    lines = []
-    for name in sorted(tree):
-        node, path = tree[name], f"{prefix}{name}"
-        if isinstance(node, dict):
-            lines.append(f"{path}/")
-            lines.extend(tree_lines(node, f"{path}/"))
-        else:
-            lines.append(f"{path} = {json.dumps(node, ensure_ascii=False)}")
-    return lines
-
-
-def tree_diff(gold: Any, predicted: Any) -> list[str]:
-    """Unified diff lines of two file-system states (gold -, the sample's +), the current folders too."""
-    root = f"/{gold.root_name}/"
-    lines = list(difflib.unified_diff(tree_lines(gold.tree, root), tree_lines(predicted.tree, root), "gold",
-                                      "this sample", lineterm="", n=2))
-    if tuple(gold.cwd) != tuple(predicted.cwd):
-        lines += [f"- current folder: /{'/'.join(gold.cwd)}", f"+ current folder: /{'/'.join(predicted.cwd)}"]
-    return lines
-
-
-class CaseRunner:
-    """Runs a case's gold calls and a sample's calls with the run's own tools (``SandboxStates``)."""
-
-    def __init__(self, run: Run) -> None:
-        from harness.bundles import load_tools
-        from harness.eval.score import SandboxStates
-
-        assert run.suite is not None
-        _, tools = load_tools(run.suite.bundle_dir)
-        self.states = SandboxStates(tools, echo_mode=run.suite.spec.echo_mode)
-
-    async def _apply(self, state: Any, calls: Sequence[CallSpec | CallRecord]) -> tuple[Any, list[Any]]:
-        outputs = []
-        for call in calls:
-            state, output = await self.states.apply(state, call.name, call.arguments)
-            outputs.append(output)
-        return state, outputs
-
-    async def gold(self, case: NextCallCase | EpisodeCase | SingleTurnCase) -> list[GoldView]:
-        if isinstance(case, SingleTurnCase):
-            return []  # BFCL's single-turn tools are schemas: nothing runs them
-        if isinstance(case, NextCallCase):
-            start = await self.states.state_after_history(case)
-            _, outputs = await self._apply(start, [case.expected])
-            return [GoldView(turn=None, call=_call(case.expected), output=_json(outputs[0]))]
-        views, state = [], self.states.initial(case)
-        for turn, calls in enumerate(case.ground_truth):
-            state, outputs = await self._apply(state, calls)
-            views += [GoldView(turn=turn, call=_call(c), output=_json(o)) for c, o in zip(calls, outputs, strict=True)]
-        return views
-
-    async def diff(self, case: NextCallCase | EpisodeCase | SingleTurnCase,
-                   sample: SampleRecord) -> tuple[list[str], str | None]:
-        """The first tree where the sample and gold part ways (next-call: after the call; episodes: after
-        the first user turn whose trees differ; single-turn: none, nothing executes)."""
-        if isinstance(case, SingleTurnCase):
-            return [], None
-        if isinstance(case, NextCallCase):
-            start = await self.states.state_after_history(case)
-            predicted, _ = await self._apply(start, sample.steps[0].tool_calls if sample.steps else [])
-            gold, _ = await self._apply(start, [case.expected])
-            return tree_diff(gold, predicted), "after the call (gold -, this sample +)"
-        predicted = gold = self.states.initial(case)
-        for turn, calls in enumerate(case.ground_truth):
-            made = [c for step in sample.steps if (step.turn or 0) == turn for c in step.tool_calls]
-            predicted, _ = await self._apply(predicted, made)
-            gold, _ = await self._apply(gold, calls)
-            if predicted != gold:
-                return tree_diff(gold, predicted), f"after user turn {turn} (gold -, this sample +)"
-        return tree_diff(gold, predicted), "at the end (gold -, this sample +)"
-
-
 def case_view(case: NextCallCase | EpisodeCase | SingleTurnCase, gold: list[GoldView]) -> CaseView:
     if isinstance(case, SingleTurnCase):  # BFCL's: the replayed answer; BFCL accepts every listed value
         calls = ["; ".join(_call(c) for c in case.expected) or "(no call: a plain answer)"]
@@ -239,16 +163,6 @@ def case_view(case: NextCallCase | EpisodeCase | SingleTurnCase, gold: list[Gold
     return CaseView(messages=messages, gold=calls, gold_outputs=gold)
 
 
-def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run ``coroutine`` to its end from sync code, also when an event loop is already running here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 def _scores(run: Run) -> dict[str, dict[str, tuple[float | None, str | None]]]:
     scores: dict[str, dict[str, tuple[float | None, str | None]]] = {}
     for row in run.data.scores or ():
@@ -257,34 +171,36 @@ def _scores(run: Run) -> dict[str, dict[str, tuple[float | None, str | None]]]:
     return scores
 
 
-def _runner(run: Run) -> CaseRunner | None:
-    from harness.agents import BundleError
-
-    if run.suite is None:
-        return None
-    try:
-        return CaseRunner(run)
-    except (BundleError, OSError):
-        return None  # the page then shows no gold outputs and no tree diffs for this run
+def _gold_views(detail: CaseDetail | None) -> list[GoldView]:
+    return [GoldView(turn=g.turn, call=_call(g.call), output=_json(g.output)) for g in detail.gold] if detail else []
 
 
-async def _run_chunks(index: int, run: Run, chunk_of: dict[str, int], chunks: list[Chunk]) -> None:
+def diff_title(difference: StateDifference) -> str:
+    """What a state diff compares: ``File-system tree after user turn 1 (gold -, this sample +)``."""
+    what = "File-system tree" if difference.state == "file_system" else "Python instances"
+    when = "after the call" if difference.turn is None else f"after user turn {difference.turn}"
+    return f"{what} {when} (gold -, this sample +)"
+
+
+def _run_chunks(index: int, run: Run, chunk_of: dict[str, int], chunks: list[Chunk]) -> None:
     from harness.eval.store import read_prompts
 
-    prompts, scores, runner = read_prompts(run.data.path), _scores(run), _runner(run)
+    prompts, scores = read_prompts(run.data.path), _scores(run)
     cases = {c.id: c for c in run.suite.cases} if run.suite is not None else {}
+    gold = run.details.cases if run.details is not None else {}
+    differences = run.details.samples if run.details is not None else {}
     for sample in run.samples:
         chunk, case = chunks[chunk_of[sample.case_id]], cases.get(sample.case_id)
-        if case is not None and f"{index}/{case.id}" not in chunk.cases:
-            gold = await runner.gold(case) if runner is not None else []
-            chunk.cases[f"{index}/{case.id}"] = case_view(case, gold)
-        mine = scores.get(sample.sample_id, {})
-        diff: tuple[list[str], str | None] = ([], None)
-        if runner is not None and case is not None and any(kind in STATE_FAILURES for _, kind in mine.values()):
-            diff = await runner.diff(case, sample)
+        key = f"{index}/{sample.case_id}"
+        if key not in chunk.cases and (case is not None or sample.case_id in gold):
+            views = _gold_views(gold.get(sample.case_id))
+            chunk.cases[key] = case_view(case, views) if case else CaseView(
+                messages=[], gold=[v.call for v in views], gold_outputs=views)  # the suite is gone: what scoring kept
+        found = differences.get(sample.sample_id)
         chunk.samples[f"{index}/{sample.sample_id}"] = SampleDetail(
-            scores=mine, error=f"{sample.error_kind}: {sample.error}" if sample.error else None,
-            steps=[_step_view(s) for s in sample.steps], diff=diff[0], diff_title=diff[1])
+            scores=scores.get(sample.sample_id, {}), error=f"{sample.error_kind}: {sample.error}" if sample.error else None,
+            steps=[_step_view(s) for s in sample.steps], diff=list(found.difference.lines) if found else [],
+            diff_title=diff_title(found.difference) if found else None)
         for step in sample.steps:
             if step.prompt_id and step.prompt_id in prompts:
                 chunk.prompts[step.prompt_id] = prompts[step.prompt_id].text
@@ -295,12 +211,8 @@ def build_chunks(runs: Sequence[Run]) -> tuple[dict[str, int], list[Chunk]]:
     order = list(dict.fromkeys(s.case_id for run in runs for s in run.samples))
     chunk_of = {case: i // CASES_PER_CHUNK for i, case in enumerate(order)}
     chunks = [Chunk(samples={}, cases={}, prompts={}) for _ in range((len(order) + CASES_PER_CHUNK - 1) // CASES_PER_CHUNK)]
-
-    async def fill() -> None:
-        for index, run in enumerate(runs):
-            await _run_chunks(index, run, chunk_of, chunks)
-
-    run_sync(fill())
+    for index, run in enumerate(runs):
+        _run_chunks(index, run, chunk_of, chunks)
     return chunk_of, chunks
 
 
@@ -322,8 +234,7 @@ def write_chunks(out: Path, chunks: Sequence[Chunk]) -> None:
 __all__ = [
     "CASES_PER_CHUNK",
     "DATA_DIR",
-    "STATE_FAILURES",
-    "CaseRunner",
+    "DETAILS_MISSING",
     "CaseView",
     "Chunk",
     "GoldView",
@@ -333,10 +244,8 @@ __all__ = [
     "build_chunks",
     "case_view",
     "chunk_file",
-    "run_sync",
+    "diff_title",
     "tokens_of",
-    "tree_diff",
-    "tree_lines",
     "write_chunks",
 ]
 

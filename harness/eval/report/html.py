@@ -10,9 +10,9 @@ latency, tokens); what a sample shows when it is opened is loaded then from ``re
 family, the summary table with intervals, failures by error kind, and the figures; then every sample,
 filterable by run, family, strategy, error kind and pass/fail, sortable by each column, each opening
 to its prompt and the exact prompt sent, raw output per model call, parsed calls, parse errors, tool
-results, timings, gold calls with their tool output, the tree diff of a state failure, and the same
-case under the run's other strategies side by side. The template is rendered by jinja2 with
-autoescaping."""
+results, timings, gold calls with their tool output and the state diff of a state failure (both from
+details.jsonl, as scoring saw them), and the same case under the run's other strategies side by side.
+The template is rendered by jinja2 with autoescaping."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from harness import __version__
 from harness.eval.report.compile_time import DISAGREEMENT_HEADERS, TTFT_HEADERS, TTFT_NOTE
 from harness.eval.report.data import ACCURACY, Run
-from harness.eval.report.details import build_chunks, chunk_file, tokens_of, write_chunks
+from harness.eval.report.details import DETAILS_MISSING, build_chunks, chunk_file, tokens_of, write_chunks
 from harness.eval.report.figures import Figure
 from harness.eval.report.tables import (
     CLASS_HEADERS,
@@ -71,6 +71,8 @@ class RunView(_View):
     engine: str
     system_prompt: str | None
     """The bundle's system prompt, when the bundle could be read."""
+    details_missing: str | None
+    """Why its samples show no gold outputs and no state diffs (a run scored before details.jsonl)."""
 
 
 class PageData(_View):
@@ -104,14 +106,14 @@ def _sample_view(index: int, sample: SampleRecord, scores: dict[str, tuple[float
 
 
 def _system_prompt(run: Run) -> str | None:
-    from harness.agents import BundleError, bundle_file
-    from harness.bundles import load_bundle
+    """The system prompt bundle.yaml gives (the run directory's copy): the file is read, no tool loaded."""
+    from harness.agents import BundleError, load_bundle_config
 
     if run.suite is None and run.data.run.bundle is None:
         return None
     bundle = run.suite.bundle_dir if run.suite is not None else Path(str(run.data.run.bundle))
     try:
-        return load_bundle(bundle_file(bundle)).system_prompt
+        return load_bundle_config(bundle).system_prompt
     except (BundleError, OSError, ValueError):
         return None
 
@@ -127,7 +129,8 @@ def page_data(runs: Sequence[Run], families: list[str], strategies: list[str], c
                 scores.setdefault(row.sample_id, {})[row.metric] = (row.value, row.error_kind)
         samples += [_sample_view(index, s, scores.get(s.sample_id, {}), chunk_of[s.case_id]) for s in run.samples]
     return PageData(
-        runs=[RunView(label=r.label, engine=r.engine, system_prompt=_system_prompt(r)) for r in runs],
+        runs=[RunView(label=r.label, engine=r.engine, system_prompt=_system_prompt(r),
+                      details_missing=DETAILS_MISSING if r.details is None and r.samples else None) for r in runs],
         samples=samples, families=families, strategies=strategies,
         kinds=sorted({k for s in samples for k in s.kinds}), chunks=[chunk_file(n) for n in range(chunks)],
     )

@@ -84,6 +84,9 @@ def run_facts(run: Run) -> list[tuple[str, str]]:
             facts.append(("warning", f"samples.jsonl: {samples.duplicates} duplicate sample id(s); the last of each kept"))
     if run.suite_problem:
         facts.append(("warning", run.suite_problem))
+    if run.details is None and samples is not None:
+        facts.append(("note", "details.jsonl absent (a run scored before scoring wrote it): report.html shows no "
+                              "gold outputs and no state diffs (harness score RUN_DIR writes it)"))
     return facts
 
 

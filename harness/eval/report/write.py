@@ -1,10 +1,11 @@
 """``harness report``: report.md and report.html (with the same figures) for one or several runs.
 
-Input is the results-directory contract (run.json, summary.json, samples.jsonl, scores.parquet) and the
-suite run.json names (for prompts and gold answers). Every figure printed comes from those files; a
-metric a run did not measure stays blank. The runs are read once (``data.load_runs``), the figures
-drawn once (``figures.draw``) and the tables built once (``tables.build_report``); report.md
-(``markdown``) and report.html (``html``: one self-contained file with every sample) render the same.
+Input is the results-directory contract (run.json, summary.json, samples.jsonl, scores.parquet,
+details.jsonl) and the run directory's copy of its suite (for prompts and gold answers): nothing is
+executed again. Every figure printed comes from those files; a metric a run did not measure stays
+blank. The runs are read once (``data.load_runs``), the figures drawn once (``figures.draw``) and the
+tables built once (``tables.build_report``); report.md (``markdown``) and report.html (``html``: one
+self-contained file with every sample) render the same.
 """
 
 from __future__ import annotations

@@ -25,9 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.files import InputFileError, read_yaml
 from harness.vocabulary import FAMILIES
 
-MANAGED_FLAGS = frozenset({"--model", "--served-model-name", "--host", "--port"})
-"""vLLM flags the harness sets itself for every server it starts (a ``--vllm-arg`` may not move them)."""
-
 
 class ConfigError(ValueError):
     """A config file or a server argument that cannot be used; the message names the file and field or flag."""
@@ -35,20 +32,23 @@ class ConfigError(ValueError):
 
 def split_vllm_args(given: Iterable[str], where: str = "--vllm-arg") -> list[str]:
     """``--vllm-arg`` values as vLLM's argv: each value split like a shell line (``"--max-model-len
-    8192"`` is two words). A flag the harness sets itself (``MANAGED_FLAGS``) is a ConfigError."""
-    words: list[str] = []
+    8192"`` is two words). A value vLLM's parser would read as setting a flag the harness owns (its
+    host, port, model and served name, chat template, tool parser, structured-outputs backend: every
+    spelling vLLM takes, prefixes and ``_`` for ``-`` included; ``harness.engines.vllm.flags``) is a
+    ConfigError naming the value and the flag."""
+    values: list[tuple[str, list[str]]] = []
     for value in given:
         try:
-            split = shlex.split(value)
+            values.append((value, shlex.split(value)))
         except ValueError as exc:
             raise ConfigError(f"{where} {value!r}: {exc}") from None
-        for word in split:
-            flag = word.split("=", 1)[0]
-            if flag in MANAGED_FLAGS:
-                raise ConfigError(f"{where} {value!r}: {flag} is set by the harness for every server it starts "
-                                  "(the model: --model FAMILY=PATH)")
-        words.extend(split)
-    return words
+    if values:
+        from harness.engines.vllm import owned_flag
+
+        found = owned_flag(values)
+        if found is not None:
+            raise ConfigError(f"{where} {found[0]!r}: {found[1]}")
+    return [word for _, words in values for word in words]
 
 
 class ServerConfig(BaseModel):
@@ -132,7 +132,6 @@ def parse_models(given: Iterable[str]) -> tuple[str | None, dict[str, str]]:
 
 
 __all__ = [
-    "MANAGED_FLAGS",
     "ConfigError",
     "ConfigFile",
     "ServerConfig",

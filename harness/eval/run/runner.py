@@ -51,6 +51,7 @@ from harness.eval.store import (
     SampleRecord,
     SampleWriter,
     SuiteRef,
+    SummaryRow,
     git_commit,
     machine,
     make_sample_id,
@@ -78,6 +79,8 @@ class RunOutcome:
     harness_ms: list[float] = field(default_factory=list)
     error_kinds: dict[str, int] = field(default_factory=dict)
     """This session's samples that ended in an error, by error kind."""
+    summary: list[SummaryRow] = field(default_factory=list)
+    """The summary rows scoring computed (what it wrote to summary.json), every sample of the run counted."""
 
     @property
     def engine_failed(self) -> bool:
@@ -398,11 +401,12 @@ async def run_suite(
         record = generated.record.model_copy(update={
             "finished_at": utc_now(), "timing": _timing(generated.run_s, harness_ms), "engine_details": details})
         write_run(run.run_dir, record)
-        await score_samples(run.run_dir, record, run.suite, run.agent.tools)
+        summary = await score_samples(run.run_dir, record, run.suite, run.agent.tools)
     return RunOutcome(
         run_dir=run.run_dir, total=generated.total, skipped=generated.skipped, ran=len(finished),
         errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,
         harness_ms=harness_ms, error_kinds=dict(Counter(str(r.error_kind) for r in finished if r.status == "error")),
+        summary=summary,
     )
 
 

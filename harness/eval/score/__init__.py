@@ -1,7 +1,8 @@
 """Scoring a run from its saved samples alone, never an engine: each sample against its case
 (``scoring``: validity, exact_match, state_match, grammar_rejection, truncated; ``verdicts``: what every
 scorer shares; BFCL's single-turn verdict: ``bfcl_ast``, BFCL's own checker, and ``bfcl_score``), calls executed in the
-sandbox (``sandbox_states``), summary.json and errors.json (``summary``), and a whole run directory scored
+sandbox (``sandbox_states``), the gold side of the state checks once per case and what details.jsonl keeps
+of it (``golds``), summary.json and errors.json (``summary``), and a whole run directory scored
 or re-scored (``score_dir``: ``harness score`` and the end of every run)."""
 
 from harness.eval.score.bfcl_ast import BfclVerdict, bfcl_verdict

@@ -6,7 +6,9 @@
   with calls; responses without calls are dropped, as BFCL's runner drops them). Its failure is
   ``bfcl:<BFCL's error type>`` (``bfcl:multi_turn:instance_state_mismatch``,
   ``bfcl:multi_turn:execution_response_mismatch``, ``bfcl:multi_turn:empty_turn_model_response``,
-  ``bfcl:multi_turn:irrelevance_error:decoder_success``).
+  ``bfcl:multi_turn:irrelevance_error:decoder_success``). A model's call whose name or an argument key
+  is not a Python identifier (or is a keyword) cannot be written as the call source BFCL's checker takes: the verdict is
+  ``state:bad_call``, and BFCL's checker is not asked.
 - Any other Python-class episode (a user's classes) gets the same rules from the harness, on states
   the worker snapshots (each instance's public attributes): turn by turn, the model's calls and the
   ground truth's run on two sessions; a turn with ground truth needs calls (``state:empty_turn``),
@@ -37,7 +39,10 @@ async def class_verdict(source: PythonClassSource, case: EpisodeCase,
     """The state verdict of one episode (see the module doc)."""
     try:
         if case.bfcl_ground_truth is not None:
-            model = [[[call_text(c.name, c.arguments, checked=False) for c in step] for step in turn if step] for turn in steps_by_turn]
+            try:
+                model = [[[call_text(c.name, c.arguments) for c in step] for step in turn if step] for turn in steps_by_turn]
+            except ValueError:  # a key that is not an identifier: never spliced into a call's source
+                return fail(ErrorKind.state_bad_call)
             valid, error_type = await source.bfcl_check(bfcl_entry(case), model, case.bfcl_ground_truth)
             return PASS if valid else fail(bfcl_error_kind(str(error_type)))
         return await _harness_rules(source, case, steps_by_turn)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -70,6 +71,11 @@ class SandboxStates:
             return ErrorKind.state_cwd_differs
         return None
 
+    def lines(self, state: Any) -> list[str]:
+        """A state as text for a diff (details.jsonl): ``/root/folder/`` per folder and ``/root/file =
+        "content"`` per file, sorted, then the current folder."""
+        return [*_tree_lines(state.tree, f"/{state.root_name}/"), f"current folder: /{'/'.join(state.cwd)}"]
+
     async def state_after_history(self, case: NextCallCase) -> Any:
         """The state a next-call point's history leaves (computed once per case; do not mutate)."""
         if case.id not in self._after_history:
@@ -113,6 +119,17 @@ class SandboxStates:
     async def workspace_after_history(self, case: NextCallCase) -> Any:
         """A fresh workspace on a copy of the state after the point's history (next-call samples)."""
         return self._workspace((await self.state_after_history(case)).copy())
+
+
+def _tree_lines(tree: Mapping[str, Any], prefix: str) -> list[str]:
+    lines = []
+    for name in sorted(tree):
+        node, path = tree[name], f"{prefix}{name}"
+        if isinstance(node, Mapping):
+            lines += [f"{path}/", *_tree_lines(node, f"{path}/")]
+        else:
+            lines.append(f"{path} = {json.dumps(node, ensure_ascii=False)}")
+    return lines
 
 
 __all__ = ["SandboxStates"]

@@ -1,6 +1,7 @@
 """Score a results directory from its saved samples alone: ``harness score RUN_DIR`` (``score_run``)
 and the end of every ``harness run`` (``score_samples``, with the suite and tools the run already
-read). Writes scores.parquet, summary.json and errors.json; never calls an engine."""
+read). Writes scores.parquet, summary.json, errors.json and details.jsonl (the gold calls' outputs and the
+state differences report.html shows, from the calls scoring executed); never calls an engine."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from harness.eval.store import (
     SAMPLES_FILE,
     RunDirError,
     RunRecord,
+    SampleDiff,
     SampleRecord,
     SummaryRow,
     load_samples,
     read_run,
+    write_details,
     write_errors,
     write_scores,
     write_summary,
@@ -73,7 +76,9 @@ def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[Sam
 
 async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequence[Tool]) -> list[SummaryRow]:
     """Score every saved sample of ``run_dir`` (the run ``run`` records, on ``suite`` with the bundle's
-    ``tools``): writes scores.parquet, summary.json and errors.json; returns the summary rows."""
+    ``tools``): writes scores.parquet, summary.json, errors.json and details.jsonl; returns the summary rows."""
+    import asyncio
+
     from harness.eval.score.sandbox_states import SandboxStates
     from harness.eval.score.scoring import Scorer
     from harness.eval.score.summary import error_counts, summarize
@@ -83,10 +88,13 @@ async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequ
     states = SandboxStates(tools, echo_mode=suite.spec.echo_mode)
     scorer = Scorer(suite.cases, [t.schema for t in tools], run.options.engine, states)
     rows = await scorer.score_all(samples)
+    cases = await asyncio.gather(*(scorer.case_detail(scorer.cases[c]) for c in dict.fromkeys(s.case_id for s in samples)))
+    found = ((s.sample_id, scorer.differences.get(s.sample_id)) for s in samples)
     write_scores(run_dir, rows)
     summary = summarize(samples, rows)
     write_summary(run_dir, summary)
     write_errors(run_dir, error_counts(rows))
+    write_details(run_dir, cases, [SampleDiff(sample_id=k, difference=d) for k, d in found if d is not None])
     return summary
 
 

@@ -35,10 +35,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from harness.agents import ToolSchema
-from harness.eval.data import Case, EpisodeCase, FsCase, NextCallCase, SingleTurnCase
+from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.score.golds import (
+    STATE_DIFFERENCES,
+    Golds,
+    StateBackend,
+    class_trace,
+    difference,
+    first_class_difference,
+)
 from harness.eval.score.verdicts import (
     CUT,
     NOT_APPLICABLE,
@@ -53,24 +61,19 @@ from harness.eval.score.verdicts import (
     unparsed,
     was_cut,
 )
-from harness.eval.store import METRICS, CallRecord, SampleRecord, ScoreRow, StepRecord
+from harness.eval.store import (
+    METRICS,
+    CallRecord,
+    CaseDetail,
+    SampleRecord,
+    ScoreRow,
+    StateDifference,
+    StepRecord,
+)
 from harness.vocabulary import ErrorKind, Metric
 
-
-class StateBackend(Protocol):
-    """Executes calls on a file-system state (the sandbox does it; see ``harness.eval.score.sandbox_states``)."""
-
-    def initial(self, case: FsCase) -> Any:
-        """A fresh state: the case's tree and working directory."""
-        ...
-
-    async def apply(self, state: Any, name: str, arguments: Mapping[str, Any]) -> tuple[Any, Any]:
-        """Run one call on ``state`` (left untouched); returns the new state and the call's output."""
-        ...
-
-    def difference(self, a: Any, b: Any, cwd: bool = True) -> str | None:
-        """None when both states are equal, else ``state:tree_differs`` or (when ``cwd``) ``state:cwd_differs``."""
-        ...
+Checked = tuple[Verdict, StateDifference | None]
+"""A state verdict, and on a failure where the states differ, where they part ways."""
 
 
 def _canonical(output: Any) -> str:
@@ -130,9 +133,12 @@ class Scorer:
         self.engine = engine
         self.backend = backend
         self._limit = asyncio.Semaphore(concurrency)
-        self._state_cache: dict[tuple[str, str], Any] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._verdicts: dict[tuple[str, str], asyncio.Future[Verdict]] = {}
+        self.golds = Golds(backend, self._limit)
+        """The gold side of the state checks, once per case (and each case's gold outputs: ``case_detail``)."""
+        self._verdicts: dict[tuple[str, str], asyncio.Future[Checked]] = {}
+        self.differences: dict[str, StateDifference] = {}
+        """Sample id -> where its state parted from gold's, for each sample scored whose states differ
+        (details.jsonl; ``case_detail`` gives the gold side)."""
 
     # validity ------------------------------------------------------------------------------------
 
@@ -233,12 +239,18 @@ class Scorer:
         elif validity.error_kind:  # an invalid answer achieves nothing, whatever the sandbox made of it
             state = fail(validity.error_kind)
         else:
-            state = await self._memo(case.id, [calls], lambda: self._next_call_state(case, calls))
+            state = self._keep(sample, await self._memo(case.id, [calls], lambda: self._next_call_state(case, calls)))
         return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
 
+    def _keep(self, sample: SampleRecord, checked: Checked) -> Verdict:
+        verdict, found = checked
+        if found is not None:
+            self.differences[sample.sample_id] = found
+        return verdict
+
     async def _memo(
-        self, case_id: str, calls: Sequence[Sequence[Call]], compute: Callable[[], Awaitable[Verdict]]
-    ) -> Verdict:
+        self, case_id: str, calls: Sequence[Sequence[Call]], compute: Callable[[], Awaitable[Checked]]
+    ) -> Checked:
         """The state verdict of these calls on this case, computed once: tools are deterministic, and
         the samples of one case (families, strategies, epochs) often make the very same calls."""
         plain = [[(c.name, c.arguments) for c in group] for group in calls]
@@ -255,45 +267,22 @@ class Scorer:
                 raise
         return await asyncio.shield(future)
 
-    async def _apply_all(self, state: Any, calls: Iterable[Call]) -> tuple[Any, list[Any]]:
-        assert self.backend is not None
-        outputs = []
-        for call in calls:
-            async with self._limit:
-                state, out = await self.backend.apply(state, call.name, call.arguments)
-            outputs.append(out)
-        return state, outputs
-
-    async def _cached(self, case: NextCallCase, key: str, build: Any) -> Any:
-        """Per-case states shared by every sample of the case (history replayed once, golds once)."""
-        if (case.id, key) not in self._state_cache:
-            lock = self._locks.setdefault(f"{case.id}/{key}", asyncio.Lock())
-            async with lock:
-                if (case.id, key) not in self._state_cache:
-                    self._state_cache[(case.id, key)] = await build()
-        return self._state_cache[(case.id, key)]
-
-    async def _next_call_state(self, case: NextCallCase, calls: Sequence[Call]) -> Verdict:
+    async def _next_call_state(self, case: NextCallCase, calls: Sequence[Call]) -> Checked:
         assert self.backend is not None
         backend = self.backend
-
-        async def history() -> Any:
-            state, _ = await self._apply_all(backend.initial(case), case.history_calls())
-            return state
-
-        async def golds() -> list[tuple[Any, list[Any]]]:
-            start = await self._cached(case, "history", history)
-            return [await self._apply_all(start, [g]) for g in case.gold_calls()]
-
-        start = await self._cached(case, "history", history)
-        gold_runs = await self._cached(case, "golds", golds)
-        predicted, outputs = await self._apply_all(start, calls)
+        gold_runs = await self.golds.runs(case)
+        predicted, outputs = await self.golds.apply_all(await self.golds.history(case), calls)
         reasons = [
             backend.difference(predicted, gold_state)
             or (None if unordered_subset(gold_outputs, outputs) else ErrorKind.state_response_missing)
             for gold_state, gold_outputs in gold_runs
         ]
-        return PASS if None in reasons else fail(str(reasons[0]))
+        if None in reasons:
+            return PASS, None
+        found = None
+        if reasons[0] in STATE_DIFFERENCES:
+            found = difference("file_system", None, backend.lines(gold_runs[0][0]), backend.lines(predicted))
+        return fail(str(reasons[0])), found
 
     def _episode_validity(self, case: EpisodeCase, steps: Sequence[StepRecord]) -> Verdict:
         """``validity`` of every step, each against the tools its user turn offered."""
@@ -329,40 +318,56 @@ class Scorer:
             state = fail(ErrorKind.state_force_terminated)
         elif case.involved_classes:
             steps = _steps_by_turn(sample.steps, len(case.ground_truth))
-            state = await self._memo(case.id, per_turn, lambda: self._class_state(case, steps))
+            state = self._keep(sample, await self._memo(case.id, per_turn, lambda: self._class_state(case, steps)))
         else:
-            state = await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn))
+            state = self._keep(sample, await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn)))
         return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
 
-    async def _class_state(self, case: EpisodeCase, steps: Sequence[Sequence[Sequence[Call]]]) -> Verdict:
+    async def _class_state(self, case: EpisodeCase, steps: Sequence[Sequence[Sequence[Call]]]) -> Checked:
         """Python-class episodes: verdicts computed in the tool worker (``harness.eval.score.class_states``)."""
+        from harness.agents import WorkerFailure
         from harness.eval.score.class_states import class_verdict
 
-        source = getattr(self.backend, "python", None)
+        source = self.golds.python
         if source is None:
-            return fail(ErrorKind.tool_unavailable)  # the bundle's tools are not Python classes
+            return fail(ErrorKind.tool_unavailable), None  # the bundle's tools are not Python classes
         async with self._limit:
-            return await class_verdict(source, case, steps)
+            verdict = await class_verdict(source, case, steps)
+        if verdict.error_kind not in STATE_DIFFERENCES:
+            return verdict, None
+        try:  # the worker answered a verdict only: where the instances part ways is found here
+            gold = await self.golds.classes(case)
+            async with self._limit:
+                model = await class_trace(source, case, [[c for step in turn for c in step] for turn in steps])
+        except WorkerFailure:
+            return verdict, None
+        return verdict, first_class_difference(gold, model)
 
-    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Verdict:
+    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Checked:
         """BFCL's multi-turn checker on the model's calls, turn by turn (see the module docstring)."""
         assert self.backend is not None
-        model_state = gold_state = self.backend.initial(case)
+        model_state = self.backend.initial(case)
         model_outputs: list[Any] = []
-        for model_calls, gold in zip(per_turn, case.ground_truth, strict=True):
-            model_state, outs = await self._apply_all(model_state, model_calls)
+        trace = await self.golds.trace(case)
+        for turn, (model_calls, gold, (gold_state, gold_outs)) in enumerate(zip(per_turn, case.ground_truth, trace,
+                                                                                strict=True)):
+            model_state, outs = await self.golds.apply_all(model_state, model_calls)
             model_outputs.extend(outs)
-            gold_state, gold_outs = await self._apply_all(gold_state, gold)
             if not gold:  # nothing to achieve in this turn: its calls ran, nothing is checked
                 continue
             if not model_calls:
-                return fail(ErrorKind.state_empty_turn)
+                return fail(ErrorKind.state_empty_turn), None
             reason = self.backend.difference(model_state, gold_state, cwd=False)
             if reason:
-                return fail(reason)
+                lines = self.backend.lines(gold_state), self.backend.lines(model_state)
+                return fail(reason), difference("file_system", turn, *lines)
             if not unordered_subset(gold_outs, model_outputs):
-                return fail(ErrorKind.state_response_missing)
-        return PASS
+                return fail(ErrorKind.state_response_missing), None
+        return PASS, None
+
+    async def case_detail(self, case: Case) -> CaseDetail:
+        """The case's gold calls with their outputs, for details.jsonl (``Golds.detail``)."""
+        return await self.golds.detail(case)
 
     async def score_all(self, samples: Iterable[SampleRecord]) -> list[ScoreRow]:
         """Rows of every sample, in the samples' order."""

@@ -1,7 +1,18 @@
 """Where a run is kept: the typed records of a results directory (``records``: run.json, samples.jsonl,
-scores.parquet, summary.json, errors.json), reading and writing them (``results``), and where and
-with what a run was measured (``provenance``)."""
+scores.parquet, summary.json, errors.json), reading and writing them (``results``), what the report
+shows of the gold calls and of state failures (``details``: details.jsonl), and where and with what a
+run was measured (``provenance``)."""
 
+from harness.eval.store.details import (
+    DETAILS_FILE,
+    CaseDetail,
+    Details,
+    GoldOutput,
+    SampleDiff,
+    StateDifference,
+    read_details,
+    write_details,
+)
 from harness.eval.store.gate_records import identity_with_digest, setup_differences, setup_fields
 from harness.eval.store.prompts import PROMPTS_FILE, PromptLog, read_prompts
 from harness.eval.store.provenance import (
@@ -69,6 +80,7 @@ from harness.eval.store.results import (
 )
 
 __all__ = [
+    "DETAILS_FILE",
     "ERRORS_FILE",
     "METRICS",
     "PROMPTS_FILE",
@@ -78,7 +90,10 @@ __all__ = [
     "SCORES_FILE",
     "SUMMARY_FILE",
     "CallRecord",
+    "CaseDetail",
+    "Details",
     "ErrorCount",
+    "GoldOutput",
     "KFigure",
     "Machine",
     "Metric",
@@ -90,6 +105,7 @@ __all__ = [
     "RunInputs",
     "RunRecord",
     "RunTiming",
+    "SampleDiff",
     "SampleKey",
     "SampleLog",
     "SampleRecord",
@@ -98,6 +114,7 @@ __all__ = [
     "Selection",
     "SetupIdentity",
     "Shard",
+    "StateDifference",
     "StepRecord",
     "StepStats",
     "SuiteRef",
@@ -113,6 +130,7 @@ __all__ = [
     "load_samples",
     "machine",
     "make_sample_id",
+    "read_details",
     "read_errors",
     "read_prompts",
     "read_run",
@@ -128,6 +146,7 @@ __all__ = [
     "typed_rows",
     "utc_now",
     "versions",
+    "write_details",
     "write_errors",
     "write_run",
     "write_scores",

@@ -166,11 +166,13 @@
     const prompt = [];
     if (run.system_prompt) prompt.push("system: " + run.system_prompt.trim());
     if (found) prompt.push(...found.messages);
-    section(box, "Prompt (" + (found ? "case " + sample.case : "the suite was not found") + ")", prompt);
+    section(box, "Prompt (" + (found && found.messages.length ? "case " + sample.case : "the suite was not found") + ")",
+      prompt);
     section(box, "Gold answer", found ? found.gold : []);
-    section(box, "Gold calls and their tool output", found ? found.gold_outputs.map((g) =>
-      (g.turn === null ? "" : "[turn " + g.turn + "] ") + g.call + " -> " + (g.output === null ? "?" : g.output)) : []);
-    if (mine.diff.length) section(box, "File-system tree " + mine.diff_title, mine.diff);
+    section(box, "Gold calls and their tool output", run.details_missing ? [run.details_missing]
+      : found ? found.gold_outputs.map((g) =>
+        (g.turn === null ? "" : "[turn " + g.turn + "] ") + g.call + " -> " + (g.output === null ? "?" : g.output)) : []);
+    if (mine.diff.length) section(box, mine.diff_title, mine.diff);
     sideBySide(box, sample, chunk);
     box.appendChild(el("h4", "Model calls (" + mine.steps.length + ")"));
     mine.steps.forEach((step, index) => {
