@@ -54,14 +54,16 @@ def _grammar_store():
         os.environ["HARNESS_GRAMMAR_CACHE"] = before
 
 
-SERIAL_FOLDERS = ("real_vllm",)
-"""Folders whose tests share one session's servers (tests/real_vllm starts two vLLM servers once): under
-pytest-xdist (``-n``, see pyproject.toml) each such folder runs on one worker, so the servers start once."""
+SERIAL_GROUPS = {"real_vllm": "real_vllm", "test_report_page.py": "browser"}
+"""Folders and modules whose tests share one session's setup, by the group they run in: under pytest-xdist
+(``-n 2 --dist loadgroup``, the quick loop's option; the whole suite runs in one process) a group runs on
+one worker. tests/real_vllm starts its two vLLM servers once;
+the browser tests install Debian's chromium with apt-get (two at once would fight over dpkg's lock)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        parts = item.path.parts
-        for folder in SERIAL_FOLDERS:
-            if folder in parts:
-                item.add_marker(pytest.mark.xdist_group(folder))
+        for part in item.path.parts:
+            if part in SERIAL_GROUPS:
+                item.add_marker(pytest.mark.xdist_group(SERIAL_GROUPS[part]))
+                break
