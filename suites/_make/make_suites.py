@@ -156,6 +156,13 @@ def check_coverage(points: list[NextCallCase], conversations: int, episodes: lis
         raise SpecError("; ".join(problems))
 
 
+SHELLPER_MAX_TOKENS = 80
+"""The bound the harness derives from shellper's gold (1.5 x its longest answer, 45 Qwen tokens, rounded up
+to 16), written down so a run of one family needs no other family's tokenizer to derive it (a Gemma-only
+run built Qwen's tokenizer, about a minute from an empty cache, only for this number).
+tests/eval/test_suites.py checks that derivation still gives it. The strategies include vLLM's own."""
+
+
 def build(root: Path) -> dict[str, str]:
     """Write the three suites under ``root``; returns a one-line description per suite."""
     tools: list[Tool] = list(discover_tools(TOOLS_DIR))
@@ -169,7 +176,7 @@ def build(root: Path) -> dict[str, str]:
         name="shellper", version="1", kind="next_call", bundle=BUNDLE,
         description=(f"{conversations} file-system conversations expanded to {len(points)} next-call points "
                      f"(every prefix), {tools} tools, each with an initial file system so points can run."),
-        source=ORIGIN, licence=LICENCE, strategies=list(STRATEGIES)), points)  # vLLM's own strategies too
+        source=ORIGIN, licence=LICENCE, strategies=list(STRATEGIES), max_tokens=SHELLPER_MAX_TOKENS), points)
     write_suite(root / "fs-episodes", SuiteSpec(
         name="fs-episodes", version="1", kind="episode", bundle=BUNDLE,
         description=f"{len(episodes)} multi-turn file-system episodes (2-4 user turns) with ground truth per turn.",

@@ -253,6 +253,18 @@ def test_smoke_is_a_subset_of_shellper() -> None:
     assert all(full[c.id] == c for c in smoke)
 
 
+def test_shellpers_written_token_bound_is_the_one_its_gold_derives() -> None:
+    """suite.yaml holds shellper's bound so a one-family run needs no other family's tokenizer; it must
+    stay what the harness derives from every family and strategy of the suite (the bound runs compare on)."""
+    from harness.bundles import load_agent
+    from harness.eval.run.token_bound import derive, longest_gold
+
+    suite = load_suite(SUITES / "shellper")
+    longest = longest_gold(suite, load_agent(REPO / "bundles" / "shellper"))
+    assert longest is not None and not longest.estimated
+    assert suite.spec.max_tokens == derive(longest) == 80
+
+
 def test_generated_files_are_up_to_date() -> None:
     res = subprocess.run([sys.executable, str(SUITES / "_make" / "make_suites.py"), "--check"],
                          capture_output=True, text=True, cwd=REPO, check=False)
