@@ -120,6 +120,18 @@ def test_the_exit_codes_are_documented_in_help_and_the_errors_page() -> None:
     assert "harness COMMAND: error: MESSAGE" in section
 
 
+def test_the_top_help_names_every_strategy_and_lists_commands_in_a_newcomers_order() -> None:
+    from harness.cli.main import COMMAND_ORDER
+    from harness.vocabulary import STRATEGIES
+
+    top_help = " ".join(runner.invoke(app, ["--help"]).output.split())
+    assert all(f" {s} " in top_help.replace(" / ", " ").replace(",", " ") for s in STRATEGIES)
+    assert "Python classes" in top_help
+    commands = runner.invoke(app, ["--help"]).output.split("Commands:")[1].split("Exit codes")[0]
+    listed = re.findall(r"^  ([a-z]+)\s", commands, re.M)
+    assert listed == list(COMMAND_ORDER)  # every command, each once, init first and serve last
+
+
 # -- the root group's handling, on a small app of its own ------------------------------------------------
 
 

@@ -15,14 +15,32 @@ from harness.cli.commands import bench, compare, grammar, init, reporting, serve
 from harness.cli.commands import run as run_cmd
 from harness.cli.errors import EXIT_CODES_HELP, HarnessGroup, make_app
 from harness.cli.options import example
+from harness.vocabulary import STRATEGIES
+
+# The order a newcomer meets the commands in: make a bundle, check it, run it, read and compare the
+# results, then the tools for grammars, benchmarks, datasets and servers.
+COMMAND_ORDER: tuple[str, ...] = (
+    "init", "validate", "run", "score", "report", "compare", "merge",
+    "fuzz", "grammar", "tool", "bench", "import", "suites", "vllm", "serve",
+)
+
+
+class RootGroup(HarnessGroup):
+    """The root group, listing its commands in ``COMMAND_ORDER`` (any other after them)."""
+
+    def list_commands(self, ctx: object) -> list[str]:  # type: ignore[override]
+        names = list(self.commands)
+        return [n for n in COMMAND_ORDER if n in names] + [n for n in names if n not in COMMAND_ORDER]
+
 
 app = make_app(
     name="harness",
     help=(
-        "Evaluate and benchmark grammar-constrained tool calling: FunctionGemma and Qwen formats, "
-        "strategies none / ebnf / structural_tag / json_schema, sandboxed .pym tools."
+        "Evaluate and benchmark grammar-constrained tool calling: FunctionGemma and Qwen call formats, "
+        f"strategies {' / '.join(STRATEGIES)}, tools as sandboxed .pym scripts or Python classes. "
+        "Start with 'harness init NAME', then 'harness run NAME/suite --engine oracle --report'."
     ),
-    cls=HarnessGroup,
+    cls=RootGroup,
     epilog=EXIT_CODES_HELP,
 )
 app.add_typer(grammar.app, name="grammar")
