@@ -39,6 +39,13 @@ def test_init_python_runs_on_the_oracle_from_an_empty_folder(tmp_path: Path) -> 
     assert len(got) == 2 * 4 * 3 and set(got.values()) == {1.0}
     kept = tmp_path / "runs" / "a" / "inputs" / "bundle"
     assert {p.name for p in kept.iterdir()} == {"bundle.yaml", "notebook_tools.py"}  # the class travels with the run
+    # --out inside the bundle's own folder: the run's copy is not part of the bundle (nor of a later copy)
+    inside = tmp_path / "mytools"
+    assert harness(inside, "run", "suite", "--engine", "oracle", "--out", "runs/in").returncode == 0
+    assert harness(inside, "score", "runs/in").returncode == 0
+    copied = sorted(p.relative_to(inside / "runs/in/inputs/bundle").as_posix()
+                    for p in (inside / "runs/in/inputs/bundle").rglob("*.py"))
+    assert copied == ["notebook_tools.py"]
     (tmp_path / "mytools" / "notebook_tools.py").unlink()
     assert harness(tmp_path, "score", "runs/a").returncode == 0  # re-scored from the run's own copy
     assert accuracy(tmp_path / "runs" / "a") == got

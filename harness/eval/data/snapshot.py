@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,6 +60,23 @@ def suite_digest(suite: Suite) -> str:
     return _digest([("suite.yaml", spec.encode()), ("cases", suite.cases_path.read_bytes())])
 
 
+def _is_run_dir(folder: Path) -> bool:
+    """A run directory (finished, or being written: its inputs copied, run.json not yet)."""
+    return (folder / "run.json").is_file() or (folder / BUNDLE_COPY / "bundle.yaml").is_file()
+
+
+def _bundle_modules(bundle_dir: Path) -> list[Path]:
+    """The ``.py`` files under a Python bundle's folder: not hidden ones, not ``__pycache__``, and nothing
+    under a run directory (``--out`` inside the bundle's folder must not make the bundle hold its runs'
+    copies of it: each run would copy every earlier one, and its own digest would change under it)."""
+    found: list[Path] = []
+    for root, dirs, names in os.walk(bundle_dir):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")) and not _is_run_dir(here / d))
+        found.extend(here / n for n in names if n.endswith(".py") and not n.startswith("."))
+    return sorted(found)
+
+
 def _bundle_parts(bundle_dir: Path) -> tuple[Any, Path, list[Path]]:
     from harness.agents import BundleError, load_bundle_config
 
@@ -67,8 +85,7 @@ def _bundle_parts(bundle_dir: Path) -> tuple[Any, Path, list[Path]]:
     except BundleError as exc:
         raise SnapshotError(bundle_dir, str(exc)) from None
     if config.python is not None:  # the classes' modules beside bundle.yaml, and the tools JSON
-        files = [p for p in sorted(bundle_dir.rglob("*.py"))
-                 if not any(part.startswith((".", "__pycache__")) for part in p.relative_to(bundle_dir).parts)]
+        files = _bundle_modules(bundle_dir)
         listed = config.python.tools_json
         if listed is not None and _within(listed) and (bundle_dir / listed).is_file():
             files.append(bundle_dir / listed)
