@@ -18,7 +18,6 @@ and the engines: this module, above all three, puts them together.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Unpack
@@ -86,10 +85,12 @@ def _python_source(file: Path, config: BundleConfig) -> Any:
 
 
 def _read_tools_json(file: Path, path: Path) -> dict[str, Sequence[dict[str, Any]]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BundleError(file, [f"python.tools_json: cannot read {path}: {exc}"]) from None
+    from harness.files import InputFileError, read_json
+
+    try:  # bounded: a FIFO, a device or an oversized file is refused by name, never read
+        data = read_json(path)
+    except InputFileError as exc:
+        raise BundleError(file, [f"python.tools_json: {exc}"]) from None
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
         raise BundleError(file, [f"python.tools_json: {path}: expected {{class name: [tools]}}"])
     return data

@@ -3,8 +3,10 @@ sandbox's ``.pym`` tools and limits, the family adapters, the OpenAI-compatible 
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +110,29 @@ def test_the_bundle_reference_documents_every_key() -> None:
     keys = _field_paths(BundleConfig)
     assert "model.family" in keys and "kernel.max_steps" in keys
     assert [k for k in keys if f"`{k}`" not in reference] == []
+
+
+def _fifo(folder: Path) -> str:
+    os.mkfifo(folder / "tools.json")
+    return "tools.json"
+
+
+def _huge(folder: Path) -> str:
+    with open(folder / "tools.json", "wb") as f:  # sparse: no disk used, over the input bound
+        f.truncate(1 << 40)
+    return "tools.json"
+
+
+@pytest.mark.parametrize(("make", "problem"), [
+    (_fifo, "named pipe"),
+    (lambda folder: "/dev/zero", "character device"),
+    (_huge, "over the bound"),
+    (lambda folder: "missing.json", "not found"),
+])
+def test_a_python_bundles_tools_json_is_read_bounded(tmp_path: Path, make: Any, problem: str) -> None:
+    folder = write(tmp_path, BUNDLE.replace(f"tools_dir: {SHELLPER_TOOLS}\n", ""))
+    listed = make(folder)
+    with (folder / "bundle.yaml").open("a") as f:
+        f.write(f"python:\n  classes: {{Box: box:Box}}\n  tools_json: {listed}\n")
+    with pytest.raises(BundleError, match=rf"python\.tools_json: .*{problem}"):  # at once: never opened to read
+        load_agent(folder, client=ScriptedClient([]))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.eval.data.suite import Suite, SuiteError, load_suite
+from harness.files import InputFileError, read_bytes
 
 INPUTS_DIR = "inputs"
 SUITE_COPY = f"{INPUTS_DIR}/suite"
@@ -73,7 +74,7 @@ def _bundle_modules(bundle_dir: Path) -> list[Path]:
     for root, dirs, names in os.walk(bundle_dir):
         here = Path(root)
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")) and not _is_run_dir(here / d))
-        found.extend(here / n for n in names if n.endswith(".py") and not n.startswith("."))
+        found.extend(here / n for n in names if n.endswith(".py") and not n.startswith(".") and (here / n).is_file())
     return sorted(found)
 
 
@@ -99,7 +100,7 @@ def bundle_digest(bundle_dir: Path) -> str:
     config, _, tools = _bundle_parts(bundle_dir)
     settings = json.dumps(config.model_dump(mode="json", exclude={"tools_dir"}), sort_keys=True)
     names = [t.relative_to(bundle_dir).as_posix() if config.python else t.name for t in tools]
-    return _digest([("bundle.yaml", settings.encode()), *((n, t.read_bytes()) for n, t in zip(names, tools, strict=True))])
+    return _digest([("bundle.yaml", settings.encode()), *((n, read_bytes(t)) for n, t in zip(names, tools, strict=True))])
 
 
 def digests(suite: Suite) -> tuple[str, str]:
@@ -162,6 +163,8 @@ def copy_inputs(suite: Suite, run_dir: Path) -> Snapshot:
         found = digests(suite)
     except OSError as exc:
         raise SnapshotError(inputs, f"cannot copy the run's suite and bundle: {exc.strerror or exc}") from None
+    except InputFileError as exc:  # a module that is over the input bound
+        raise SnapshotError(inputs, f"cannot copy the run's suite and bundle: {exc}") from None
     return Snapshot(SUITE_COPY, found[0], BUNDLE_COPY, found[1])
 
 
@@ -176,7 +179,7 @@ def load_inputs(run_dir: Path, snapshot: Snapshot) -> Suite:
     try:
         suite = load_suite(suite_dir, bundle_dir=bundle_dir)
         found = digests(suite)
-    except (SuiteError, OSError) as exc:
+    except (SuiteError, OSError, InputFileError) as exc:
         raise SnapshotError(suite_dir, f"the run's copy of its suite does not load: {exc}") from None
     for folder, what, recorded, digest in ((suite_dir, "suite", snapshot.suite_digest, found[0]),
                                            (bundle_dir, "bundle", snapshot.bundle_digest, found[1])):
