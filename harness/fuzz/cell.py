@@ -76,7 +76,10 @@ class ToolCase:
     mutants: list[list[Mutant]] = field(default_factory=list)
     """The value mutants of each value (the same in every cell), drawn once."""
     parsed: dict[tuple[str, str], Any] = field(default_factory=dict)
-    """(family, text) -> what the parser or the oracle said (ebnf and structural_tag share texts)."""
+    """(family, text) -> what the parser said of a valid call's text (ebnf and structural_tag share texts)."""
+    verdicts: dict[tuple[str, str], Verdict] = field(default_factory=dict)
+    """(family, text) -> the oracle's verdict on a text mutant. Apart from ``parsed``: a mutant's text can
+    be a valid call's text (a large draw meets one), and the two answers are not the same kind."""
     problem: tuple[Outcome, str] | None = None
     """Why nothing (or not enough) could be drawn."""
     tools_seen: list[ToolSchema] = field(default_factory=list)
@@ -175,9 +178,9 @@ def _one_mutant(grammar: Grammar, case: ToolCase, mutant: Mutant, value: Any, se
     keyword = mutant.keyword
     if mutant.text is not None:  # a text mutant counts only when the oracle calls it invalid
         try:
-            verdict = case.parsed.get((grammar.family, text))
+            verdict = case.verdicts.get((grammar.family, text))
             if verdict is None:
-                verdict = case.parsed[(grammar.family, text)] = judge(
+                verdict = case.verdicts[(grammar.family, text)] = judge(
                     grammar.adapter, text, grammar.tools, grammar.checks, parallel=False)
         except Exception as exc:
             return Finding(Outcome.parser_crash, f"{type(exc).__name__}: {exc}", "rejected", text=text,

@@ -263,3 +263,24 @@ def test_integer_ranges_hold_exactly_their_integers(low: int | None, high: int |
         inside = (low is None or value >= low) and (high is None or value <= high)
         assert bool(pattern.match(str(value))) == inside, value
     assert not any(pattern.match(t) for t in ("-0", "007", "+1", ""))
+
+
+@pytest.mark.parametrize("valid_first", [True, False])
+def test_a_text_mutant_equal_to_a_valid_calls_text_is_judged_apart(valid_first: bool) -> None:
+    """A large draw meets a text mutant whose text is a valid call's: the parser's answer and the oracle's
+    verdict on that text are kept apart (one cache for both ended `harness fuzz` with exit 3)."""
+    from harness.fuzz.cell import ToolCase, check_mutants, check_valid, render
+    from harness.fuzz.mutants import Mutant
+    from harness.fuzz.run import FuzzOptions, build_grammar
+
+    tool = ToolSchema(name="echo", description="Echo.", parameters={
+        "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    grammar = build_grammar("qwen", "ebnf", [tool], FuzzOptions(families=("qwen",), strategies=("ebnf",)))
+    case = ToolCase(tool=tool, check=grammar.checks["echo"])
+    value = {"text": "hi"}
+    same = Mutant("the valid text itself", "escaping", text=render(grammar, [ToolCall.create("echo", value)]))
+    for step in ([0, 1] if valid_first else [1, 0]):
+        if step == 0:
+            assert check_valid(grammar, case, value) is None
+        else:
+            assert check_mutants(grammar, case, value, 0, mutants=[same])[2] == []  # valid, so not a finding
