@@ -57,6 +57,12 @@ _SOURCES: dict[tuple[str, str], Any] = {}
 """One worker per bundle for the process (a run, its agents and its scoring share it)."""
 
 
+WORKER_MEMORY_MIN = 256 << 20
+"""The smallest address-space limit a Python-tool worker can start under (torch-free, it maps ~200 MB)."""
+WORKER_MEMORY_MAX = 1 << 50
+"""The largest one (RLIMIT_AS takes 64-bit values; past this a number is a typo)."""
+
+
 def _python_source(file: Path, config: BundleConfig) -> Any:
     from pydantic import ValidationError
 
@@ -70,6 +76,10 @@ def _python_source(file: Path, config: BundleConfig) -> Any:
         memory = Limits.model_validate({"max_memory": python.memory}).max_memory or 0
     except ValidationError as exc:
         raise BundleError(file, [f"python.memory: {exc.errors()[0]['msg']}"]) from None
+    if memory and not WORKER_MEMORY_MIN <= memory <= WORKER_MEMORY_MAX:  # 0: no limit; else the worker dies at start (or setrlimit overflows)
+        raise BundleError(file, [f"python.memory: {python.memory!r} is {memory} bytes: a worker's limit is "
+                                 f"between {WORKER_MEMORY_MIN >> 20} MiB (an interpreter maps that much before "
+                                 f"it runs a line) and {WORKER_MEMORY_MAX >> 40} TiB"])
     tools_json = None
     if python.tools_json is not None:
         tools_json = _read_tools_json(file, file.parent / python.tools_json)

@@ -136,3 +136,15 @@ def test_a_python_bundles_tools_json_is_read_bounded(tmp_path: Path, make: Any, 
         f.write(f"python:\n  classes: {{Box: box:Box}}\n  tools_json: {listed}\n")
     with pytest.raises(BundleError, match=rf"python\.tools_json: .*{problem}"):  # at once: never opened to read
         load_agent(folder, client=ScriptedClient([]))
+
+
+@pytest.mark.parametrize(("memory", "problem"), [
+    ("1b", r"python\.memory: '1b' is 1 bytes: a worker's limit is between 256 MiB"),
+    (10**30, r"python\.memory: .* between 256 MiB .* and 1024 TiB"),
+])
+def test_a_python_bundles_memory_out_of_range_is_a_bundle_error(tmp_path: Path, memory: Any, problem: str) -> None:
+    folder = write(tmp_path, BUNDLE.replace(f"tools_dir: {SHELLPER_TOOLS}\n", ""))
+    with (folder / "bundle.yaml").open("a") as f:
+        f.write(f"python:\n  classes: {{Box: box:Box}}\n  memory: {memory}\n")
+    with pytest.raises(BundleError, match=problem):  # before a worker starts under it
+        load_agent(folder, client=ScriptedClient([]))
