@@ -29,6 +29,7 @@ from harness.agents import (
     BundleError,
     LLMClient,
     Tool,
+    ToolSchema,
     bundle_file,
     load_bundle_config,
 )
@@ -103,7 +104,23 @@ def _read_tools_json(file: Path, path: Path) -> dict[str, Sequence[dict[str, Any
         raise BundleError(file, [f"python.tools_json: {exc}"]) from None
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
         raise BundleError(file, [f"python.tools_json: {path}: expected {{class name: [tools]}}"])
+    problems = [f"python.tools_json: {path}: {owner}[{i}]: {why}"
+                for owner, entries in data.items() for i, entry in enumerate(entries)
+                if (why := _tool_entry_problem(entry)) is not None]
+    if problems:  # each named here, not a traceback when the source converts them
+        raise BundleError(file, problems[:20])
     return data
+
+
+def _tool_entry_problem(entry: Any) -> str | None:
+    """Why one tools-JSON entry (an OpenAI tool, or its ``function`` object alone) is not a tool, or None."""
+    if not isinstance(entry, dict):
+        return f"expected a tool object, got {type(entry).__name__}"
+    try:
+        ToolSchema.from_openai(entry if entry.get("type") == "function" else {"type": "function", "function": entry})
+    except (ValueError, KeyError, TypeError) as exc:
+        return str(exc) if not isinstance(exc, KeyError) else f"no {exc} field"
+    return None
 
 
 def source_tools(file: Path, config: BundleConfig) -> Sequence[Tool]:

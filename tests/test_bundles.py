@@ -123,11 +123,23 @@ def _huge(folder: Path) -> str:
     return "tools.json"
 
 
+def _boolean_parameters(folder: Path) -> str:
+    (folder / "tools.json").write_text('{"Box": [{"name": "put", "description": "Put.", "parameters": true}]}')
+    return "tools.json"
+
+
+def _not_a_tool(folder: Path) -> str:
+    (folder / "tools.json").write_text('{"Box": ["put"]}')
+    return "tools.json"
+
+
 @pytest.mark.parametrize(("make", "problem"), [
     (_fifo, "named pipe"),
     (lambda folder: "/dev/zero", "character device"),
     (_huge, "over the bound"),
     (lambda folder: "missing.json", "not found"),
+    (_boolean_parameters, r"Box\[0\]: tool 'put': function\.parameters must be a JSON schema object, got bool"),
+    (_not_a_tool, r"Box\[0\]: expected a tool object, got str"),
 ])
 def test_a_python_bundles_tools_json_is_read_bounded(tmp_path: Path, make: Any, problem: str) -> None:
     folder = write(tmp_path, BUNDLE.replace(f"tools_dir: {SHELLPER_TOOLS}\n", ""))
