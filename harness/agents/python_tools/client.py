@@ -16,6 +16,7 @@ event loop stays free.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -30,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from harness.vocabulary import ErrorKind
 
@@ -116,16 +119,24 @@ class WorkerClient:
         package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        life_read, self._life = os.pipe()  # the worker dies when this end closes (the harness exited)
         command = [sys.executable, "-m", "harness.agents.python_tools.worker", str(self.settings.memory),
-                   *(str(p) for p in self.settings.search_path)]
+                   str(life_read), *(str(p) for p in self.settings.search_path)]
         self._stderr = tempfile.TemporaryFile()  # the tools' prints and a dying worker's last words
-        self._process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env=env, start_new_session=True,  # its own process group: killed whole, with what tools started
-        )
+        try:
+            self._process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, pass_fds=(life_read,),
+                env=env, start_new_session=True,  # its own process group: killed whole, with what tools started
+            )
+        finally:
+            os.close(life_read)
         self._buffer = b""
-        answer = self._exchange({"op": "load", "classes": dict(self.settings.classes), "bfcl": self.settings.bfcl,
-                                 "max_output": self.settings.max_output}, 60.0)
+        try:
+            answer = self._exchange({"op": "load", "classes": dict(self.settings.classes), "bfcl": self.settings.bfcl,
+                                     "max_output": self.settings.max_output}, 60.0)
+        except WorkerFailure:  # an import that hangs or kills the worker leaves nothing behind
+            self._stop()
+            raise
         if "error" in answer:
             self._stop()
             raise WorkerFailure(ErrorKind.tool_load_error, str(answer.get("message")))
@@ -134,11 +145,16 @@ class WorkerClient:
         process, self._process = self._process, None
         if process is None:
             return
+        escaped = _descendants(process.pid)  # the worker adopts its tools' orphans: setsid daemons too
         try:
             os.killpg(process.pid, signal.SIGKILL)  # the group this harness started (start_new_session)
         except ProcessLookupError:
             pass
+        for child in escaped:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
         process.wait()
+        os.close(self._life)
         self._stderr.close()
         for pipe in (process.stdin, process.stdout):
             if pipe is not None:
@@ -248,6 +264,14 @@ class WorkerClient:
             self._sessions.clear()
             self._lost.clear()
             self._stop()
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    """The live descendants of the worker ``pid`` (they are all its own: the worker is their subreaper)."""
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return []
 
 
 __all__ = ["WorkerClient", "WorkerFailure", "WorkerSettings"]

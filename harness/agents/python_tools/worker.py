@@ -1,10 +1,16 @@
-"""The worker process of Python-class tools: ``python -m harness.agents.python_tools.worker MEMORY_BYTES SEARCH_PATH...``.
+"""The worker process of Python-class tools: ``python -m harness.agents.python_tools.worker MEMORY_BYTES LIFE_FD SEARCH_PATH...``.
 
 Python tools are the user's own code, run with the user's privileges; this process keeps them out of
 the harness's process, so that a tool that crashes, hangs, forks or eats memory costs one call, never
 the run. The harness (``harness.agents.python_tools.client``) starts it, bounds its address space here with
 ``RLIMIT_AS`` before any tool is imported, bounds each call's wall clock from outside (an overdue
 worker is killed with its process group and started again) and reads one JSON line per request.
+
+Nothing it or its tools start outlives the harness: the worker is a child subreaper (Linux), so what a
+tool forks away (a double fork, a ``setsid`` daemon) stays its descendant and is killed at the end of
+the call; a thread watches ``LIFE_FD``, a pipe whose write end only the harness holds, and when it ends
+(the harness exited, ``kill -9`` included) kills every descendant and the worker; at the end of its
+requests the worker exits without waiting for threads a tool left running.
 
 Requests (one JSON object a line on stdin; one answer a line on the protocol pipe, which is the
 original stdout: a tool's ``print`` goes to stderr instead):
@@ -24,6 +30,7 @@ original stdout: a tool's ``print`` goes to stderr instead):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import inspect
@@ -31,9 +38,11 @@ import itertools
 import json
 import os
 import resource
+import signal
 import sys
+import threading
 import traceback
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 from harness.agents.python_tools import bfcl_exec
 
@@ -272,14 +281,60 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
         answers.flush()
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _adopt_orphans() -> None:
+    """Linux: a tool's orphaned processes are reparented to this worker instead of init, so
+    ``_children`` sees (and the end of the call kills) a double-forked or ``setsid`` daemon too."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _end_all() -> NoReturn:
+    """Kill every process the tools started, then this worker's group (itself included), at once."""
+    for child in _children():
+        child.kill()
+    with contextlib.suppress(OSError):
+        os.killpg(0, signal.SIGKILL)  # its own group: the client starts it in a session of its own
+    os._exit(1)
+
+
+def _die_with_harness(life_fd: int) -> None:
+    """A thread that reads the life pipe until it ends (the harness is gone, however it died)."""
+
+    def watch() -> None:
+        while True:
+            try:
+                if not os.read(life_fd, 64):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        _end_all()
+
+    threading.Thread(target=watch, name="harness-life", daemon=True).start()
+
+
 def main(argv: list[str]) -> None:
-    memory = int(argv[0])
-    sys.path[:0] = argv[1:]
+    memory, life_fd = int(argv[0]), int(argv[1])
+    sys.path[:0] = argv[2:]
+    _adopt_orphans()
+    if life_fd >= 0:
+        _die_with_harness(life_fd)
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a tool's print goes to stderr, never into the protocol
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     serve(sys.stdin.buffer, answers)
+    # stdin ended (the harness closed it): no tool's thread or process keeps this worker alive
+    for child in _children():
+        child.kill()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
