@@ -163,6 +163,7 @@ class WorkerClient:
     def _exchange(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         process = self._process
         assert process is not None and process.stdin is not None and process.stdout is not None
+        request = {**request, "id": next(_requests)}
         try:
             process.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
             process.stdin.flush()
@@ -183,8 +184,7 @@ class WorkerClient:
                                         f"the tool worker died (exit status {code}){self._last_words()}")
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+        return _checked_answer(request, line)
 
     def _last_words(self) -> str:
         """The end of the worker's stderr (a traceback where Python itself failed), for the error message."""
@@ -264,6 +264,39 @@ class WorkerClient:
             self._sessions.clear()
             self._lost.clear()
             self._stop()
+
+
+_requests = itertools.count(1)
+
+ANSWER_FIELDS: dict[str, str | None] = {"call": "output_json", "describe": "tools", "snapshot": "state_json",
+                                        "bfcl_check": "valid", "load": None, "open": None, "close": None}
+"""What an answer to each request carries when it is not an error."""
+
+
+def _checked_answer(request: dict[str, Any], line: bytes) -> dict[str, Any]:
+    """The worker's answer to ``request``, or WorkerFailure (``tool:internal_error``; the caller replaces the
+    worker) for a line that is not one: not JSON, an answer to another request, or one without what the
+    request asks for. A tool that writes on the protocol channel costs its call, never the run."""
+    def refused(why: str) -> WorkerFailure:
+        return WorkerFailure(ErrorKind.tool_internal_error,
+                             f"the tool worker's answer channel carried {why} (did a tool write on it?): {line[:120]!r}")
+
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError):
+        raise refused("a line that is not JSON") from None
+    if not isinstance(answer, dict):
+        raise refused("JSON that is not an answer")
+    if answer.get("id") != request["id"]:
+        raise refused(f"an answer to no request in flight (id {answer.get('id')!r}, expected {request['id']})")
+    if "error" in answer:
+        if not isinstance(answer["error"], str) or not isinstance(answer.get("message", ""), str):
+            raise refused("an error answer without a kind and message")
+        return answer
+    wanted = ANSWER_FIELDS.get(str(request.get("op")))
+    if wanted is not None and wanted not in answer:
+        raise refused(f"an answer to {request.get('op')!r} without {wanted!r}")
+    return answer
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

@@ -100,6 +100,8 @@ class PythonClassSource:
         described = tools_json
         if described is None:
             answer = self.client.request({"op": "describe"}, 60.0)
+            if "error" in answer:  # a signature the worker cannot describe: a bundle error, not a traceback
+                raise WorkerFailure(ErrorKind.tool_load_error, f"cannot describe the classes' methods: {answer.get('message')}")
             described = answer["tools"]
         missing = [name for name in settings.classes if name not in described]
         if missing:

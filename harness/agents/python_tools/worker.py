@@ -276,7 +276,8 @@ def serve(requests: BinaryIO, answers: BinaryIO) -> None:
     for line in requests:
         if not line.strip():
             continue
-        answer = _handle(worker, json.loads(line))
+        request = json.loads(line)
+        answer = {**_handle(worker, request), "id": request.get("id")}  # the client checks it answers its request
         answers.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
         answers.flush()
 
