@@ -37,6 +37,15 @@ WRITER = textwrap.dedent('''
             self.count += 1
             return self.count
 
+        def shout(self, megabytes: int) -> str:
+            """Prints without bound on stderr, then dies saying so."""
+            import sys
+            for _ in range(megabytes):
+                sys.stderr.write("x" * (1 << 20))
+            sys.stderr.write("\\nlast words\\n")
+            sys.stderr.flush()
+            os._exit(3)
+
         def scribble(self, data: str) -> str:
             """Writes on every pipe it finds."""
             _write_everywhere(data.encode())
@@ -91,3 +100,16 @@ def test_a_signature_the_worker_cannot_describe_is_a_load_error(tmp_path: Path) 
     with pytest.raises(WorkerFailure, match="cannot describe") as failed:
         PythonClassSource(WorkerSettings(classes={"Odd": "odd_tools:Odd"}, search_path=(tmp_path,)))
     assert failed.value.kind == "tool:load_error"
+
+
+def test_a_tool_printing_without_bound_costs_no_disk_and_its_last_words_are_kept(tmp_path: Path) -> None:
+    from harness.agents.python_tools.client import STDERR_KEPT
+
+    (tmp_path / "pen_tools.py").write_text(WRITER)
+    client, session = _client(tmp_path)
+    try:
+        with pytest.raises(WorkerFailure, match=r"exit status 3\): \.\.\.last words"):
+            client.request({"op": "call", "session": session, "name": "shout", "arguments": {"megabytes": 256}})
+        assert len(client._stderr._kept) <= STDERR_KEPT  # what was kept of 256 MB: the end, in memory
+    finally:
+        client.close()

@@ -24,7 +24,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -122,14 +121,15 @@ class WorkerClient:
         life_read, self._life = os.pipe()  # the worker dies when this end closes (the harness exited)
         command = [sys.executable, "-m", "harness.agents.python_tools.worker", str(self.settings.memory),
                    str(life_read), *(str(p) for p in self.settings.search_path)]
-        self._stderr = tempfile.TemporaryFile()  # the tools' prints and a dying worker's last words
         try:
             self._process = subprocess.Popen(
-                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, pass_fds=(life_read,),
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(life_read,),
                 env=env, start_new_session=True,  # its own process group: killed whole, with what tools started
             )
         finally:
             os.close(life_read)
+        assert self._process.stderr is not None
+        self._stderr = _Tail(self._process.stderr)  # the tools' prints and a dying worker's last words
         self._buffer = b""
         try:
             answer = self._exchange({"op": "load", "classes": dict(self.settings.classes), "bfcl": self.settings.bfcl,
@@ -188,9 +188,7 @@ class WorkerClient:
 
     def _last_words(self) -> str:
         """The end of the worker's stderr (a traceback where Python itself failed), for the error message."""
-        self._stderr.seek(0, os.SEEK_END)
-        self._stderr.seek(max(0, self._stderr.tell() - 400))
-        text = self._stderr.read().decode(errors="replace").strip()
+        text = self._stderr.text(400).strip()
         return f": ...{text.splitlines()[-1]}" if text else ""
 
     def _replace(self) -> None:
@@ -267,6 +265,33 @@ class WorkerClient:
 
 
 _requests = itertools.count(1)
+
+STDERR_KEPT = 64 << 10
+"""Bytes of the worker's stderr kept (its end): tools may print without bound, the harness keeps this."""
+
+
+class _Tail:
+    """The last ``STDERR_KEPT`` bytes of a pipe, drained by a thread: a tool printing gigabytes costs
+    neither memory nor disk, and a dying worker's last words are still there to quote."""
+
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+        self._kept = b""
+        self._thread = threading.Thread(target=self._drain, name="tool-worker-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(self._pipe.fileno(), 1 << 16):
+                self._kept = (self._kept + chunk)[-STDERR_KEPT:]
+
+    def text(self, limit: int) -> str:
+        self._thread.join(1.0)  # the worker has exited: what it wrote last is read by now, or soon
+        return self._kept[-limit:].decode(errors="replace")
+
+    def close(self) -> None:
+        self._thread.join(1.0)
+        self._pipe.close()
 
 ANSWER_FIELDS: dict[str, str | None] = {"call": "output_json", "describe": "tools", "snapshot": "state_json",
                                         "bfcl_check": "valid", "load": None, "open": None, "close": None}
