@@ -46,6 +46,11 @@ WRITER = textwrap.dedent('''
             sys.stderr.flush()
             os._exit(3)
 
+        def hang_up(self) -> str:
+            """Closes the worker's stdin (the harness's requests)."""
+            os.close(0)
+            return "closed"
+
         def scribble(self, data: str) -> str:
             """Writes on every pipe it finds."""
             _write_everywhere(data.encode())
@@ -113,3 +118,15 @@ def test_a_tool_printing_without_bound_costs_no_disk_and_its_last_words_are_kept
         assert len(client._stderr._kept) <= STDERR_KEPT  # what was kept of 256 MB: the end, in memory
     finally:
         client.close()
+
+
+def test_a_tool_closing_the_workers_stdin_costs_its_worker_not_the_run(tmp_path: Path) -> None:
+    (tmp_path / "pen_tools.py").write_text(WRITER)
+    client, session = _client(tmp_path)
+    try:
+        assert client.request({"op": "call", "session": session, "name": "hang_up"})["output_json"] == '"closed"'
+        client.request({"op": "call", "session": session, "name": "tick"})  # on a fresh worker, or a named failure
+    except WorkerFailure as exc:
+        assert exc.kind == "tool:internal_error"
+    finally:
+        client.close()  # never BrokenPipeError (it ended the run with exit 1, no error line, no scores)

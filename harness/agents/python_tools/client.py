@@ -158,7 +158,8 @@ class WorkerClient:
         self._stderr.close()
         for pipe in (process.stdin, process.stdout):
             if pipe is not None:
-                pipe.close()
+                with contextlib.suppress(OSError):  # a worker that closed its stdin: the flush finds no reader
+                    pipe.close()
 
     def _exchange(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         process = self._process
