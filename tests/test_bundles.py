@@ -160,3 +160,12 @@ def test_a_python_bundles_memory_out_of_range_is_a_bundle_error(tmp_path: Path, 
         f.write(f"python:\n  classes: {{Box: box:Box}}\n  memory: {memory}\n")
     with pytest.raises(BundleError, match=problem):  # before a worker starts under it
         load_agent(folder, client=ScriptedClient([]))
+
+
+def test_a_class_that_does_not_import_is_a_bundle_error_with_a_tools_json_too(tmp_path: Path) -> None:
+    folder = write(tmp_path, BUNDLE.replace(f"tools_dir: {SHELLPER_TOOLS}\n", ""))
+    (folder / "tools.json").write_text('{"Box": [{"name": "put", "description": "Put.", "parameters": {"type": "object"}}]}')
+    with (folder / "bundle.yaml").open("a") as f:
+        f.write("python:\n  classes: {Box: no_such_module:Box}\n  tools_json: tools.json\n")
+    with pytest.raises(BundleError, match=r"python\.classes: .*no_such_module"):  # not tool:load_error per sample
+        load_agent(folder, client=ScriptedClient([]))

@@ -202,6 +202,12 @@ class WorkerClient:
         except WorkerFailure:
             self._stop()
 
+    def start(self) -> None:
+        """Start the worker now (its classes imported) unless it runs; WorkerFailure when they do not load."""
+        with self._lock:
+            if self._process is None:
+                self._start()
+
     def request(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """One request answered (blocking). A worker that fails is replaced before this returns, and the
         failure raised as WorkerFailure."""

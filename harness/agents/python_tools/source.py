@@ -98,7 +98,9 @@ class PythonClassSource:
         self.settings = settings
         self.client = WorkerClient(settings)
         described = tools_json
-        if described is None:
+        if described is not None:  # the classes are imported now, as without a tools JSON: a class that
+            self.client.start()    # does not import is a bundle error, not a tool:load_error per sample
+        else:
             answer = self.client.request({"op": "describe"}, 60.0)
             if "error" in answer:  # a signature the worker cannot describe: a bundle error, not a traceback
                 raise WorkerFailure(ErrorKind.tool_load_error, f"cannot describe the classes' methods: {answer.get('message')}")
