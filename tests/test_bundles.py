@@ -169,3 +169,13 @@ def test_a_class_that_does_not_import_is_a_bundle_error_with_a_tools_json_too(tm
         f.write("python:\n  classes: {Box: no_such_module:Box}\n  tools_json: tools.json\n")
     with pytest.raises(BundleError, match=r"python\.classes: .*no_such_module"):  # not tool:load_error per sample
         load_agent(folder, client=ScriptedClient([]))
+
+
+def test_execution_bfcl_with_a_class_that_is_not_bfcls_is_a_bundle_error(tmp_path: Path) -> None:
+    pytest.importorskip("bfcl_eval")
+    folder = write(tmp_path, BUNDLE.replace(f"tools_dir: {SHELLPER_TOOLS}\n", ""))
+    (folder / "box.py").write_text("class Box:\n    def put(self, item: str) -> str:\n        \"\"\"Put.\"\"\"\n        return item\n")
+    with (folder / "bundle.yaml").open("a") as f:
+        f.write("python:\n  classes: {Box: box:Box}\n  execution: bfcl\n")
+    with pytest.raises(BundleError, match=r"python\.classes: .*execution: bfcl runs BFCL's own classes .*GorillaFileSystem"):
+        load_agent(folder, client=ScriptedClient([]))

@@ -43,6 +43,11 @@ def install() -> tuple[Any, Any]:
     return utils, checker
 
 
+def bfcl_classes() -> frozenset[str]:
+    """The class names BFCL's executor can instantiate (its ``CLASS_FILE_PATH_MAPPING``)."""
+    return frozenset(importlib.import_module(BFCL_BACKEND).CLASS_FILE_PATH_MAPPING)
+
+
 def execute_multi_turn_func_call(
     func_call_list: list[str],
     initial_config: dict[str, Any],

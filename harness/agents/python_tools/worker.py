@@ -89,6 +89,10 @@ class Worker:
         if self.bfcl:
             try:
                 bfcl_exec.install()
+                known = bfcl_exec.bfcl_classes()
+                problems += [f"{name} ({target}): execution: bfcl runs BFCL's own classes (its executable backend's "
+                             f"table names {', '.join(sorted(known))}), not {name}"
+                             for name, target in request["classes"].items() if name not in known]
             except ImportError as exc:
                 problems.append(f"BFCL's package: {exc}")
         return _error("tool:load_error", "; ".join(problems)) if problems else {"ok": True}
