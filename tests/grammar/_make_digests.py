@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, Field, conint, constr
 
 from harness.agents import ConstraintError, DecodingConstraint, Message, ToolSchema
-from harness.agents.families import FAMILIES, get_adapter
+from harness.grammar.families import FAMILIES, get_adapter
 from harness.vocabulary import STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,10 +73,11 @@ def _payload_text(family: str, tools: Sequence[ToolSchema], constraint: Decoding
 
 
 def _portable(tools: Sequence[ToolSchema], parallel: bool, text_answer: bool, close_objects: bool) -> str:
-    from harness.agents.families.function_gemma import build_ebnf
+    from harness.grammar.families.function_gemma import FORMAT
+    from harness.grammar.formats import build_ebnf
 
     try:
-        return build_ebnf(tools, parallel=parallel, portable=True, text_answer=text_answer,
+        return build_ebnf(FORMAT, tools, parallel=parallel, portable=True, text_answer=text_answer,
                           close_objects=close_objects)
     except ConstraintError as exc:
         return f"ConstraintError: {exc}"

@@ -1,7 +1,7 @@
 """Which JSON-schema keywords each constrained strategy enforces: the table ``harness fuzz`` checks
 its findings against and docs/schemas.md prints.
 
-Two builders make the constraints: the harness's own EBNF builder (``_ebnf``: both families' ``ebnf``
+Two builders make the constraints: the harness's own EBNF builder (``harness.grammar.formats``: both families' ``ebnf``
 and ``structural_tag``, whose content is the ebnf strategy's rules) and xgrammar's JSON-schema
 converter (``json_schema`` for both families). A keyword is, per builder:
 
@@ -26,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from harness.agents.constraint import ConstraintError
-from harness.agents.families.schema import format_problem
+from harness.agents import ConstraintError
+from harness.grammar.schema._refs import check_refs
+from harness.grammar.schema._regex import RegexError, regex_rule
+from harness.grammar.schema._strings import format_problem
 
 Support = Literal["enforced", "defective", "refused", "ignored"]
 Builder = Literal["harness", "xgrammar", "vllm", "free"]
@@ -222,8 +224,6 @@ def _checked_format(name: Any) -> bool:
 def pattern_problem(pattern: Any) -> str | None:
     """Why ``pattern`` is refused in every strategy (not a regular expression, or one no grammar
     spells: backreferences, lookaround...); None when it can be enforced."""
-    from harness.agents.families.schema import RegexError, regex_rule
-
     try:
         regex_rule(pattern, lambda _ranges: "c", lambda hint, _body: hint, "pattern")
     except RegexError as exc:
@@ -234,8 +234,6 @@ def pattern_problem(pattern: Any) -> str | None:
 def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
     """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
     ``$ref`` cycle with no base case), naming the tool and the place; None when it builds."""
-    from harness.agents.families.schema import check_refs
-
     builder = builder_of(family, strategy)
     try:
         found = refused_keyword(tool.parameters, builder)
