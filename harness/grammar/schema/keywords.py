@@ -30,6 +30,7 @@ from harness.agents import ConstraintError
 from harness.grammar.schema._refs import check_refs
 from harness.grammar.schema._regex import RegexError, regex_rule
 from harness.grammar.schema._strings import format_problem
+from harness.grammar.schema._unions import disjoint
 
 Support = Literal["enforced", "defective", "refused", "ignored"]
 Builder = Literal["harness", "xgrammar", "vllm", "free"]
@@ -120,40 +121,14 @@ def _types(schema: Mapping[str, Any]) -> set[str] | None:
     return None
 
 
-def _value_types(values: Any) -> set[str]:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null", list: "array",
-             dict: "object"}
-    return {names.get(type(v), "?") for v in values}
-
-
-def _branch_types(branch: Any) -> set[str] | None:
-    if not isinstance(branch, Mapping):
-        return None
-    if "const" in branch:
-        return _value_types([branch["const"]])
-    if isinstance(branch.get("enum"), list):
-        return _value_types(branch["enum"])
-    kinds = _types(branch)
-    return kinds | {"number"} if kinds and "integer" in kinds else kinds
-
-
-def disjoint(branches: Any) -> bool:
-    """Whether no value can match two of ``branches`` (each branch's types, by ``type``, ``enum`` or
-    ``const``, share none with another's; ``integer`` counts as a ``number``)."""
-    seen: set[str] = set()
-    for branch in branches if isinstance(branches, list) else []:
-        kinds = _branch_types(branch)
-        if kinds is None or kinds & seen:
-            return False
-        seen |= kinds
-    return True
-
-
-def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") -> str | None:
+def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", root: Any = None) -> str | None:
     """The first keyword of ``schema`` that ``builder`` cannot enforce, with where it is (None when
-    there is none): the reason a constraint is refused rather than built with the keyword ignored."""
+    there is none): the reason a constraint is refused rather than built with the keyword ignored.
+    ``root``: the schema ``$ref`` pointers resolve from (the tool's parameters; ``schema`` itself when
+    not given), for a ``oneOf`` whose branches are pointers."""
     if not isinstance(schema, Mapping) or builder in ("vllm", "free"):
         return None  # vLLM refuses nothing ahead: what xgrammar does not spell passes
+    root = schema if root is None else root
     table = TABLES[builder]
     kinds = _types(schema)
     for keyword in KEYWORDS:
@@ -170,26 +145,26 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") ->
             return f"{where}: {problem}"
         if table.get(keyword, "refused") == "refused":
             return f"{where}: {keyword}"
-    if "oneOf" in schema and not disjoint(schema["oneOf"]):
+    if "oneOf" in schema and not disjoint(schema["oneOf"], root):
         return f"{where}: oneOf (branches a value can match together)"
     if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) > 1:
         return f"{where}: allOf (more than one schema)"
-    return _refused_inside(schema, builder, where)
+    return _refused_inside(schema, builder, where, root)
 
 
-def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str) -> str | None:
+def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str, root: Any) -> str | None:
     for key in _SUBSCHEMAS:
-        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}")) is not None:
+        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}", root)) is not None:
             return found
     for key in _SUBSCHEMA_LISTS:
         listed = schema.get(key)
         for i, sub in enumerate(listed if isinstance(listed, list) else ()):
-            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]")) is not None:
+            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]", root)) is not None:
                 return found
     for key in _SUBSCHEMA_MAPS:
         subs = schema.get(key)
         for name, sub in subs.items() if isinstance(subs, Mapping) else ():
-            if (found := refused_keyword(sub, builder, f"{where}.{name}")) is not None:
+            if (found := refused_keyword(sub, builder, f"{where}.{name}", root)) is not None:
                 return found
     return None
 
@@ -255,7 +230,8 @@ def check_keywords(tools: Any, family: str, strategy: str) -> None:
 
 
 NOTES: dict[tuple[str, str], str] = {
-    **{(b, "oneOf"): "enforced when no value can match two branches; refused otherwise" for b in ("harness", "xgrammar")},
+    **{(b, "oneOf"): "enforced when no value can match two branches (types apart, or a required tag property "
+                     "whose const/enum values differ: a discriminator); refused otherwise" for b in ("harness", "xgrammar")},
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
     ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
     ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
@@ -299,7 +275,6 @@ __all__ = [
     "Support",
     "builder_of",
     "check_keywords",
-    "disjoint",
     "enforces",
     "keywords_used",
     "markdown_table",
