@@ -1,6 +1,7 @@
 """A ``oneOf`` whose branches provably cannot both match (types apart, or a required tag property with
 ``const``/``enum`` values that differ: pydantic's discriminated unions) builds as the union it is in
-every harness strategy; any other ``oneOf`` is refused by name."""
+every harness strategy; any other ``oneOf`` is refused by name. ``propertyNames: {"type": "string"}``
+(zod's records) is the no-op it is; a ``propertyNames`` that constrains keys stays refused."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
-from harness.grammar.families import FAMILIES, get_adapter
+from harness.grammar.families import FAMILIES, get_adapter, keywords_used
 from harness.grammar.schema import tool_problem
 
 xgr = pytest.importorskip("xgrammar")
@@ -62,6 +63,12 @@ SCHEMAS: list[tuple[str, dict[str, Any], str | None]] = [
     ("a container as a tag", tagged({"const": [1]}, {"const": [2]}), "oneOf"),
     ("a discriminator whose branches share a tag", {**tagged({"const": "a"}, {"const": "a"}),
                                                    "discriminator": {"propertyName": "tag"}}, "oneOf"),
+    ("propertyNames: string (a record)", {"type": "object", "properties": {"m": {
+        "type": "object", "propertyNames": {"type": "string"}, "additionalProperties": {"type": "string"}}}}, None),
+    ("propertyNames with a pattern", {"type": "object", "properties": {"m": {
+        "type": "object", "propertyNames": {"type": "string", "pattern": "^a"}}}}, "propertyNames"),
+    ("propertyNames with a length", {"type": "object", "properties": {"m": {
+        "type": "object", "propertyNames": {"maxLength": 3}}}}, "propertyNames"),
 ]
 HARNESS_STRATEGIES = ("ebnf", "structural_tag", "json_schema")
 
@@ -116,3 +123,8 @@ def test_the_built_union_is_the_schemas_language(family: str, strategy: str, arg
     assert jsonschema.Draft202012Validator(PET.parameters).is_valid(arguments) is valid
     assert accepts(family, strategy, PET, arguments) is valid
 
+
+def test_a_noop_property_names_is_no_keyword_used() -> None:
+    record = {"type": "object", "propertyNames": {"type": "string"}, "additionalProperties": {"type": "integer"}}
+    assert "propertyNames" not in keywords_used(record)
+    assert "propertyNames" in keywords_used({**record, "propertyNames": {"type": "string", "pattern": "^a"}})

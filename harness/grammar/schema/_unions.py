@@ -1,4 +1,4 @@
-"""When a ``oneOf`` is the union of its branches.
+"""When a ``oneOf`` is the union of its branches, and when ``propertyNames`` says nothing.
 
 A grammar spells a union, not "exactly one of": a ``oneOf`` builds only when no value can match two of
 its branches, for then "exactly one" and "at least one" are the same set. That is proven two ways:
@@ -24,6 +24,8 @@ from typing import Any
 from harness.agents import ConstraintError
 from harness.grammar.schema._refs import resolve
 
+_ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly",
+                          "writeOnly"})
 _NO_TAG = object()
 
 
@@ -131,4 +133,15 @@ def disjoint(branches: Any, root: Any = None) -> bool:
     return _disjoint_types(listed) or discriminator(listed, root) is not None
 
 
-__all__ = ["discriminator", "disjoint"]
+def noop_property_names(schema: Any) -> bool:
+    """Whether a ``propertyNames`` schema holds for every object key (JSON keys are strings): ``true``,
+    ``{}``, or a ``type`` that allows strings with nothing else but annotations."""
+    if schema is True:
+        return True
+    if not isinstance(schema, Mapping) or set(schema) - _ANNOTATIONS - {"type"}:
+        return False
+    kinds = _types(schema)
+    return "type" not in schema or (kinds is not None and "string" in kinds)
+
+
+__all__ = ["discriminator", "disjoint", "noop_property_names"]

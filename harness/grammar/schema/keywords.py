@@ -30,7 +30,7 @@ from harness.agents import ConstraintError
 from harness.grammar.schema._refs import check_refs
 from harness.grammar.schema._regex import RegexError, regex_rule
 from harness.grammar.schema._strings import format_problem
-from harness.grammar.schema._unions import disjoint
+from harness.grammar.schema._unions import disjoint, noop_property_names
 
 Support = Literal["enforced", "defective", "refused", "ignored"]
 Builder = Literal["harness", "xgrammar", "vllm", "free"]
@@ -139,6 +139,8 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", ro
             continue  # e.g. minItems on an integer: constrains nothing
         if keyword == "format" and not _checked_format(schema[keyword]):
             continue  # an unknown format is an annotation (BFCL's "float")
+        if keyword == "propertyNames" and noop_property_names(schema[keyword]):
+            continue  # every key is a string: zod's records say so
         if keyword == "format" and builder == "harness" and (problem := format_problem(schema[keyword])):
             return f"{where}: {problem}"
         if keyword == "pattern" and (problem := pattern_problem(schema[keyword])):
@@ -176,9 +178,11 @@ def keywords_used(schema: Any) -> set[str]:
     kinds = _types(schema)
     used = {k for k in KEYWORDS if k in schema and not (
         (_APPLIES.get(k) and kinds is not None and not kinds & set(_APPLIES[k]))
-        or (k == "format" and not _checked_format(schema[k])))}
+        or (k == "format" and not _checked_format(schema[k]))
+        or (k == "propertyNames" and noop_property_names(schema[k])))}
     for key in _SUBSCHEMAS:
-        used |= keywords_used(schema.get(key))
+        if key != "propertyNames" or "propertyNames" in used:
+            used |= keywords_used(schema.get(key))
     for key in _SUBSCHEMA_LISTS:
         subs = schema.get(key)
         for sub in subs if isinstance(subs, list) else ():
@@ -232,6 +236,8 @@ def check_keywords(tools: Any, family: str, strategy: str) -> None:
 NOTES: dict[tuple[str, str], str] = {
     **{(b, "oneOf"): "enforced when no value can match two branches (types apart, or a required tag property "
                      "whose const/enum values differ: a discriminator); refused otherwise" for b in ("harness", "xgrammar")},
+    **{(b, "propertyNames"): 'accepted when every key passes (`{"type": "string"}`: a no-op); refused otherwise'
+       for b in ("harness", "xgrammar")},
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
     ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
     ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
