@@ -33,6 +33,7 @@ from harness.agents import (
     bundle_file,
     load_bundle_config,
 )
+from harness.grammar.families import get_adapter
 from harness.sandbox import bundle_limits, load_bundle_tools
 
 
@@ -170,7 +171,7 @@ def load_agent(path: str | Path, client: LLMClient | None = None, **options: Unp
         return OpenAICompatibleClient(config.model.base_url, api_key_env=config.model.api_key_env)
 
     return Agent.from_bundle(
-        file, tool_loader=source_tools, config=config, client=client,
+        file, tool_loader=source_tools, adapter_of=get_adapter, config=config, client=client,
         connect=connect if config.model.base_url else None, **options,
     )
 

@@ -17,7 +17,7 @@ from enum import StrEnum, unique
 
 @unique
 class Family(StrEnum):
-    """A model family: its prompt format, call syntax and grammars (``harness.agents.families``)."""
+    """A model family: its prompt format, call syntax and grammars (``harness.grammar.families``)."""
 
     function_gemma = "function_gemma"
     qwen = "qwen"

@@ -248,6 +248,46 @@ def test_the_kernel_imports_neither_sandbox_nor_engines() -> None:
     assert not {d for n in kernel for d in GRAPH[n] if d.startswith(("harness.sandbox", "harness.engines"))}
 
 
+def test_the_kernel_imports_no_family_and_no_grammar_builder() -> None:
+    """The kernel gets a family's adapter injected (``Agent.from_bundle(adapter_of=...)``, ``AgentKernel``'s
+    adapter): nothing of ``harness.agents`` imports the families or the grammar builder."""
+    kernel = [n for n in MODULES if n.startswith("harness.agents")]
+    assert not {d for n in kernel for d in GRAPH[n] if d.startswith("harness.grammar")}
+
+
+GRAMMAR_BUILDER_IMPORTS: dict[str, set[str]] = {
+    "schema": set(),
+    "formats": {"schema"},
+    "families": {"schema", "formats"},
+}
+"""What each part of the grammar builder may import of the rest of ``harness.grammar``: the keyword rules
+(``schema``) nothing, the one builder over a ``CallFormat`` (``formats``) the keyword rules, the families
+(their records, prompts and parsers) both. The compiling and decoding modules beside them may use all
+three; none of the three imports them (nor ``harness.grammar``'s own face)."""
+
+
+def grammar_part(name: str) -> str | None:
+    """``formats`` for ``harness.grammar.formats._ebnf``, ``compile`` for ``harness.grammar.compile``,
+    ``__init__`` for ``harness.grammar``; None outside ``harness.grammar``."""
+    parts = name.split(".")
+    if len(parts) < 2 or parts[1] != "grammar":
+        return None
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if grammar_part(n) in GRAMMAR_BUILDER_IMPORTS))
+def test_the_grammar_builder_imports_only_below_itself(name: str) -> None:
+    own = grammar_part(name)
+    assert own is not None
+    others = {part for d in GRAPH[name] if (part := grammar_part(d)) not in (None, own)}
+    assert others <= GRAMMAR_BUILDER_IMPORTS[own], f"{name} imports harness.grammar.{', '.join(sorted(others))}"
+
+
+def test_a_grammar_builder_breach_is_found() -> None:
+    assert grammar_part("harness.grammar.formats._ebnf") == "formats" and grammar_part("harness.grammar") == "__init__"
+    assert grammar_part("harness.agents.kernel") is None
+
+
 REPORT_NEVER_IMPORTS = ("harness.bundles", "harness.sandbox", "harness.agents.python_tools", "harness.engines")
 REPORT_MAY_USE_OF_SCORING = {"harness.eval.score.summary", "harness.eval.score.repeats", "harness.eval.score.verdicts"}
 """``harness report`` reads the run directory alone: what scoring executed (the gold calls' outputs, the
@@ -314,7 +354,7 @@ library's face) or listed in ``LIBRARY_API``.
 
 LIBRARY_API: dict[str, set[str]] = {
     # the records and types that exported functions return or take, for a library caller to annotate
-    "harness.agents.families": {"FamilyInfo"},
+    "harness.grammar.families": {"FamilyInfo"},
     "harness.bench": {"ClientBench", "EngineBench", "JumpBench", "SandboxBench", "ServeBench"},
     "harness.bench.grammar": {"GrammarCheck"},
     "harness.engines.remote": {"BoundedTransport", "ResponseTooLarge"},

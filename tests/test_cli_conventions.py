@@ -22,10 +22,10 @@ runner = CliRunner()
 
 def _registries() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     from harness.agents.constraint import CONSTRAINED_STRATEGIES, STRATEGIES
-    from harness.agents.families import FAMILIES
     from harness.bench.grammar.cells import GRAMMAR_ENGINES
     from harness.engines.registry import ENGINE_NAMES, SERVED_ENGINE_NAMES
     from harness.grammar.decode import MaskPolicy
+    from harness.grammar.families import FAMILIES
     from harness.sandbox.runtime.script_limits import PRESETS
 
     def values(enum: type[StrEnum]) -> tuple[str, ...]:

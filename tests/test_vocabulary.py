@@ -60,8 +60,8 @@ def test_kinds_are_checker_colon_reason() -> None:
 
 
 def test_the_family_registries_are_the_vocabulary() -> None:
-    from harness.agents.families import FAMILIES as REGISTERED
-    from harness.agents.families import REGISTRY
+    from harness.grammar.families import FAMILIES as REGISTERED
+    from harness.grammar.families import REGISTRY
     from harness.grammar.tokenizers import TOKENIZER_FAMILIES
 
     assert tuple(REGISTRY) == REGISTERED == FAMILIES == tuple(Family)

@@ -3,7 +3,8 @@
 A frozen dataclass of functions: message and tool formatting (with defaults that suit any
 OpenAI-compatible server), the response parser, the hook that builds a constraint's request payload,
 and, for engines that run the model in-process, the native prompt and output renderers.
-Each family module (``harness.agents.families``) builds one.
+Each family module (``harness.grammar.families``) builds one; the kernel gets it from whoever builds
+the agent and imports no family.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ TextRenderer = Callable[[str, DecodingConstraint], str]
 message; only meaningful when the constraint has ``allow_text_answer``)."""
 MessageFormatter = Callable[[Sequence[Message]], tuple[Message, ...]]
 ToolFormatter = Callable[[Sequence[ToolSchema]], list[dict[str, Any]]]
+RequestTool = Callable[[ToolSchema], ToolSchema]
+"""A tool -> the tool as a request's ``tools`` declares it (the families: its properties in the
+canonical order their grammars force, so a server's template lists arguments in the order the model
+must write them)."""
 
 
 def default_format_messages(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -57,6 +62,11 @@ def default_render_text(text: str, constraint: DecodingConstraint) -> str:
     if constraint.strategy == Strategy.json_schema:
         return json.dumps(text, ensure_ascii=False)
     return text
+
+
+def default_request_tool(tool: ToolSchema) -> ToolSchema:
+    """The tool as it is."""
+    return tool
 
 
 def default_format_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
@@ -77,6 +87,7 @@ class ModelAdapter:
     format_messages: MessageFormatter = default_format_messages
     format_tools: ToolFormatter = default_format_tools
     render_text: TextRenderer = default_render_text
+    request_tool: RequestTool = default_request_tool
     native_call_start: str = ""
     """The text that opens a call in the family's native format (``<start_function_call>``,
     ``<tool_call>``): where a server's tool parser looks for calls."""

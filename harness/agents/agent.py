@@ -32,6 +32,10 @@ ToolLoader = Callable[[Path, BundleConfig], Sequence[Tool]]
 """``(bundle.yaml's path, its config) -> tools``: the bundle's tools with ``limits``, ``tools_dir`` and
 the per-tool overrides applied; raises BundleError naming the field. The sandbox provides the real
 one (``harness.sandbox.load_bundle_tools``)."""
+AdapterLookup = Callable[[str], ModelAdapter]
+"""A family's name -> its adapter; ValueError naming the known families for another name. The family
+registry provides the real one (``harness.grammar.families.get_adapter``): the kernel package
+imports no family."""
 ClientFactory = Callable[[], LLMClient]
 """Builds the agent's client when it is first needed (e.g. an OpenAI-compatible client on
 ``model.base_url``)."""
@@ -102,6 +106,7 @@ class Agent:
         observers: Sequence[Observer] = (),
         max_tokens: int | None = None,
         stream: bool = False,
+        adapter_of: AdapterLookup | None = None,
     ) -> None:
         self.config = config
         self.path = path
@@ -120,6 +125,7 @@ class Agent:
         """Stream responses (a server engine: time to first token is then measured)."""
         self._client = client
         self._connect = connect
+        self._adapter_of = adapter_of
 
     @classmethod
     def from_bundle(
@@ -127,19 +133,21 @@ class Agent:
         path: str | Path,
         *,
         tool_loader: ToolLoader,
+        adapter_of: AdapterLookup,
         config: BundleConfig | None = None,
         client: LLMClient | None = None,
         connect: ClientFactory | None = None,
         **options: Unpack[AgentOptions],
     ) -> Agent:
-        """Read the bundle (unless ``config`` is given), load its tools, pick the family's adapter;
-        ``options`` override the bundle."""
+        """Read the bundle (unless ``config`` is given), load its tools, pick the family's adapter
+        (``adapter_of``); ``options`` override the bundle."""
         file = bundle_file(path)
         config = config or load_bundle_config(file)
         family = options.pop("family", None) or config.model.family
         agent = cls(
-            config, file.parent, _adapter(file, family), config.constraint.build(),
+            config, file.parent, _adapter(adapter_of, file, family), config.constraint.build(),
             tool_loader(file, config), model_id=config.model.id, client=client, connect=connect,
+            adapter_of=adapter_of,
         )
         return agent.variant(**options) if options else agent
 
@@ -157,10 +165,11 @@ class Agent:
             raise BundleError(file, [f"constraint.strategy: {exc}"]) from exc
         family = options.get("family")
         return Agent(
-            self.config, self.path, _adapter(file, family) if family else self._base_adapter, constraint,
-            self.tools, model_id=options.get("model_id") or self.model_id, client=self._client,
+            self.config, self.path, _adapter(self._adapter_of, file, family) if family else self._base_adapter,
+            constraint, self.tools, model_id=options.get("model_id") or self.model_id, client=self._client,
             connect=self._connect, observers=options.get("observers", self.observers),
             max_tokens=options.get("max_tokens", self.max_tokens), stream=options.get("stream", self.stream),
+            adapter_of=self._adapter_of,
         )
 
     @property
@@ -226,13 +235,13 @@ class Agent:
             await self._client.aclose()
 
 
-def _adapter(file: Path, family: str) -> ModelAdapter:
-    from harness.agents.families import get_adapter  # the registry; imports the family's module
-
+def _adapter(adapter_of: AdapterLookup | None, file: Path, family: str) -> ModelAdapter:
+    if adapter_of is None:
+        raise BundleError(file, [f"model.family: {family!r} asked of an agent built without an adapter lookup"])
     try:
-        return get_adapter(family)
+        return adapter_of(family)
     except ValueError as exc:
         raise BundleError(file, [f"model.family: {exc}"]) from exc
 
 
-__all__ = ["PAYLOADS_KEPT", "Agent", "AgentOptions", "ClientFactory", "ToolLoader", "cached_payloads"]
+__all__ = ["PAYLOADS_KEPT", "AdapterLookup", "Agent", "AgentOptions", "ClientFactory", "ToolLoader", "cached_payloads"]

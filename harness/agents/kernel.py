@@ -35,7 +35,6 @@ from harness.agents.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from harness.agents.families import canonical_schema
 from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import (
     Message,
@@ -201,7 +200,7 @@ class AgentKernel:
         request = CompletionRequest(
             model=self.model,
             messages=tuple(sent),
-            tools=tuple(canonical_schema(s) for s in schemas),
+            tools=tuple(self.adapter.request_tool(s) for s in schemas),
             send_tools=self.constraint.send_tools_to_api,
             tool_choice=payload.tool_choice,
             strict_tools=payload.strict_tools,

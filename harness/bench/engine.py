@@ -151,7 +151,7 @@ class EngineBench(BenchRecord):
 
 
 def _request(engine: Any, tools: Sequence[ToolSchema], strategy: str, user: str, max_tokens: int) -> CompletionRequest:
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     payload = get_adapter(engine.family).build_payload(
         tools, DecodingConstraint(strategy=strategy, allow_parallel_calls=True)

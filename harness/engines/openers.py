@@ -263,7 +263,7 @@ def _served_model(base_url: str, api_key: str | None, options: RunOptions, bundl
 
 
 def _family_of(model: str, options: RunOptions, bundle: ModelConfig | None) -> list[str]:
-    from harness.agents.families import FAMILIES, families_of_model
+    from harness.grammar.families import FAMILIES, families_of_model
 
     families: list[str]
     if options.families:
@@ -322,7 +322,7 @@ def _models_by_family(base_url: str, api_key: str | None, options: RunOptions,
     """The served model id of each family of the run: ``--model FAMILY=NAME`` for those it names (a bare
     ``--model`` for the others), else one model (``--model``, or the one the server lists) for the one
     family ``--family`` or the model's id says."""
-    from harness.agents.families import FAMILIES
+    from harness.grammar.families import FAMILIES
 
     if options.models:
         families = [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models]

@@ -35,9 +35,9 @@ from harness.agents import (
     ToolRequest,
     server_constraint,
 )
-from harness.agents.families import get_adapter
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
+from harness.grammar.families import get_adapter
 from harness.vocabulary import GrammarBackend, Strategy
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ class ServedOracle:
     the field names one."""
 
     def __init__(self, grammar_backend: str = "xgrammar") -> None:
-        from harness.agents.families import FAMILIES
+        from harness.grammar.families import FAMILIES
 
         self.grammar_backend = GrammarBackend(grammar_backend)
         """The grammar library the gold walks through (``--grammar-backend``)."""

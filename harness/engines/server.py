@@ -63,8 +63,8 @@ if TYPE_CHECKING:
 
 def shape_message(parsed: Parsed, response: CompletionResponse) -> tuple[str | None, list[dict[str, Any]], str]:
     """(content, tool_calls, finish_reason) as vLLM answers under the request's ``tool_choice``."""
-    from harness.agents.families import get_adapter
     from harness.engines.tool_choice import calls_from_json
+    from harness.grammar.families import get_adapter
 
     content = response.content
     finish = response.finish_reason or "stop"

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
-from harness.agents.families import enforces
 from harness.fuzz.mutants import Mutant, Verdict, escaping_mutant, judge, value_mutants
 from harness.fuzz.outcomes import CellReport, Counterexample, Outcome, let_through, worst
 from harness.fuzz.walker import GrammarWalker, call_prefix
+from harness.grammar.families import enforces
 from harness.stats import rounded_percentile
 
 TIMED_TEXTS = 32

@@ -147,7 +147,7 @@ def subschema_at(schema: Any, path: Sequence[Any]) -> Any:
 def _text(value: Any) -> str:
     """The JSON text of ``value`` as the families write it: compact, members in canonical order (the
     order the harness's schemas list properties in, which xgrammar enforces)."""
-    from harness.agents.families import canonical_value
+    from harness.grammar.families import canonical_value
 
     return json.dumps(canonical_value(value), ensure_ascii=False, separators=SEPARATORS)
 
@@ -354,7 +354,7 @@ def attach_defects(case: Any, cells: Sequence[Any], *, deadline: float) -> None:
     builds and that rejected a valid call or accepted an invalid one: the library's defects found on
     the instances the cells checked (their counterexamples first: a random walk's invalid call is one),
     of the kind each cell showed."""
-    from harness.agents.families import builder_of, strict_schema
+    from harness.grammar.families import builder_of, strict_schema
 
     suspects = [c for c in cells if builder_of(c.family, c.strategy) == "xgrammar" and set(c.classes) & set(_LIBRARY_FAILURES)]
     if not suspects or not case.values:

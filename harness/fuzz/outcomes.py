@@ -64,7 +64,7 @@ FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome
 def let_through(family: str, strategy: str) -> Outcome:
     """The class of an invalid call a cell's grammar accepts: ``vllm_gap`` where vLLM's own constraint
     leaves the arguments free by design, else ``invalidation_error``."""
-    from harness.agents.families import builder_of
+    from harness.grammar.families import builder_of
 
     return Outcome.vllm_gap if builder_of(family, strategy) == "free" else Outcome.invalidation_error
 
@@ -72,7 +72,7 @@ def let_through(family: str, strategy: str) -> Outcome:
 def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
     """The classes the keyword table predicts for a tool's cell: ``build_error`` where a keyword is
     refused, validation and invalidation errors where one is ``defective``; ``passing`` always."""
-    from harness.agents.families import builder_of, keywords_used, refused_keyword, support
+    from harness.grammar.families import builder_of, keywords_used, refused_keyword, support
 
     out = {Outcome.passing}
     if builder_of(family, strategy) == "free":  # vLLM's own constraint leaves the arguments free

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import ConstraintError, DecodingConstraint, Strategy, ToolSchema
-from harness.agents.families import strict_schema
 from harness.fuzz.bounds import OverTime, hypothesis_home, time_limit
 from harness.fuzz.cell import (
     CellState,
@@ -41,6 +40,7 @@ from harness.fuzz.outcomes import CellReport, FuzzInterrupted, FuzzReport, Outco
 from harness.fuzz.reference import compare_cell
 from harness.fuzz.toolset_defects import attach_toolset_defects
 from harness.fuzz.walker import GrammarWalker, target_walker
+from harness.grammar.families import strict_schema
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,9 @@ def _seed_of(seed: int, text: str) -> int:
 
 def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], options: FuzzOptions) -> Grammar:
     """The constraint of ``tools`` compiled cold; tools whose build fails are named and left out."""
-    from harness.agents.families import get_adapter
     from harness.fuzz.values import validator
     from harness.grammar import clear_compile_cache, compile_artifact, get_tokenizer
+    from harness.grammar.families import get_adapter
 
     adapter = get_adapter(family)
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=options.parallel)  # type: ignore[arg-type]

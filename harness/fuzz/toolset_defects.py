@@ -36,7 +36,7 @@ def call_text(call: Mapping[str, Any]) -> str:
     """The call as the json_schema strategy writes it (``name`` first, arguments in canonical order,
     compact). Raises ConstraintError for a value JSON cannot hold."""
     from harness.agents import ToolCall
-    from harness.agents.families import json_calls_text
+    from harness.grammar.families import json_calls_text
 
     return json_calls_text([ToolCall.create(call["name"], call["arguments"])], parallel=False)
 

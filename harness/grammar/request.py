@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.agents import ConstraintArtifact, ConstraintError
-from harness.agents.families import ebnf_literal
 from harness.files import InputFileError, TooDeep, load_json
+from harness.grammar.families import ebnf_literal
 
 CONSTRAINT_FIELDS: tuple[str, ...] = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 """The constraint fields of vLLM's ``StructuredOutputsParams`` (exactly one may be set)."""

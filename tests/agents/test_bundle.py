@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -119,21 +118,24 @@ def test_top_level_must_be_mapping(tmp_path: Path) -> None:
 
 
 # -- Agent.from_bundle wiring ------------------------------------------------------------------
-# get_adapter and the tool loader are other areas' seams; these tests replace them with test doubles
+# the adapter lookup and the tool loader are other areas' seams; these tests replace them with test doubles
 # (tests/test_bundles.py takes the real road: the sandbox's tools and the real adapters).
 
 
-@pytest.fixture
-def adapter_double(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    asked: list[str] = []
-    families = importlib.import_module("harness.agents.families")
+class AdapterLookup:
+    """TEST DOUBLE for the family registry's ``get_adapter``: the line format under any family's name."""
 
-    def get_adapter(family: str) -> Any:  # test double for harness.agents.families.get_adapter
-        asked.append(family)
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, family: str) -> Any:
+        self.asked.append(family)
         return line_adapter(family)
 
-    monkeypatch.setattr(families, "get_adapter", get_adapter, raising=False)
-    return asked
+
+@pytest.fixture
+def adapter_double() -> AdapterLookup:
+    return AdapterLookup()
 
 
 def no_tools(file: Path, config: Any) -> list[Any]:  # test double for a ToolLoader
@@ -141,13 +143,13 @@ def no_tools(file: Path, config: Any) -> list[Any]:  # test double for a ToolLoa
 
 
 async def test_from_bundle_wires_model_id_strategy_and_prompt(
-    tmp_path: Path, adapter_double: list[str]
+    tmp_path: Path, adapter_double: AdapterLookup
 ) -> None:
     folder = write_bundle(tmp_path, VALID)
     client = ScriptedClient([ScriptedClient.reply("hello")])
     rec = RecordingObserver()
-    agent = Agent.from_bundle(folder, tool_loader=no_tools, client=client, observers=[rec])
-    assert adapter_double == ["qwen"]
+    agent = Agent.from_bundle(folder, tool_loader=no_tools, adapter_of=adapter_double, client=client, observers=[rec])
+    assert adapter_double.asked == ["qwen"]
     kernel = agent.make_kernel()
     assert kernel.model == "Qwen/Qwen3-0.6B" and kernel.agent_id == "demo"
     assert kernel.constraint.strategy == "json_schema"
@@ -160,12 +162,13 @@ async def test_from_bundle_wires_model_id_strategy_and_prompt(
     assert len(rec.of_type(ModelRequestEvent)) == 1
 
 
-def test_from_bundle_and_variant_overrides(tmp_path: Path, adapter_double: list[str]) -> None:
+def test_from_bundle_and_variant_overrides(tmp_path: Path, adapter_double: AdapterLookup) -> None:
     folder = write_bundle(tmp_path, VALID)
     agent = Agent.from_bundle(
-        folder, tool_loader=no_tools, client=ScriptedClient([]), family="function_gemma", strategy="ebnf"
+        folder, tool_loader=no_tools, adapter_of=adapter_double, client=ScriptedClient([]), family="function_gemma",
+        strategy="ebnf",
     )
-    assert adapter_double == ["function_gemma"]
+    assert adapter_double.asked == ["function_gemma"]
     assert agent.constraint.strategy == "ebnf" and not agent.constraint.allow_text_answer
     assert agent.model_id == "Qwen/Qwen3-0.6B"
     other = agent.variant(strategy="none", allow_text_answer=True, model_id="served-7b", max_tokens=9)
@@ -174,7 +177,8 @@ def test_from_bundle_and_variant_overrides(tmp_path: Path, adapter_double: list[
     assert (kernel.model, kernel.max_tokens) == ("served-7b", 9)
     assert other.tools is agent.tools  # loaded once
     with pytest.raises(BundleError, match=r"constraint\.strategy: unknown decoding strategy 'ebfn'"):
-        Agent.from_bundle(folder, tool_loader=no_tools, client=ScriptedClient([]), strategy="ebfn")
+        Agent.from_bundle(folder, tool_loader=no_tools, adapter_of=adapter_double, client=ScriptedClient([]),
+                          strategy="ebfn")
     with pytest.raises(BundleError, match=r"constraint\.strategy: unknown decoding strategy 'ebfn'"):
         agent.variant(strategy="ebfn")
 
@@ -187,15 +191,16 @@ def test_from_bundle_and_variant_overrides(tmp_path: Path, adapter_double: list[
     ],
 )
 def test_kernel_settings_reach_the_kernel(
-    tmp_path: Path, adapter_double: list[str], edit: tuple[str, str], expected: tuple[int, int | None]
+    tmp_path: Path, adapter_double: AdapterLookup, edit: tuple[str, str], expected: tuple[int, int | None]
 ) -> None:
     text = VALID + "kernel:\n  max_concurrency: 1\n"
-    agent = Agent.from_bundle(write_bundle(tmp_path, text.replace(*edit)), tool_loader=no_tools, client=ScriptedClient([]))
+    agent = Agent.from_bundle(write_bundle(tmp_path, text.replace(*edit)), tool_loader=no_tools,
+                              adapter_of=adapter_double, client=ScriptedClient([]))
     kernel = agent.make_kernel()
     assert (kernel.max_concurrency, kernel.max_history_messages) == expected
 
 
-def test_the_tool_loader_gets_the_bundle_file_and_config(tmp_path: Path, adapter_double: list[str]) -> None:
+def test_the_tool_loader_gets_the_bundle_file_and_config(tmp_path: Path, adapter_double: AdapterLookup) -> None:
     seen: list[tuple[Path, str]] = []
 
     def loader(file: Path, config: Any) -> list[Any]:  # test double for a ToolLoader
@@ -203,12 +208,12 @@ def test_the_tool_loader_gets_the_bundle_file_and_config(tmp_path: Path, adapter
         return []
 
     folder = write_bundle(tmp_path, VALID)
-    Agent.from_bundle(folder, tool_loader=loader, client=ScriptedClient([]))
+    Agent.from_bundle(folder, tool_loader=loader, adapter_of=adapter_double, client=ScriptedClient([]))
     assert seen == [(folder / "bundle.yaml", "demo")]
 
 
-def test_no_client_and_no_base_url_says_why(tmp_path: Path, adapter_double: list[str]) -> None:
-    agent = Agent.from_bundle(write_bundle(tmp_path, VALID), tool_loader=no_tools)
+def test_no_client_and_no_base_url_says_why(tmp_path: Path, adapter_double: AdapterLookup) -> None:
+    agent = Agent.from_bundle(write_bundle(tmp_path, VALID), tool_loader=no_tools, adapter_of=adapter_double)
     with pytest.raises(BundleError, match=r"model\.base_url: required when no client is given"):
         agent.make_kernel()
 

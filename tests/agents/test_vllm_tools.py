@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 
 from harness.agents.constraint import DecodingConstraint
-from harness.agents.families import get_adapter
-from harness.agents.families.keywords import (
+from harness.agents.types import ToolSchema
+from harness.agents.vllm_tools import ToolRequest, openai_tools, server_constraint, strategy_request
+from harness.grammar.families import get_adapter
+from harness.grammar.schema.keywords import (
     VLLM_COLUMNS,
     builder_of,
     check_keywords,
     enforces,
     markdown_table,
 )
-from harness.agents.types import ToolSchema
-from harness.agents.vllm_tools import ToolRequest, openai_tools, server_constraint, strategy_request
 from harness.vocabulary import SERVER_STRATEGIES, Strategy
 
 CAT = ToolSchema("cat", "show a file", {"type": "object", "properties": {"file_name": {"type": "string"}},

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from harness.agents.constraint import DecodingConstraint
-from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall
+from harness.grammar.families import FAMILIES, get_adapter
 from harness.vocabulary import HARNESS_STRATEGIES
 
 CASES = [(f, s) for f in FAMILIES for s in HARNESS_STRATEGIES]  # the grammars the harness builds and compiles

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.agents.constraint import DecodingConstraint
-from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall
+from harness.grammar.families import FAMILIES, get_adapter
 from harness.grammar.guidance.lark import NotExpressible, ebnf_to_lark
 from harness.vocabulary import HARNESS_STRATEGIES as CONSTRAINED_STRATEGIES  # the grammars the harness builds
 

@@ -37,8 +37,8 @@ def local_engine():
 @pytest.fixture(scope="session")
 def make_request(shellper_tools) -> Callable[..., CompletionRequest]:
     """A SHELLper request for a strategy, with the FunctionGemma adapter's payload."""
-    from harness.agents.families import get_adapter
     from harness.engines.local import LOCAL_MODEL_ID
+    from harness.grammar.families import get_adapter
 
     adapter = get_adapter("function_gemma")
 

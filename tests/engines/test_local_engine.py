@@ -58,7 +58,7 @@ async def test_qwen_model_request_is_a_clear_error(make_request):
 def test_prompt_ids_agree_with_llama_cpp_tokenizer(local_engine, make_request):
     """The family tokenizer's prompt ids are what llama.cpp reads for the same text (ids 46-52 are
     llama.cpp's <unused40>..<unused46>)."""
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
     from harness.grammar.tokenizers import FUNCTION_GEMMA_CONTROL_TOKENS
 
     request = make_request("ebnf")

@@ -8,9 +8,9 @@ import pytest
 
 from harness.agents.client import CompletionRequest, ModelCallError
 from harness.agents.constraint import STRATEGIES, DecodingConstraint
-from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import Message, ToolCall, ToolSchema
 from harness.engines.oracle import OracleEngine
+from harness.grammar.families import FAMILIES, get_adapter
 from harness.grammar.tokenizers import get_tokenizer
 
 BUNDLE = Path(__file__).resolve().parents[2] / "bundles" / "shellper"

@@ -66,7 +66,7 @@ async def test_plain_completion_matches_in_process(local_server, local_engine, m
 @pytest.mark.parametrize("stream", [False, True])
 async def test_tool_calls_match_in_process(local_server, local_engine, make_request, strategy, stream):
     """Greedy: the server's parsed tool_calls are the in-process engine's output, parsed."""
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     request = make_request(strategy, max_tokens=40, stream=stream)
     expected = local_engine.complete(request)
@@ -207,7 +207,7 @@ GOLD = {
 @pytest.mark.parametrize("strategy", ["none", *CONSTRAINED_STRATEGIES])
 @pytest.mark.parametrize("stream", [False, True])
 async def test_oracle_replays_gold_as_tool_calls(oracle_server, shellper_tools, family, strategy, stream):
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     tools = shellper_tools
     constraint = DecodingConstraint(strategy=strategy)
@@ -241,7 +241,7 @@ async def test_oracle_replays_gold_as_tool_calls(oracle_server, shellper_tools, 
 
 
 def test_oracle_gold_the_grammar_rejects_is_reported(oracle_server, shellper_tools):
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     payload = get_adapter("function_gemma").build_payload(shellper_tools, DecodingConstraint(strategy="ebnf"))
     body = {

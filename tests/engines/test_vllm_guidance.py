@@ -29,7 +29,6 @@ from harness.agents import (
     ToolCall,
     ToolSchema,
 )
-from harness.agents.families import get_adapter
 from harness.grammar import (
     get_llg_tokenizer,
     get_tokenizer,
@@ -37,6 +36,7 @@ from harness.grammar import (
     vllm_guidance_field,
     walk_guidance,
 )
+from harness.grammar.families import get_adapter
 from harness.vocabulary import FAMILIES, HARNESS_STRATEGIES
 
 BFCL_SAMPLE = 60
@@ -75,8 +75,8 @@ def gold_walk(family: str, grammar: str) -> Any:
 @pytest.fixture(scope="module")
 def bfcl_tools() -> tuple[ToolSchema, ...]:
     pytest.importorskip("bfcl_eval", reason="BFCL's package is not installed")
-    from harness.agents.families.keywords import tool_problem
     from harness.eval.data import distinct_tools
+    from harness.grammar.schema.keywords import tool_problem
 
     corpus = distinct_tools()
     tools = [ToolSchema.from_openai(t) for t in corpus[:: len(corpus) // BFCL_SAMPLE]]
@@ -113,9 +113,11 @@ def test_the_grammars_as_built_fail_on_vllm_guidance(family: str, shellper_tools
 def test_a_control_token_spelt_as_text_rejects_the_models_token(shellper_tools) -> None:
     """FunctionGemma's plain-GBNF spelling converts, but ``<start_function_call>`` in it is text: the
     model's special token is refused at the first step, as the real server refused it."""
-    from harness.agents.families.function_gemma import build_ebnf
+    from harness.grammar.families.function_gemma import FORMAT
+    from harness.grammar.formats import build_ebnf
 
-    walk = gold_walk("function_gemma", vllm_compiles("grammar", build_ebnf(shellper_tools, parallel=True, portable=True)))
+    walk = gold_walk("function_gemma", vllm_compiles("grammar", build_ebnf(FORMAT, shellper_tools, parallel=True,
+                                                                          portable=True)))
     assert walk.error == "grammar:rejected_gold" and walk.token_ids == ()
 
 

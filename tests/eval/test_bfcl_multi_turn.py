@@ -293,10 +293,10 @@ def gold_answers_accepted(cases: list[EpisodeCase], imported: Path) -> tuple[int
     constrained cell built from the tools the turn offers (the case's classes' tools); (answers checked,
     rejections of entries not tagged bad_entry)."""
     from harness.agents import DecodingConstraint, ToolCall, ToolSchema
-    from harness.agents.families import get_adapter
     from harness.eval.run.sample import episode_tools
     from harness.fuzz.walker import GrammarWalker
     from harness.grammar import compile_artifact, get_tokenizer
+    from harness.grammar.families import get_adapter
     from harness.vocabulary import FAMILIES, HARNESS_STRATEGIES
 
     owned = json.loads((imported / "bundle" / "tools.json").read_text())

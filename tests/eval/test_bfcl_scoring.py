@@ -112,8 +112,8 @@ def test_an_entry_without_functions_allows_a_plain_answer_only(family: str, stra
     import xgrammar as xgr
 
     from harness.agents.constraint import ConstraintError
-    from harness.agents.families import get_adapter
     from harness.grammar.compile import compile_artifact
+    from harness.grammar.families import get_adapter
 
     adapter = get_adapter(family)
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=True, allow_text_answer=True)
@@ -129,7 +129,7 @@ def test_an_entry_without_functions_allows_a_plain_answer_only(family: str, stra
 def test_payloads_differ_for_tool_sets_that_share_names() -> None:
     """Cases bring their own tools: two ``calc`` tools with different parameters get different grammars."""
     from harness.agents.agent import cached_payloads
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     adapter = cached_payloads(get_adapter("qwen"))
     one = ToolSchema("calc", "", {"type": "object", "properties": {"a": {"type": "integer"}}})

@@ -117,9 +117,9 @@ def test_tools_outside_the_bundle_are_copied_in(tmp_path: Path) -> None:
 
 
 def test_the_prompt_each_call_sent_is_kept_once(tmp_path: Path) -> None:
-    from harness.agents.families import get_adapter
     from harness.bundles import load_agent
     from harness.eval.data import load_suite
+    from harness.grammar.families import get_adapter
 
     out = tmp_path / "r"
     code, _, err = invoke("run", "smoke", "--engine", "oracle", "--family", "qwen", "--out", str(out))

@@ -10,8 +10,8 @@ from typing import Any
 from jsoncheck import same
 
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
-from harness.agents.families import FAMILIES as REGISTERED_FAMILIES
-from harness.agents.families import get_adapter
+from harness.grammar.families import FAMILIES as REGISTERED_FAMILIES
+from harness.grammar.families import get_adapter
 from harness.vocabulary import HARNESS_STRATEGIES
 
 FAMILIES = REGISTERED_FAMILIES

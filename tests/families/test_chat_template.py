@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agents import Message, ToolCall, ToolResult, ToolSchema
-from harness.agents.families.function_gemma import ACTIVATION, render_prompt
-from harness.agents.families.function_gemma_template import (
+from harness.grammar.families.function_gemma import ACTIVATION, render_prompt
+from harness.grammar.families.function_gemma_template import (
     render_with_template,
     template_path,
     template_text,

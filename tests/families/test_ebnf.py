@@ -9,11 +9,11 @@ import pytest
 from familycases import TRICKY_STRINGS
 
 from harness.agents import ConstraintError, ToolCall, ToolSchema
-from harness.agents.families import function_gemma, qwen
-from harness.agents.families._calls import strict_schema
-from harness.agents.families._ebnf import EbnfBuilder
-from harness.agents.families._syntax import FG_SYNTAX, JSON_SYNTAX, ebnf_literal, rule_name
-from harness.agents.families._values import canonical_keys
+from harness.grammar.families import function_gemma, qwen
+from harness.grammar.formats import build_ebnf, strict_schema
+from harness.grammar.formats._ebnf import EbnfBuilder
+from harness.grammar.formats._syntax import FG_SYNTAX, JSON_SYNTAX, ebnf_literal, rule_name
+from harness.grammar.formats._values import canonical_keys
 
 xgr = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
@@ -173,8 +173,8 @@ def test_portable_function_gemma_grammar_is_the_same_language() -> None:
             {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
         )
     ]
-    fast = function_gemma.build_ebnf(tools, parallel=False)
-    portable = function_gemma.build_ebnf(tools, parallel=False, portable=True)
+    fast = build_ebnf(function_gemma.FORMAT, tools, parallel=False)
+    portable = build_ebnf(function_gemma.FORMAT, tools, parallel=False, portable=True)
     assert "TagDispatch" in fast and "TagDispatch" not in portable
     texts = [function_gemma._call_text(ToolCall.create("echo", {"content": s})) for s in TRICKY_STRINGS]
     texts += [t.replace("<escape>}", "<escape>x<escape>}") for t in texts]  # an <escape> inside the string
@@ -211,7 +211,7 @@ def test_unsupported_schemas_are_errors(schema: dict[str, Any]) -> None:
 
 def test_qwen_tool_names_are_json_escaped_in_the_frame() -> None:
     tool = ToolSchema('we"ird\\name', "x")
-    text = qwen.render_output([ToolCall.create(tool.name, {})], __import__("familycases").constraint("ebnf"))
+    text = qwen.ADAPTER.render_output([ToolCall.create(tool.name, {})], __import__("familycases").constraint("ebnf"))
     assert text.startswith('<tool_call>\n{"name": "we\\"ird\\\\name"')
-    assert accepts(qwen.build_ebnf([tool], parallel=False), text)
+    assert accepts(build_ebnf(qwen.FORMAT, [tool], parallel=False), text)
     assert [c.name for c in qwen.parse_response(text, [], [tool]).tool_calls] == [tool.name]

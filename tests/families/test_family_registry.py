@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.agents.families import FAMILIES, REGISTRY, check_family, families_of_model, get_adapter
+from harness.grammar.families import FAMILIES, REGISTRY, check_family, families_of_model, get_adapter
 from harness.grammar.tokenizers import TOKENIZER_FAMILIES
 
 

@@ -18,7 +18,7 @@ from familycases import (
     walk,
 )
 
-from harness.agents.families import get_adapter
+from harness.grammar.families import get_adapter
 
 # (what is wrong, tool, arguments): schema violations every strategy must reject.
 INVALID_CALLS: list[tuple[str, str, dict[str, Any]]] = [

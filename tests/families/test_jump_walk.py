@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from familycases import CONSTRAINED, FAMILIES, TRICKY_STRINGS, VALID_CALLS, calls_of, compiled, constraint
 
-from harness.agents.families import get_adapter
+from harness.grammar.families import get_adapter
 
 PARALLEL = [("cd", {"folder": "a"}), ("tail", {"file_name": "b", "lines": 2}), ("pwd", {})]
 

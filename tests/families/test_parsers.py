@@ -18,7 +18,7 @@ from familycases import (
 )
 
 from harness.agents import ToolCall
-from harness.agents.families import get_adapter
+from harness.grammar.families import get_adapter
 
 S, E = "<start_function_call>", "<end_function_call>"
 

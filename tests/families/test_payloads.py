@@ -23,8 +23,8 @@ from familycases import (
 )
 
 from harness.agents import ConstraintError, DecodingConstraint, ToolSchema
-from harness.agents.families import FAMILIES as EXPORTED_FAMILIES
-from harness.agents.families import get_adapter
+from harness.grammar.families import FAMILIES as EXPORTED_FAMILIES
+from harness.grammar.families import get_adapter
 
 VLLM_FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "json": (str, dict),
@@ -212,7 +212,7 @@ def test_families_build_everything_without_importing_xgrammar() -> None:
     code = (
         "import sys, json\n"
         "from harness.agents import DecodingConstraint, ToolSchema, ToolCall\n"
-        "from harness.agents.families import FAMILIES, get_adapter\n"
+        "from harness.grammar.families import FAMILIES, get_adapter\n"
         f"tools = [ToolSchema.from_openai(t) for t in json.load(open({str(TOOLS_FILE)!r}))]\n"
         "for f in FAMILIES:\n"
         "    a = get_adapter(f)\n"

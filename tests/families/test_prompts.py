@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.agents import Message, ToolCall, ToolResult, ToolSchema
-from harness.agents.families import get_adapter
+from harness.grammar.families import get_adapter
 
 CD = ToolSchema(
     name="cd",

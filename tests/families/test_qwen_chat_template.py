@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agents import Message, ToolCall, ToolResult, ToolSchema
-from harness.agents.families.chat_templates import chat_template_path, render_chat_template
-from harness.agents.families.function_gemma_template import vllm_view
-from harness.agents.families.qwen import format_tools, render_prompt
+from harness.grammar.families.chat_templates import chat_template_path, render_chat_template
+from harness.grammar.families.function_gemma_template import vllm_view
+from harness.grammar.families.qwen import format_tools, render_prompt
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SHELLPER = [ToolSchema.from_openai(t) for t in json.loads((DATA / "shellper_tools.json").read_text())]

@@ -13,8 +13,8 @@ import pytest
 from familycases import shellper_tools
 
 from harness.agents.constraint import ConstraintError
-from harness.agents.families import get_adapter
-from harness.agents.families._calls import strict_schema
+from harness.grammar.families import get_adapter
+from harness.grammar.formats import strict_schema
 
 SEEDS = range(3)
 TEXTS_PER_TOOL = 8

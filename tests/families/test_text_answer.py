@@ -13,7 +13,7 @@ import pytest
 from familycases import calls_of, shellper_tools
 
 from harness.agents import DecodingConstraint
-from harness.agents.families import FAMILIES, get_adapter
+from harness.grammar.families import FAMILIES, get_adapter
 
 CONSTRAINED = ("ebnf", "structural_tag", "json_schema")
 

@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from harness.agents.constraint import ConstraintError, DecodingConstraint
-from harness.agents.families import FAMILIES, get_adapter
 from harness.agents.types import ToolCall, ToolSchema
+from harness.grammar.families import FAMILIES, get_adapter
 from harness.vocabulary import (
     HARNESS_STRATEGIES as CONSTRAINED_STRATEGIES,  # the 6 cells: the grammars the harness builds
 )

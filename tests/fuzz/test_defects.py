@@ -137,7 +137,7 @@ def test_a_defect_only_a_tool_set_shows_is_reduced_to_the_tools_it_needs(tmp_pat
 
     tools = [*BYSTANDERS[:3], TITLE_PAIR[0], *BYSTANDERS[3:], TITLE_PAIR[1]]
     from harness.agents import DecodingConstraint
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     schema = json.loads(get_adapter("qwen").build_payload(tools, DecodingConstraint("json_schema")).artifact.value)
     call = {"name": "search_books", "arguments": {"genre": "jazz", "location": "Oslo", "title": "Blue"}}

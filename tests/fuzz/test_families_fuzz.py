@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from jsoncheck import same
 
 from harness.agents import DecodingConstraint, ToolCall, ToolSchema
-from harness.agents.families import FAMILIES, get_adapter
-from harness.agents.families._calls import strict_schema
+from harness.grammar.families import FAMILIES, get_adapter
+from harness.grammar.formats import strict_schema
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]  # ~20 s; the long profile: tox -e fuzz
 

@@ -12,9 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agents import ToolCall, ToolSchema
-from harness.agents.families import get_adapter
-from harness.agents.families._calls import strict_schema
-from harness.agents.families.keywords import KEYWORDS, TABLES, builder_of, enforces
 from harness.files import InputFileError
 from harness.fuzz.inputs import load_fuzz_tools
 from harness.fuzz.keep import read_expected, write_calls_files, write_expected, write_junit
@@ -22,6 +19,9 @@ from harness.fuzz.mutants import escaping_mutant, judge, value_mutants
 from harness.fuzz.outcomes import CellReport, Counterexample, FuzzReport, Outcome, compare, worst
 from harness.fuzz.values import schema_problem, validator, values_for
 from harness.fuzz.walker import call_prefix
+from harness.grammar.families import get_adapter
+from harness.grammar.formats import strict_schema
+from harness.grammar.schema.keywords import KEYWORDS, TABLES, builder_of, enforces
 
 pytestmark = pytest.mark.fuzz
 
@@ -235,7 +235,7 @@ def test_values_for_never_raises_while_building(schema: dict[str, Any]) -> None:
 
 
 def test_the_documented_keyword_table_is_the_module_table() -> None:
-    from harness.agents.families.keywords import markdown_table
+    from harness.grammar.schema.keywords import markdown_table
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "schemas.md").read_text(encoding="utf-8")
     assert markdown_table() in page
@@ -256,7 +256,7 @@ def test_integer_ranges_hold_exactly_their_integers(low: int | None, high: int |
     """The EBNF of integer bounds (plain literals, classes and repetitions, so read here as a regex)."""
     import re
 
-    from harness.agents.families.schema import integer_range
+    from harness.grammar.schema import integer_range
 
     pattern = re.compile(_as_regex(integer_range(low, high)))
     for value in [*range(-1100, 1100), 10**6, 10**6 + 1, -(10**6), 12345678]:

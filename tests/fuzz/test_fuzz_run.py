@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.agents import ToolSchema
-from harness.agents.families._ebnf import EbnfBuilder
 from harness.cli.main import app
 from harness.fuzz import FuzzOptions, Outcome, fuzz, write_calls_files
+from harness.grammar.formats._ebnf import EbnfBuilder
 
 pytestmark = pytest.mark.fuzz
 

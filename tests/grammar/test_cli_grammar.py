@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.agents.families import FAMILIES
 from harness.cli.main import app
+from harness.grammar.families import FAMILIES
 from harness.vocabulary import HARNESS_STRATEGIES
 
 TOOLS = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"

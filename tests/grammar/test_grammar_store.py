@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from harness.agents.constraint import ConstraintArtifact, DecodingConstraint
-from harness.agents.families import get_adapter
 from harness.agents.types import ToolSchema
 from harness.grammar import store
 from harness.grammar.compile import CompiledConstraint, clear_compile_cache, compile_artifact, is_kept
+from harness.grammar.families import get_adapter
 
 FAMILY = "qwen"
 TOOLS_FILE = Path(__file__).resolve().parents[1] / "data" / "shellper_tools.json"
@@ -52,7 +52,7 @@ def check_works(compiled: Any) -> None:
     """The grammar read back matches what the compiled one matches."""
     import xgrammar as xgr
 
-    from harness.agents.families.qwen import call_head
+    from harness.grammar.families.qwen import call_head
 
     matcher = xgr.GrammarMatcher(compiled)
     assert matcher.accept_string(call_head("cat")[:14])
@@ -215,7 +215,7 @@ def _whole_header(record: dict[str, Any], wanted: store.StoreKey) -> dict[str, A
 def test_another_grammar_under_this_name_is_rebuilt_not_served(
     kept: Path, rewrite: Callable[[dict[str, Any], store.StoreKey], dict[str, Any]], caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from harness.agents.families.qwen import call_head
+    from harness.grammar.families.qwen import call_head
 
     wanted, other = artifact(tools=3), artifact(tools=1)  # pwd, ls, cd; pwd alone
     fresh_process()

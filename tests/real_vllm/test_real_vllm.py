@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from harness.agents.constraint import STRATEGIES, DecodingConstraint
-from harness.agents.families import get_adapter
 from harness.agents.types import Message, ToolSchema
+from harness.grammar.families import get_adapter
 from harness.vocabulary import HARNESS_STRATEGIES
 
 from .conftest import _vllm_missing
@@ -114,9 +114,9 @@ def test_server_renders_the_harness_prompt_with_tools_in_grammar_order(vllm_serv
     """What the client sends, rendered by the server's chat template, is token for token the prompt the
     harness renders itself; in it, cp lists ``destination`` before ``source`` (the grammars' order)."""
     from harness.agents.client import CompletionRequest
-    from harness.agents.families._calls import canonical_schema
     from harness.engines.remote.client import OpenAICompatibleClient
     from harness.grammar import get_tokenizer
+    from harness.grammar.formats import canonical_schema
 
     server = vllm_servers[family]
     adapter = get_adapter(family)

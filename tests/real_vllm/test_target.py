@@ -10,8 +10,8 @@ import pytest
 
 from harness.agents.client import CompletionRequest
 from harness.agents.constraint import DecodingConstraint
-from harness.agents.families import get_adapter
 from harness.agents.types import Message, ToolCall
+from harness.grammar.families import get_adapter
 
 from .conftest import _vllm_missing
 from .test_real_vllm import bundle_tools

@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 from harness.agents import openai_tools, server_constraint, strategy_request
 from harness.agents.constraint import DecodingConstraint
-from harness.agents.families import canonical_schema, get_adapter
 from harness.agents.types import ToolSchema
 from harness.cli.main import app
+from harness.grammar.families import canonical_schema, get_adapter
 from harness.vocabulary import SERVER_STRATEGIES
 
 from .conftest import _vllm_missing

@@ -23,7 +23,7 @@ def render_gold(
 ) -> tuple[list[GoldText], list[RenderError]]:
     """Each gold answer as the family's model would write it under the strategy; answers the format
     cannot hold (e.g. a FunctionGemma string containing ``<escape>``) are listed, not measured."""
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     adapter = get_adapter(family)
     texts: list[GoldText] = []
@@ -48,8 +48,8 @@ def measure_cell(
 ) -> list[GrammarRow]:
     """The figures of one family x strategy, one row per engine (where vLLM builds no constraint, rows
     that say so: ``unmeasured``)."""
-    from harness.agents.families import get_adapter
     from harness.bench.grammar.measure import APPLY_POSITIONS, APPLY_POSITIONS_QUICK, measure_xgrammar
+    from harness.grammar.families import get_adapter
 
     constraint = DecodingConstraint(strategy=strategy, allow_parallel_calls=parallel)
     t0 = time.perf_counter()

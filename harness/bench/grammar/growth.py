@@ -94,10 +94,10 @@ def growth_length(
 ) -> list[GrowthLengthRow]:
     """Walk time against output length, per family x strategy x engine (where vLLM builds no
     constraint, rows that say so)."""
-    from harness.agents.families import get_adapter
     from harness.bench.grammar.cells import NO_CONSTRAINT, render_gold
     from harness.bench.grammar.measure import GoldText
     from harness.bench.inputs import GoldCalls
+    from harness.grammar.families import get_adapter
 
     points = _length_outputs(tools, gold, cfg.quick)
     rows: list[GrowthLengthRow] = []
@@ -160,7 +160,7 @@ def _walk(
 ) -> WalkFigures:
     """xgrammar's walks (``WalkFigures``) or llguidance's figures (an ``EngineFigures``: it may not
     express the grammar)."""
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     payload = get_adapter(family).build_payload(list(tools), constraint)
     if payload.artifact is None:  # growth_length leaves out the strategies vLLM builds nothing for
@@ -198,7 +198,7 @@ def load_corpus(source: str) -> list[ToolSchema]:
 
 def buildable(tools: Sequence[ToolSchema], families: Sequence[str], strategies: Sequence[str]) -> list[ToolSchema]:
     """The tools whose constraint builds alone in every family x strategy (names unique)."""
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     out: list[ToolSchema] = []
     names: set[str] = set()
@@ -220,8 +220,8 @@ def valid_calls(tools: Sequence[ToolSchema], k: int) -> list[ToolCall]:
     """Up to ``k`` calls spread over ``tools`` whose arguments the schema accepts."""
     from jsonschema import Draft202012Validator
 
-    from harness.agents.families import strict_schema
     from harness.bench.synthetic import synthetic_calls
+    from harness.grammar.families import strict_schema
 
     by_name = {t.name: t for t in tools}
     calls = synthetic_calls(tools, 2 * k)
@@ -255,8 +255,8 @@ def growth_corpus(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[G
 
 def _grammar_kb(family: str, strategy: str, tools: Sequence[ToolSchema]) -> float | None:
     """The compiled grammar's size (its token-mask cache included), in KiB."""
-    from harness.agents.families import get_adapter
     from harness.grammar import compile_artifact
+    from harness.grammar.families import get_adapter
 
     artifact = get_adapter(family).build_payload(list(tools), DecodingConstraint(strategy=strategy)).artifact  # type: ignore[arg-type]
     if artifact is None:

@@ -92,7 +92,7 @@ def _load_calls(path: Path) -> list[tuple[int, list[dict[str, Any]] | str, bool]
 
 def _payload(family: str, strategy: str, tools: list[Any], parallel: bool) -> tuple[Any, Any, Any]:
     from harness.agents import ConstraintError, DecodingConstraint
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     adapter = get_adapter(family)
     try:
@@ -147,7 +147,7 @@ def _show_server_built(family: str, strategy: str, tools: list[Any], payload: An
     """vLLM's own constraint for ``required``/``strict``: built with vLLM's code where vLLM is installed,
     else the harness's copy of its rules, saying what is missing."""
     from harness.agents import ToolRequest, vllm_own_constraint
-    from harness.agents.families import canonical_schema
+    from harness.grammar.families import canonical_schema
 
     request = ToolRequest(payload.tool_choice, payload.strict_tools, payload.parallel_tool_calls)
     try:

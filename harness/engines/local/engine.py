@@ -207,7 +207,7 @@ class LocalEngine:
     def prompt_ids(self, request: CompletionRequest) -> list[int]:
         """The FunctionGemma prompt of the request's messages and tools, as ids, starting with BOS
         (the adapter's text starts with ``<bos>``; it is added when a renderer leaves it out)."""
-        from harness.agents.families import get_adapter
+        from harness.grammar.families import get_adapter
 
         text = get_adapter(self.family).render_prompt(request.messages, request.tools)
         ids = self.tokenizer.encode_prompt(text)

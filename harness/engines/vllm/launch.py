@@ -160,7 +160,7 @@ def server_args(model: ModelFolder, port: int, *, host: str = "127.0.0.1", max_m
     """The command line of a vLLM OpenAI server for ``model`` (see the module doc for each flag);
     ``plan`` (default: this machine's, ``launch_plan_here``) says CPU or GPU; ``grammar_backend``: its
     structured-outputs backend (``xgrammar`` or ``guidance``)."""
-    from harness.agents.families import chat_template_path
+    from harness.grammar.families import chat_template_path
 
     plan = plan or launch_plan_here(extra)
     head = [*plan.command, str(model.path)] if plan.model_positional else [*plan.command, "--model", str(model.path)]

@@ -177,7 +177,7 @@ async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | Non
                     log: Callable[[str], None]) -> None:
     """Every check of the module doc, for every family and strategy of the run (nothing for in-process
     engines); RunError naming the first problem."""
-    from harness.agents.families import get_adapter
+    from harness.grammar.families import get_adapter
 
     families = list(dict.fromkeys(a.family for a in agents))
     endpoints = engine.endpoints(families)

@@ -168,9 +168,9 @@ def instances(grammar: Any, case: Any) -> list[Instance]:
 def starts(grammar: Any, case: Any, value: Any, text: str) -> list[tuple[int, str]]:
     """Where each argument's text starts in ``text`` (rendered with that argument replaced by a marker:
     the two texts agree up to it), with the keyword of its schema."""
-    from harness.agents.families import strict_schema
     from harness.fuzz.cell import render
     from harness.fuzz.mutants import _replace
+    from harness.grammar.families import strict_schema
 
     if not isinstance(value, dict):
         return []

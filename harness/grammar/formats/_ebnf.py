@@ -30,10 +30,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.constraint import ConstraintError
-from harness.agents.families._syntax import NUMBER_RULES, Syntax, ebnf_literal, rule_name
-from harness.agents.families._values import canonical_keys, check_fg_name
-from harness.agents.families.schema import (
+from harness.agents import ConstraintError
+from harness.grammar.formats._syntax import NUMBER_RULES, Syntax, ebnf_literal, rule_name
+from harness.grammar.formats._values import canonical_keys, check_fg_name
+from harness.grammar.schema import (
     NoValue,
     fits_type,
     integer_bounds,

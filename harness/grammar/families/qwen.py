@@ -10,7 +10,7 @@ Decisions (the other areas rely on them):
   Qwen3's template renders with ``enable_thinking=False``; every payload sends
   ``chat_template_kwargs={"enable_thinking": False}`` so a vLLM server renders the same prompt. The
   grammars therefore start at the first ``<tool_call>`` (no reasoning prefix).
-- Argument order: canonical (``_values.canonical_keys``), shared with FunctionGemma. The tools this
+- Argument order: canonical (``harness.grammar.formats.canonical_keys``), shared with FunctionGemma. The tools this
   adapter declares (``format_tools`` and the ``<tools>`` block) list properties in that order, and
   the grammar, the structural tag's and json_schema's schemas and the renderer all use it.
 - JSON whitespace is bounded: at most ``MAX_JSON_WS`` characters wherever JSON allows whitespace
@@ -21,35 +21,24 @@ Decisions (the other areas rely on them):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.agents.adapter import ModelAdapter, ParsedResponse
-from harness.agents.constraint import (
-    ConstraintArtifact,
-    ConstraintError,
-    DecodingConstraint,
-    RequestPayload,
-)
-from harness.agents.families._calls import (
-    TEXT_ANSWER_EBNF,
-    build_artifact_with,
-    call_from_json,
-    failure,
-    index_tools,
-    json_calls_text,
-    make_payload,
+from harness.agents import Message, ModelAdapter, ParsedResponse, ParseFailure, ToolCall, ToolSchema
+from harness.grammar.families._parse import call_from_json, failure, parse_output
+from harness.grammar.formats import (
+    JSON_SYNTAX,
+    CallFormat,
+    build_payload,
+    canonical_schema,
+    json_text,
     ordered_schema,
-    parse_output,
-    server_payload,
+    render_output,
 )
-from harness.agents.families._ebnf import EbnfBuilder
-from harness.agents.families._syntax import JSON_SYNTAX, ebnf_literal, rule_name
-from harness.agents.families._values import json_text
-from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
-from harness.vocabulary import ErrorKind, Family, Strategy
+from harness.vocabulary import ErrorKind, Family
 
 FAMILY = Family.qwen
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
@@ -145,96 +134,25 @@ def render_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) -> s
     return "".join(out)
 
 
-# --- constraints --------------------------------------------------------------------------------
+# --- call format ------------------------------------------------------------------------------
 
-
-def _check_tools(tools: Sequence[ToolSchema]) -> None:
-    index_tools(tools)
-    if not tools:
-        raise ConstraintError("a constraint needs at least one tool")
-
-
-def _tool_call_rule(builder: EbnfBuilder, tools: Sequence[ToolSchema]) -> str:
-    """The rule of what follows ``<tool_call>\\n{"name": `` up to ``}\\n</tool_call>``: one tool's name
-    and its arguments object. The text every call shares stays outside the alternatives: xgrammar
-    compiles a grammar position by position, and a prefix repeated in each tool's alternative is paid
-    once per tool; the names are a trie (``EbnfBuilder.choice``)."""
-    entries = []
-    for i, tool in enumerate(tools):
-        hint = rule_name(f"t{i}", tool.name)
-        members = builder.arguments(tool.parameters, hint)
-        args = f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"'
-        entries.append((call_head(tool.name)[len(CALL_PREFIX) :], builder.add(f"{hint}-args", args)))
-    return builder.choice(entries, "tool-call")
-
-
-def tag_content_grammar(tools: Sequence[ToolSchema], close_objects: bool = True) -> str:
-    """EBNF of what follows ``<tool_call>\\n{"name": `` up to ``}\\n</tool_call>`` (the structural
-    tag's content): the ebnf strategy's own rules for the same tools."""
-    builder = EbnfBuilder(JSON_SYNTAX, close_objects=close_objects)
-    return builder.render(_tool_call_rule(builder, tools))
-
-
-def build_ebnf(
-    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
-) -> str:
-    """The whole answer: one ``<tool_call>`` block (several, "\\n"-separated, when parallel)."""
-    _check_tools(tools)
-    builder = EbnfBuilder(JSON_SYNTAX, close_objects=close_objects)
-    tool_call = _tool_call_rule(builder, tools)
-    call = builder.add("call", f"{ebnf_literal(CALL_PREFIX)} {tool_call} {ebnf_literal(CALL_TAIL)}")
-    calls = f'{call} ("\\n" {call})*' if parallel else call
-    if text_answer:
-        return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
-    return builder.render(calls)
-
-
-def build_structural_tag(
-    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
-) -> str:
-    """xgrammar 0.2.8 structural tag (JSON text) triggered by ``<tool_call>``: one tag,
-    ``<tool_call>\\n{"name": `` ... ``}\\n</tool_call>``, whose content grammar holds every tool (name,
-    then its arguments) in the ebnf strategy's value rules, so the two strategies enforce the same
-    keywords and write the same language inside a call.
-
-    Not xgrammar's built-in ``qwen_3`` tags (one tag per tool, each tool's arguments a ``json_schema``
-    content): xgrammar compiles each content as a grammar of its own, with its own copy of the JSON
-    string rules and their token masks, and that form grew to 6.2 s and an 84 MiB compiled grammar at
-    1,000 BFCL tools on a 2-core machine, ~3x ebnf (docs/compile-cost.md)."""
-    _check_tools(tools)
-    content = {"type": "grammar", "grammar": tag_content_grammar(tools, close_objects)}
-    tag = {"type": "tag", "begin": CALL_PREFIX, "content": content,
-           "end": CALL_TAIL}
-    fmt = {
-        "type": "triggered_tags",
-        "triggers": [CALL_START],
-        "tags": [tag],
-        "at_least_one": not text_answer,
-        "stop_after_first": not parallel,
-        "excludes": ["<think>", "</think>"],
-    }
-    return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
-
-
-def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag, family=FAMILY)
-
-
-def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
-    """vLLM ``structured_outputs`` for the strategy, plus non-thinking mode for the chat template."""
-    if constraint.strategy.server_built:
-        return server_payload(FAMILY, tools, constraint, EXTRA_BODY)
-    return make_payload(build_artifact(tools, constraint), EXTRA_BODY)
-
-
-# --- output -------------------------------------------------------------------------------------
-
-
-def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> str:
-    """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
-    if constraint.strategy == Strategy.json_schema:
-        return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
-    return "\n".join(call_head(c.name) + json_text(c.arguments) + CALL_TAIL for c in calls)
+FORMAT = CallFormat(
+    family=FAMILY,
+    trigger=CALL_START,
+    begin=CALL_PREFIX,
+    end=CALL_TAIL,
+    separator="\n",
+    syntax=JSON_SYNTAX,
+    head=lambda name: call_head(name)[len(CALL_PREFIX):],
+    arguments=lambda members: f'"{{" ws {members} ws "}}"' if members else '"{" ws "}"',
+    call_text=lambda call: call_head(call.name) + json_text(call.arguments) + CALL_TAIL,
+    excludes=("<think>", "</think>"),
+    extra_body=EXTRA_BODY,
+)
+"""The grammar builder's record of Qwen's calls: ``<tool_call>\n{"name": NAME, "arguments": {...}}
+\n</tool_call>``, arguments in ``JSON_SYNTAX`` (whitespace bounded), "\n" between parallel calls; the
+structural tag forbids a reasoning block around the calls, and every request asks for non-thinking
+mode (``EXTRA_BODY``)."""
 
 
 # --- parser -------------------------------------------------------------------------------------
@@ -292,9 +210,10 @@ def parse_response(
 ADAPTER = ModelAdapter(
     family=FAMILY,
     parse_response=parse_response,
-    build_payload=build_payload,
+    build_payload=functools.partial(build_payload, FORMAT),
     render_prompt=render_prompt,
-    render_output=render_output,
+    render_output=functools.partial(render_output, FORMAT),
     format_tools=format_tools,
+    request_tool=canonical_schema,
     native_call_start=CALL_START,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.constraint import ConstraintError
+from harness.agents import ConstraintError
 
 
 class NoValue(ConstraintError):

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from harness.agents.constraint import ConstraintError
-from harness.agents.families.schema._types import NoValue, integer_bounds, integer_range, naturals
+from harness.agents import ConstraintError
+from harness.grammar.schema._types import NoValue, integer_bounds, integer_range, naturals
 
 MAX_MODULUS = 1000
 MAX_LISTED = 2000

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-from harness.agents.constraint import ConstraintError
+from harness.agents import ConstraintError
 
 
 def resolve(root: Any, pointer: Any, where: str = "parameters") -> Any:

@@ -23,7 +23,7 @@ import re._parser as sre_parse
 from collections.abc import Callable
 from typing import Any
 
-from harness.agents.constraint import ConstraintError
+from harness.agents import ConstraintError
 
 MAX_CHAR = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]

@@ -1,7 +1,7 @@
 """Which JSON-schema keywords each constrained strategy enforces: the table ``harness fuzz`` checks
 its findings against and docs/schemas.md prints.
 
-Two builders make the constraints: the harness's own EBNF builder (``_ebnf``: both families' ``ebnf``
+Two builders make the constraints: the harness's own EBNF builder (``harness.grammar.formats``: both families' ``ebnf``
 and ``structural_tag``, whose content is the ebnf strategy's rules) and xgrammar's JSON-schema
 converter (``json_schema`` for both families). A keyword is, per builder:
 
@@ -26,8 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from harness.agents.constraint import ConstraintError
-from harness.agents.families.schema import format_problem
+from harness.agents import ConstraintError
+from harness.grammar.schema._refs import check_refs
+from harness.grammar.schema._regex import RegexError, regex_rule
+from harness.grammar.schema._strings import format_problem
+from harness.grammar.schema._unions import disjoint, noop_property_names
 
 Support = Literal["enforced", "defective", "refused", "ignored"]
 Builder = Literal["harness", "xgrammar", "vllm", "free"]
@@ -118,40 +121,14 @@ def _types(schema: Mapping[str, Any]) -> set[str] | None:
     return None
 
 
-def _value_types(values: Any) -> set[str]:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null", list: "array",
-             dict: "object"}
-    return {names.get(type(v), "?") for v in values}
-
-
-def _branch_types(branch: Any) -> set[str] | None:
-    if not isinstance(branch, Mapping):
-        return None
-    if "const" in branch:
-        return _value_types([branch["const"]])
-    if isinstance(branch.get("enum"), list):
-        return _value_types(branch["enum"])
-    kinds = _types(branch)
-    return kinds | {"number"} if kinds and "integer" in kinds else kinds
-
-
-def disjoint(branches: Any) -> bool:
-    """Whether no value can match two of ``branches`` (each branch's types, by ``type``, ``enum`` or
-    ``const``, share none with another's; ``integer`` counts as a ``number``)."""
-    seen: set[str] = set()
-    for branch in branches if isinstance(branches, list) else []:
-        kinds = _branch_types(branch)
-        if kinds is None or kinds & seen:
-            return False
-        seen |= kinds
-    return True
-
-
-def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") -> str | None:
+def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", root: Any = None) -> str | None:
     """The first keyword of ``schema`` that ``builder`` cannot enforce, with where it is (None when
-    there is none): the reason a constraint is refused rather than built with the keyword ignored."""
+    there is none): the reason a constraint is refused rather than built with the keyword ignored.
+    ``root``: the schema ``$ref`` pointers resolve from (the tool's parameters; ``schema`` itself when
+    not given), for a ``oneOf`` whose branches are pointers."""
     if not isinstance(schema, Mapping) or builder in ("vllm", "free"):
         return None  # vLLM refuses nothing ahead: what xgrammar does not spell passes
+    root = schema if root is None else root
     table = TABLES[builder]
     kinds = _types(schema)
     for keyword in KEYWORDS:
@@ -162,32 +139,34 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters") ->
             continue  # e.g. minItems on an integer: constrains nothing
         if keyword == "format" and not _checked_format(schema[keyword]):
             continue  # an unknown format is an annotation (BFCL's "float")
+        if keyword == "propertyNames" and noop_property_names(schema[keyword]):
+            continue  # every key is a string: zod's records say so
         if keyword == "format" and builder == "harness" and (problem := format_problem(schema[keyword])):
             return f"{where}: {problem}"
         if keyword == "pattern" and (problem := pattern_problem(schema[keyword])):
             return f"{where}: {problem}"
         if table.get(keyword, "refused") == "refused":
             return f"{where}: {keyword}"
-    if "oneOf" in schema and not disjoint(schema["oneOf"]):
+    if "oneOf" in schema and not disjoint(schema["oneOf"], root):
         return f"{where}: oneOf (branches a value can match together)"
     if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) > 1:
         return f"{where}: allOf (more than one schema)"
-    return _refused_inside(schema, builder, where)
+    return _refused_inside(schema, builder, where, root)
 
 
-def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str) -> str | None:
+def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str, root: Any) -> str | None:
     for key in _SUBSCHEMAS:
-        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}")) is not None:
+        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}", root)) is not None:
             return found
     for key in _SUBSCHEMA_LISTS:
         listed = schema.get(key)
         for i, sub in enumerate(listed if isinstance(listed, list) else ()):
-            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]")) is not None:
+            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]", root)) is not None:
                 return found
     for key in _SUBSCHEMA_MAPS:
         subs = schema.get(key)
         for name, sub in subs.items() if isinstance(subs, Mapping) else ():
-            if (found := refused_keyword(sub, builder, f"{where}.{name}")) is not None:
+            if (found := refused_keyword(sub, builder, f"{where}.{name}", root)) is not None:
                 return found
     return None
 
@@ -199,9 +178,11 @@ def keywords_used(schema: Any) -> set[str]:
     kinds = _types(schema)
     used = {k for k in KEYWORDS if k in schema and not (
         (_APPLIES.get(k) and kinds is not None and not kinds & set(_APPLIES[k]))
-        or (k == "format" and not _checked_format(schema[k])))}
+        or (k == "format" and not _checked_format(schema[k]))
+        or (k == "propertyNames" and noop_property_names(schema[k])))}
     for key in _SUBSCHEMAS:
-        used |= keywords_used(schema.get(key))
+        if key != "propertyNames" or "propertyNames" in used:
+            used |= keywords_used(schema.get(key))
     for key in _SUBSCHEMA_LISTS:
         subs = schema.get(key)
         for sub in subs if isinstance(subs, list) else ():
@@ -222,8 +203,6 @@ def _checked_format(name: Any) -> bool:
 def pattern_problem(pattern: Any) -> str | None:
     """Why ``pattern`` is refused in every strategy (not a regular expression, or one no grammar
     spells: backreferences, lookaround...); None when it can be enforced."""
-    from harness.agents.families.schema import RegexError, regex_rule
-
     try:
         regex_rule(pattern, lambda _ranges: "c", lambda hint, _body: hint, "pattern")
     except RegexError as exc:
@@ -234,8 +213,6 @@ def pattern_problem(pattern: Any) -> str | None:
 def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
     """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
     ``$ref`` cycle with no base case), naming the tool and the place; None when it builds."""
-    from harness.agents.families.schema import check_refs
-
     builder = builder_of(family, strategy)
     try:
         found = refused_keyword(tool.parameters, builder)
@@ -257,7 +234,10 @@ def check_keywords(tools: Any, family: str, strategy: str) -> None:
 
 
 NOTES: dict[tuple[str, str], str] = {
-    **{(b, "oneOf"): "enforced when no value can match two branches; refused otherwise" for b in ("harness", "xgrammar")},
+    **{(b, "oneOf"): "enforced when no value can match two branches (types apart, or a required tag property "
+                     "whose const/enum values differ: a discriminator); refused otherwise" for b in ("harness", "xgrammar")},
+    **{(b, "propertyNames"): 'accepted when every key passes (`{"type": "string"}`: a no-op); refused otherwise'
+       for b in ("harness", "xgrammar")},
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
     ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
     ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
@@ -301,7 +281,6 @@ __all__ = [
     "Support",
     "builder_of",
     "check_keywords",
-    "disjoint",
     "enforces",
     "keywords_used",
     "markdown_table",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.agents.families._values import ESCAPE, canonical_keys, fg_text
-from harness.agents.types import ToolSchema
+from harness.agents import ToolSchema
+from harness.grammar.formats import ESCAPE, canonical_keys, fg_text
 
 
 def _esc(text: Any) -> str:

@@ -1,12 +1,14 @@
-"""Model families: each module keeps a family's prompt format, its constraint for every strategy,
-its output renderer and its parser side by side, because a grammar and the parser of the same
-format must agree and are tested together.
+"""Model families: each module keeps a family's prompt format, its call format (a ``CallFormat``
+record, from which ``harness.grammar.formats`` builds every strategy's constraint and gold output) and
+its parser side by side, because a grammar and the parser of the same format must agree and are
+tested together.
 
 The registry below is the one list of families' modules. Adding a family is its name in
-``harness.vocabulary.Family``, one module that defines ``ADAPTER`` (a ``ModelAdapter``) plus one
-``FamilyInfo`` line here (and, to compile its grammars, a tokenizer recipe in
-``harness.grammar.tokenizer_files``). ``get_adapter(family)`` imports the module on
-first use. Nothing here imports xgrammar: grammars are EBNF text and structural tags JSON text
+``harness.vocabulary.Family``, one module that defines ``FORMAT`` (a ``CallFormat``) and ``ADAPTER``
+(a ``ModelAdapter``) plus one ``FamilyInfo`` line here (and, to compile its grammars, a tokenizer
+recipe in ``harness.grammar.tokenizer_files``). ``get_adapter(family)`` imports the module on first
+use; the agent kernel (``harness.agents``) imports no family: whoever builds an agent hands it the
+adapter. Nothing here imports xgrammar: grammars are EBNF text and structural tags JSON text
 (xgrammar 0.2.8's format schema).
 """
 
@@ -16,12 +18,18 @@ import importlib
 from dataclasses import dataclass
 
 from harness import vocabulary
-from harness.agents.adapter import ModelAdapter
-from harness.agents.families._calls import canonical_schema, json_calls_text, strict_schema
-from harness.agents.families._syntax import ebnf_literal
-from harness.agents.families._values import MAX_JSON_WS, canonical_keys, canonical_value
-from harness.agents.families.chat_templates import chat_template_path
-from harness.agents.families.keywords import builder_of, enforces, keywords_used, refused_keyword, support
+from harness.agents import ModelAdapter
+from harness.grammar.families.chat_templates import chat_template_path
+from harness.grammar.formats import (
+    MAX_JSON_WS,
+    canonical_keys,
+    canonical_schema,
+    canonical_value,
+    ebnf_literal,
+    json_calls_text,
+    strict_schema,
+)
+from harness.grammar.schema import builder_of, enforces, keywords_used, refused_keyword, support
 from harness.vocabulary import Family
 
 
@@ -40,8 +48,8 @@ class FamilyInfo:
 REGISTRY: dict[str, FamilyInfo] = {
     info.name: info
     for info in (
-        FamilyInfo(Family.function_gemma, "harness.agents.families.function_gemma", model_hint="gemma"),
-        FamilyInfo(Family.qwen, "harness.agents.families.qwen", model_hint="qwen"),
+        FamilyInfo(Family.function_gemma, "harness.grammar.families.function_gemma", model_hint="gemma"),
+        FamilyInfo(Family.qwen, "harness.grammar.families.qwen", model_hint="qwen"),
     )
 }
 """Every family of ``harness.vocabulary.Family``, in its order (keyed by the ``Family`` members)."""

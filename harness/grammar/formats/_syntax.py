@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.agents.families._values import ESCAPE, MAX_JSON_WS, fg_text, json_text
-from harness.agents.families.schema import (
+from harness.grammar.formats._values import ESCAPE, MAX_JSON_WS, fg_text, json_text
+from harness.grammar.schema import (
     ebnf_literal as ebnf_literal,  # re-exported: the families spell literals
 )
 

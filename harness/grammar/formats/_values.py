@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from harness.agents.constraint import ConstraintError
+from harness.agents import ConstraintError
 
 MAX_JSON_WS = 2
 """Most whitespace characters allowed at any one place in JSON output (grammar and structural tag)."""

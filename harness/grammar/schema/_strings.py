@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.families.schema._regex import (
+from harness.grammar.schema._regex import (
     ANY,
     Ranges,
     RegexError,
@@ -26,7 +26,7 @@ from harness.agents.families.schema._regex import (
     regex_rule,
     subtract,
 )
-from harness.agents.families.schema._text import ebnf_literal
+from harness.grammar.schema._text import ebnf_literal
 
 _D = "[0-9]"
 _YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
@@ -191,7 +191,7 @@ def string_rule(builder: Any, syntax: Any, schema: Mapping[str, Any], hint: str)
     else:
         low = low if isinstance(low, int) else 0
         if isinstance(high, int) and high < low:
-            from harness.agents.families.schema._types import NoValue
+            from harness.grammar.schema._types import NoValue
 
             raise NoValue(f"no string is at least {low} and at most {high} characters long ({hint})")
         if syntax.raw_strings and (high if isinstance(high, int) else low) <= MAX_COUNTED_TEXT:

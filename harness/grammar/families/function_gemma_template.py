@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.agents.families.chat_templates import chat_template_path, render_chat_template
+from harness.grammar.families.chat_templates import chat_template_path, render_chat_template
 from harness.vocabulary import Family
 
 

@@ -8,7 +8,7 @@ Decisions (the other areas rely on them):
 
 - ``<bos>``: the prompt text starts with ``<bos>``, as the chat template's ``bos_token`` does; the
   family tokenizer adds no BOS, so encoding the prompt text yields id 2 exactly once.
-- Argument order: canonical (``_values.canonical_keys``: case-insensitive sort), which is the order
+- Argument order: canonical (``harness.grammar.formats.canonical_keys``: case-insensitive sort), which is the order
   the chat template (``dictsort``) writes calls in. Grammar, structural tag and renderer share it.
 - Strings hold any text except ``<escape>`` (a string containing it cannot be written; rendering
   such a call raises ``ConstraintError``). Control-token texts such as ``<end_function_call>`` may
@@ -28,34 +28,28 @@ Decisions (the other areas rely on them):
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.agents.adapter import ModelAdapter, ParsedResponse
-from harness.agents.constraint import (
-    ConstraintArtifact,
-    ConstraintError,
-    DecodingConstraint,
-    RequestPayload,
+from harness.agents import Message, ModelAdapter, ParsedResponse, ParseFailure, ToolCall, ToolSchema
+from harness.grammar.families._parse import failure, parse_output
+from harness.grammar.families.function_gemma_declarations import declaration
+from harness.grammar.formats import (
+    ESCAPE,
+    FG_SYNTAX,
+    FG_SYNTAX_PORTABLE,
+    CallFormat,
+    build_payload,
+    canonical_schema,
+    check_fg_name,
+    ebnf_literal,
+    fg_text,
+    render_output,
 )
-from harness.agents.families._calls import (
-    TEXT_ANSWER_EBNF,
-    build_artifact_with,
-    failure,
-    index_tools,
-    json_calls_text,
-    make_payload,
-    parse_output,
-    server_payload,
-)
-from harness.agents.families._ebnf import EbnfBuilder
-from harness.agents.families._syntax import FG_SYNTAX, FG_SYNTAX_PORTABLE, ebnf_literal, rule_name
-from harness.agents.families._values import ESCAPE, check_fg_name, fg_text
-from harness.agents.families.function_gemma_declarations import declaration
-from harness.agents.types import Message, ParseFailure, ToolCall, ToolSchema
-from harness.vocabulary import ErrorKind, Family, Strategy
+from harness.vocabulary import ErrorKind, Family
 
 FAMILY = Family.function_gemma
 BOS = "<bos>"
@@ -154,103 +148,31 @@ def render_prompt(messages: Sequence[Message], tools: Sequence[ToolSchema]) -> s
     return "".join(out)
 
 
-# --- constraints --------------------------------------------------------------------------------
+# --- call format ------------------------------------------------------------------------------
 
-
-def _check_tools(tools: Sequence[ToolSchema]) -> None:
-    index_tools(tools)
-    for tool in tools:
-        check_fg_name(tool.name, "tool")
-    if not tools:
-        raise ConstraintError("a constraint needs at least one tool")
-
-
-def _calls_rule(builder: EbnfBuilder, tools: Sequence[ToolSchema]) -> str:
-    """The rule of what follows ``call:`` up to ``<end_function_call>``: one tool's name and its
-    arguments in braces. The text every call shares (``<start_function_call>call:``) stays outside:
-    xgrammar compiles a grammar position by position, and a prefix repeated in each of 100 tools'
-    alternatives costs about a third of the compile (``harness bench grammar``'s growth figures)."""
-    entries = []
-    for i, tool in enumerate(tools):
-        members = builder.arguments(tool.parameters, rule_name(f"t{i}", tool.name))
-        entries.append((f"{tool.name}{{", builder.add(f"t{i}-{tool.name}-args", f"{members} {ebnf_literal('}')}")))
-    return builder.choice(entries, "tool-call")
-
-
-def tag_content_grammar(tools: Sequence[ToolSchema], *, close_objects: bool = True) -> str:
-    """EBNF of what follows ``<start_function_call>call:`` up to ``<end_function_call>`` (a
-    structural tag's content)."""
-    builder = EbnfBuilder(FG_SYNTAX, close_objects=close_objects)
-    return builder.render(_calls_rule(builder, tools))
-
-
-def build_ebnf(
-    tools: Sequence[ToolSchema], *, parallel: bool, portable: bool = False, text_answer: bool = False,
-    close_objects: bool = True,
-) -> str:
-    """The whole answer: one call (``call+`` when parallel), each tool with its own arguments.
-
-    ``portable``: spell string bodies as plain EBNF rules instead of xgrammar's ``TagDispatch``
-    (same language; for other engines; ~300 ms instead of ~10 ms to compile for Gemma's vocabulary).
-    """
-    _check_tools(tools)
-    builder = EbnfBuilder(FG_SYNTAX_PORTABLE if portable else FG_SYNTAX, close_objects=close_objects)
-    tool_call = _calls_rule(builder, tools)
-    call = builder.add("call", f"{ebnf_literal(CALL_START + 'call:')} {tool_call} {ebnf_literal(CALL_END)}")
-    calls = f"{call}+" if parallel else call
-    if text_answer:
-        return builder.render(f"{builder.add('text-answer', TEXT_ANSWER_EBNF)} | {calls}")
-    return builder.render(calls)
-
-
-def build_structural_tag(
-    tools: Sequence[ToolSchema], *, parallel: bool, text_answer: bool = False, close_objects: bool = True
-) -> str:
-    """xgrammar 0.2.8 structural tag (JSON text): triggered by ``<start_function_call>``.
-
-    One tag, ``<start_function_call>call:`` ... ``<end_function_call>``, whose content grammar holds
-    every tool (name, then its arguments), rather than one tag per tool with the name in its begin:
-    the same language, but xgrammar compiles each tag's content as a grammar of its own, with its own
-    copy of the string rules and their token masks, so per-tool tags cost ~4x the compile time at 100
-    tools (``harness bench grammar``'s growth figures)."""
-    _check_tools(tools)
-    tag = {
-        "type": "tag",
-        "begin": f"{CALL_START}call:",
-        "content": {"type": "grammar", "grammar": tag_content_grammar(tools, close_objects=close_objects)},
-        "end": CALL_END,
-    }
-    fmt = {
-        "type": "triggered_tags",
-        "triggers": [CALL_START],
-        "tags": [tag],
-        "at_least_one": not text_answer,
-        "stop_after_first": not parallel,
-    }
-    return json.dumps({"type": "structural_tag", "format": fmt}, ensure_ascii=False)
-
-
-def build_artifact(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> ConstraintArtifact | None:
-    return build_artifact_with(tools, constraint, ebnf=build_ebnf, structural_tag=build_structural_tag, family=FAMILY)
-
-
-def build_payload(tools: Sequence[ToolSchema], constraint: DecodingConstraint) -> RequestPayload:
-    """vLLM ``structured_outputs`` + ``skip_special_tokens: False`` (keeps the call tags) + stop."""
-    if constraint.strategy.server_built:
-        return server_payload(FAMILY, tools, constraint, {"skip_special_tokens": False}, STOP)
-    return make_payload(build_artifact(tools, constraint), {"skip_special_tokens": False}, STOP)
-
-
-# --- output -------------------------------------------------------------------------------------
-
-
-def render_output(calls: Sequence[ToolCall], constraint: DecodingConstraint) -> str:
-    """The exact text the model emits for ``calls`` under the strategy (gold replay)."""
-    if constraint.strategy == Strategy.json_schema:
-        return json_calls_text(calls, parallel=constraint.allow_parallel_calls)
-    if constraint.strategy == Strategy.required:  # vLLM's JSON-array fallback: its parser has no structural tag
-        return json_calls_text(calls, parallel=True, arguments_key="parameters")
-    return "".join(_call_text(c) for c in calls)
+FORMAT = CallFormat(
+    family=FAMILY,
+    trigger=CALL_START,
+    begin=f"{CALL_START}call:",
+    end=CALL_END,
+    separator="",
+    syntax=FG_SYNTAX,
+    head=lambda name: f"{name}{{",
+    arguments=lambda members: f"{members} {ebnf_literal('}')}",
+    call_text=_call_text,
+    stop=STOP,
+    extra_body={"skip_special_tokens": False},
+    check_name=check_fg_name,
+    portable_syntax=FG_SYNTAX_PORTABLE,
+    required_json_array=True,
+)
+"""The grammar builder's record of FunctionGemma's calls: ``<start_function_call>call:NAME{...}
+<end_function_call>``, arguments in ``FG_SYNTAX``, consecutive when parallel. The request keeps the
+special tokens (``skip_special_tokens: False``: the call tags are special tokens) and stops at
+``<start_function_response>``. ``portable_syntax``: string bodies as plain EBNF rules instead of
+xgrammar's ``TagDispatch`` (same language; for other engines; ~300 ms instead of ~10 ms to compile for
+Gemma's vocabulary). Under ``required`` vLLM's functiongemma parser has no structural tag: it builds
+a JSON array of calls."""
 
 
 # --- parser -------------------------------------------------------------------------------------
@@ -386,9 +308,10 @@ def parse_response(
 ADAPTER = ModelAdapter(
     family=FAMILY,
     parse_response=parse_response,
-    build_payload=build_payload,
+    build_payload=functools.partial(build_payload, FORMAT),
     render_prompt=render_prompt,
-    render_output=render_output,
+    render_output=functools.partial(render_output, FORMAT),
     format_messages=format_messages,
+    request_tool=canonical_schema,
     native_call_start=CALL_START,
 )

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.agents.constraint import ConstraintError
-from harness.agents.families._values import canonical_keys
-from harness.agents.families.schema import embeddable, fits_type
+from harness.agents import ConstraintError
+from harness.grammar.formats._values import canonical_keys
+from harness.grammar.schema import embeddable, fits_type
 
 
 def strict_schema(schema: Any, *, closed: bool = True, close_objects: bool = True) -> Any:
