@@ -1,8 +1,8 @@
 """Python classes as a tool source: each public method a tool, run in a worker process.
 
-A bundle names its source in ``bundle.yaml``: ``tools_dir`` (``.pym`` scripts, run in the sandbox) or
-``python`` (classes, run in a worker process with the user's privileges: ``harness.tools.python.worker``).
-Single-turn suites bring schema-only tools of their own. See docs/python-tools.md.
+The ``python`` tool source (``harness.tools.registry``): a bundle's ``python:`` classes, run in a worker
+process with the user's privileges (``harness.tools.python.worker``; the harness's side ``client``, the
+source ``source``, its settings from ``bundle.yaml`` ``load``). See docs/python-tools.md.
 
 Importing this package is cheap (the worker process imports it first): names load on first use.
 """
