@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         ToolUnavailable,
         owners,
     )
-    from harness.tools.pym import PymSource
+    from harness.tools.pym import PymSource, pym_folder
     from harness.tools.python import (
         PythonClassSource,
         WorkerFailure,
@@ -35,6 +35,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **{name: "base" for name in ("EchoMode", "HistoryCall", "SessionSetup", "StateKind", "ToolSession",
                                  "ToolSource", "ToolUnavailable", "owners")},
     "PymSource": "pym",
+    "pym_folder": "pym",
     **{name: "python" for name in ("PythonClassSource", "WorkerFailure", "WorkerSettings",
                                    "call_text")},
     **{name: "registry" for name in ("SOURCES", "SourceInfo", "load_source", "source_name")},
@@ -57,5 +58,6 @@ __all__ = [
     "call_text",
     "load_source",
     "owners",
+    "pym_folder",
     "source_name",
 ]

@@ -116,17 +116,24 @@ def _tree_lines(tree: Mapping[str, Any], prefix: str) -> list[str]:
     return lines
 
 
-def load_pym_source(file: Path, config: BundleConfig) -> PymSource:
-    """The ``.pym`` tools of ``tools_dir`` with their limits; BundleError naming the field when the folder
-    holds none (a bundle without tools cannot run a suite) or a script does not load."""
-    from harness.sandbox import load_bundle_tools
-
+def pym_folder(file: Path, config: BundleConfig) -> Path:
+    """The bundle's ``tools_dir``, a folder holding ``.pym`` tools; BundleError naming the field otherwise
+    (a bundle without tools cannot run a suite)."""
     folder = file.parent / config.tools_dir
     if not folder.is_dir():
         raise BundleError(file, [f"tools_dir: {str(folder)!r} is not a directory"])
     if not any(folder.glob("*.pym")):
         raise BundleError(file, [f"tools_dir: no .pym tools in {str(folder)!r}"])
+    return folder
+
+
+def load_pym_source(file: Path, config: BundleConfig) -> PymSource:
+    """The ``.pym`` tools of ``tools_dir`` with their limits; BundleError naming the field when the folder
+    holds none or a script does not load."""
+    from harness.sandbox import load_bundle_tools
+
+    pym_folder(file, config)
     return PymSource(load_bundle_tools(file, config))
 
 
-__all__ = ["PymSession", "PymSource", "load_pym_source"]
+__all__ = ["PymSession", "PymSource", "load_pym_source", "pym_folder"]
