@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "grammar": 2,
     "sandbox": 2,
     "engines": 3,
+    "tools": 3,
     "bundles": 4,
     "eval": 5,
     "bench": 6,
@@ -288,12 +289,12 @@ def test_a_grammar_builder_breach_is_found() -> None:
     assert grammar_part("harness.agents.kernel") is None
 
 
-REPORT_NEVER_IMPORTS = ("harness.bundles", "harness.sandbox", "harness.agents.python_tools", "harness.engines")
+REPORT_NEVER_IMPORTS = ("harness.bundles", "harness.sandbox", "harness.tools", "harness.engines")
 REPORT_MAY_USE_OF_SCORING = {"harness.eval.score.summary", "harness.eval.score.repeats", "harness.eval.score.verdicts"}
 """``harness report`` reads the run directory alone: what scoring executed (the gold calls' outputs, the
 state diffs) is in details.jsonl. So the report loads no bundle, runs no tool (no sandbox, no Python
-tool worker), opens no engine, and of ``harness.eval.score`` uses what summarizes, never what executes
-or scores (``scoring``, ``golds``, ``sandbox_states``, ``class_states``, ``score_dir``, BFCL's checkers)."""
+tool worker, no tool source), opens no engine, and of ``harness.eval.score`` uses what summarizes, never
+what executes or scores (``scoring``, ``golds``, ``episodes``, ``score_dir``, BFCL's checkers)."""
 
 
 def homes_in(source: str) -> set[str]:
@@ -318,11 +319,10 @@ def report_breaches(source: str) -> set[str]:
 
 
 def test_a_report_breach_is_found() -> None:
-    assert report_breaches("from harness.eval.score import SandboxStates, per_token") == {
-        "harness.eval.score.sandbox_states"}
+    assert report_breaches("from harness.eval.score import Scorer, per_token") == {"harness.eval.score.scoring"}
     assert report_breaches("def f():\n    from harness.bundles import load_tools") == {"harness.bundles"}
-    assert report_breaches("from harness.agents import PythonClassSource, BundleError") == {
-        "harness.agents.python_tools"}
+    assert report_breaches("from harness.tools import PythonClassSource, PymSource") == {
+        "harness.tools.python", "harness.tools.pym"}
     assert report_breaches("from harness.eval.store import read_details") == set()
 
 

@@ -46,7 +46,7 @@ from harness.agents.events import (
     ToolResultEvent,
 )
 from harness.agents.kernel import AgentKernel, trim_history
-from harness.agents.tools import Tool, ToolContext, ToolSource
+from harness.agents.tools import Tool, ToolContext
 from harness.agents.types import (
     Message,
     ParseFailure,
@@ -80,15 +80,6 @@ if TYPE_CHECKING:
         load_bundle_config,
         validation_problems,
     )
-    from harness.agents.python_tools import (
-        PythonClassSource,
-        PythonSession,
-        WorkerFailure,
-        WorkerSettings,
-        WorkerTool,
-        call_text,
-        python_source,
-    )
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AgentOptions": "agent",
@@ -101,13 +92,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "BundleConfig": "bundle",
     "BundleError": "bundle",
     "load_bundle_config": "bundle",
-    "PythonClassSource": "python_tools",
-    "PythonSession": "python_tools",
-    "WorkerFailure": "python_tools",
-    "WorkerSettings": "python_tools",
-    "WorkerTool": "python_tools",
-    "call_text": "python_tools",
-    "python_source": "python_tools",
 })
 
 
@@ -141,8 +125,6 @@ __all__ = [
     "ObserverErrorEvent",
     "ParseFailure",
     "ParsedResponse",
-    "PythonClassSource",
-    "PythonSession",
     "RecordingObserver",
     "RequestPayload",
     "RunResult",
@@ -164,18 +146,12 @@ __all__ = [
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
-    "ToolSource",
-    "WorkerFailure",
-    "WorkerSettings",
-    "WorkerTool",
     "bundle_file",
-    "call_text",
     "check_buildable",
     "field_path",
     "json_array_schema",
     "load_bundle_config",
     "openai_tools",
-    "python_source",
     "server_constraint",
     "strategy_request",
     "trim_history",

@@ -118,7 +118,7 @@ CLASS_TARGET = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 class PythonToolsConfig(_Strict):
     """Python classes as the bundle's tools (``python:`` in bundle.yaml): each public method a tool, one
     instance per class the state of a sample. They run in a worker process with the user's privileges
-    (``harness.agents.python_tools``); ``.pym`` tools are the sandboxed option. ``python: mymodule:MyClass`` is short
+    (``harness.tools.python``); ``.pym`` tools are the sandboxed option. ``python: mymodule:MyClass`` is short
     for one class named as it is called."""
 
     classes: dict[str, str] = Field(min_length=1)
@@ -180,6 +180,9 @@ class BundleConfig(_Strict):
     """Per-tool settings (at most one entry per tool)."""
     python: PythonToolsConfig | None = None
     """Python classes as the tools instead of ``tools_dir`` (see ``PythonToolsConfig``)."""
+    source: str | None = Field(default=None, min_length=1)
+    """The tool source, a name of ``harness.tools.SOURCES`` (checked when the tools load). Unset:
+    ``python`` when ``python`` is given, else ``pym`` (the ``.pym`` scripts of ``tools_dir``)."""
     kernel: KernelConfig = KernelConfig()
 
     @field_validator("python", mode="before")

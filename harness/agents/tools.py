@@ -1,9 +1,9 @@
-"""The Tool protocol: a schema, and an async ``execute`` that never raises; and ``ToolSource``, where a
-bundle's tools and their state come from."""
+"""The Tool protocol: a schema, and an async ``execute`` that never raises. Where a bundle's tools and
+their state come from is a tool source (``harness.tools``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,21 +35,3 @@ class Tool(Protocol):
     def schema(self) -> ToolSchema: ...
 
     async def execute(self, call: ToolCall, context: ToolContext) -> ToolResult: ...
-
-
-@runtime_checkable
-class ToolSource(Protocol):
-    """Where a bundle's tools come from and where their state lives: the tools (schemas and
-    ``execute``), a state opened per sample (the workspace the kernel passes to every call), and a
-    snapshot of it for scoring. ``bundle.yaml`` names the source: ``tools_dir`` (``.pym`` scripts in the
-    sandbox, on a file-system state: ``harness.sandbox``) or ``python`` (classes in a worker process:
-    ``harness.agents.python_tools.PythonClassSource``); single-turn cases bring schema-only tools that
-    nothing executes."""
-
-    @property
-    def tools(self) -> tuple[Tool, ...]: ...
-
-    async def open(self, classes: Sequence[str], config: Mapping[str, Any], *, long_context: bool = False,
-                   entry: str = "case") -> Any:
-        """The state of one sample: instances of ``classes`` loaded from ``config`` (close it after)."""
-        ...

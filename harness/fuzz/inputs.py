@@ -73,11 +73,12 @@ def _bfcl(path: Path) -> LoadedTools:
 
 def _bundle(path: Path) -> LoadedTools:
     from harness.agents import BundleError, bundle_file
-    from harness.bundles import load_bundle, tools_folder
+    from harness.bundles import load_bundle
+    from harness.tools import pym_folder
 
     file = bundle_file(path)
     try:
-        return _pym_folder(tools_folder(file, load_bundle(file)))
+        return _pym_folder(pym_folder(file, load_bundle(file)))
     except BundleError as exc:
         raise InputFileError(file, str(exc)) from None
 

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.agents.python_tools import PythonClassSource, WorkerSettings
 from harness.agents.tools import ToolContext
 from harness.agents.types import ToolCall
+from harness.tools import SessionSetup
+from harness.tools.python import PythonClassSource, WorkerSettings
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "harness" / "templates" / "init-python"
 FS = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system:GorillaFileSystem"
@@ -56,7 +57,7 @@ def test_bench_python_tool_call(benchmark: Any, request: pytest.FixtureRequest, 
                                 arguments: dict[str, Any]) -> None:
     source, owner, config = request.getfixturevalue(where)
     loop = asyncio.new_event_loop()
-    session = loop.run_until_complete(source.open([owner], config))
+    session = loop.run_until_complete(source.open(SessionSetup("case", classes=(owner,), config=config)))
     by_name = {t.schema.name: t for t in source.tools}
     context = ToolContext(call_id="bench", workspace=session)
     try:

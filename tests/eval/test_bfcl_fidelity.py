@@ -187,12 +187,13 @@ def episode_sample(case: EpisodeCase, calls: Turns, n: int) -> SampleRecord:
 async def test_state_match_is_bfcls_multi_turn_verdict(entries: list[FsEntry], cases: dict[str, EpisodeCase]) -> None:
     from harness.agents.bundle import bundle_file
     from harness.bundles import load_bundle
-    from harness.eval.score import SandboxStates, Scorer
+    from harness.eval.score import Scorer
     from harness.sandbox import load_bundle_tools
+    from harness.tools import PymSource
 
     file = bundle_file(BUNDLE)
     tools = load_bundle_tools(file, load_bundle(file))
-    scorer = Scorer(cases.values(), [t.schema for t in tools], "oracle", SandboxStates(tools))
+    scorer = Scorer(cases.values(), [t.schema for t in tools], "oracle", PymSource(tools))
     rng = random.Random(5)
     disagree, verdicts = [], {True: 0, False: 0}
     for entry in entries:

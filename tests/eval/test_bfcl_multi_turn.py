@@ -60,11 +60,11 @@ def entries() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def python_scorer(imported: Path, cases: dict[str, EpisodeCase]) -> Any:
-    from harness.bundles import load_tools
-    from harness.eval.score import SandboxStates, Scorer
+    from harness.bundles import bundle_source
+    from harness.eval.score import Scorer
 
-    _, tools = load_tools(imported / "bundle")
-    return Scorer(cases.values(), [t.schema for t in tools], "oracle", SandboxStates(tools))
+    _, source = bundle_source(imported / "bundle")
+    return Scorer(cases.values(), [t.schema for t in source.tools], "oracle", source)
 
 
 def test_every_entry_is_imported_with_its_classes(cases: dict[str, EpisodeCase], entries: dict[str, Any]) -> None:
@@ -232,8 +232,9 @@ async def test_file_system_entries_get_one_verdict_from_both_sources(
     """The 52 GorillaFileSystem-only entries: the .pym tools (bundles/bfcl) and BFCL's class agree."""
     from harness.agents.bundle import bundle_file
     from harness.bundles import load_bundle
-    from harness.eval.score import SandboxStates, Scorer
+    from harness.eval.score import Scorer
     from harness.sandbox import load_bundle_tools
+    from harness.tools import PymSource
 
     for category in CATEGORIES:
         import_bfcl(category, None, tmp_path / category, bundle=str(PYM_BUNDLE), file_system_only=True)
@@ -241,7 +242,7 @@ async def test_file_system_entries_get_one_verdict_from_both_sources(
     assert len(fs_cases) == 52
     file = bundle_file(PYM_BUNDLE)
     pym_tools = load_bundle_tools(file, load_bundle(file))
-    pym_scorer = Scorer(fs_cases.values(), [t.schema for t in pym_tools], "oracle", SandboxStates(pym_tools))
+    pym_scorer = Scorer(fs_cases.values(), [t.schema for t in pym_tools], "oracle", PymSource(pym_tools))
     tools = class_tools(imported)["GorillaFileSystem"]
     disagree, seen = [], set()
     for n, (cid, (name, make)) in enumerate((cid, v) for cid in sorted(fs_cases) for v in VARIANTS.items()):
@@ -305,7 +306,7 @@ def gold_answers_accepted(cases: list[EpisodeCase], imported: Path) -> tuple[int
     checked, rejected = 0, []
     for case in cases:
         for t, turn in enumerate(case.ground_truth):
-            offered = [tool.schema for tool in episode_tools(case, tools, t)]  # type: ignore[arg-type]
+            offered = [tool.schema for tool in episode_tools(case, tools, t, lambda tool: tool.owner)]  # type: ignore[arg-type, attr-defined]
             calls = [ToolCall.create(c.name, c.arguments) for c in turn]
             if not calls:
                 continue

@@ -50,16 +50,16 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tools(suite: Path) -> list[Any]:
-    from harness.bundles import load_tools
+def source(suite: Path) -> Any:
+    from harness.bundles import bundle_source
 
-    return load_tools(suite / "bundle")[1]
+    return bundle_source(suite / "bundle")[1]
 
 
-def scorer(tools: list[Any], case: EpisodeCase) -> Any:
-    from harness.eval.score import SandboxStates, Scorer
+def scorer(source: Any, case: EpisodeCase) -> Any:
+    from harness.eval.score import Scorer
 
-    return Scorer([case], [t.schema for t in tools], "oracle", SandboxStates(tools))
+    return Scorer([case], [t.schema for t in source.tools], "oracle", source)
 
 
 def the_case(suite: Path) -> EpisodeCase:
@@ -81,7 +81,7 @@ def with_gold_string(suite: Path, out: Path, text: str) -> Path:
 # -- a suite's ground truth --------------------------------------------------------------------------
 
 
-async def test_a_gold_string_that_is_code_is_an_error_result(suite: Path, tools: list[Any], tmp_path: Path) -> None:
+async def test_a_gold_string_that_is_code_is_an_error_result(suite: Path, source: Any, tmp_path: Path) -> None:
     """Past validate (a scorer given the case): BFCL's checker in the worker runs the gold strings
     through the ast executor; the string is an error result, so the model's right answer misses it."""
     marker = tmp_path / "X"
@@ -89,10 +89,10 @@ async def test_a_gold_string_that_is_code_is_an_error_result(suite: Path, tools:
     truth = [list(t) for t in case.bfcl_ground_truth or []]
     truth[0].append(code(marker))
     hostile = case.model_copy(update={"bfcl_ground_truth": truth})
-    verdict = await state_verdict(scorer(tools, hostile), hostile, case.ground_truth, 1)
+    verdict = await state_verdict(scorer(source, hostile), hostile, case.ground_truth, 1)
     assert not marker.exists()
     assert verdict == (0.0, "bfcl:multi_turn:execution_response_mismatch")
-    assert await state_verdict(scorer(tools, case), case, case.ground_truth, 2) == (1.0, None)
+    assert await state_verdict(scorer(source, case), case, case.ground_truth, 2) == (1.0, None)
 
 
 @pytest.mark.parametrize(("text", "said"), [
@@ -131,35 +131,30 @@ def hostile_key(marker: Path) -> str:
     return f"a={code(marker)},b"
 
 
-async def test_a_models_key_that_is_code_is_a_named_error(suite: Path, tools: list[Any], tmp_path: Path) -> None:
+async def test_a_models_key_that_is_code_is_a_named_error(suite: Path, source: Any, tmp_path: Path) -> None:
     """In the run, the call is ``tool:bad_arguments``; in scoring, the verdict is ``state:bad_call``."""
-    from harness.agents import python_source
+    from harness.eval.data import session_setup
 
     marker = tmp_path / "X"
     case = the_case(suite)
-    source = python_source(tools)
-    assert source is not None
-    session = await source.open(case.involved_classes, case.initial_config, entry=case.id)
+    session = await source.open(session_setup(case))
     try:
-        output, kind, message = await session.call("ls", {hostile_key(marker): True})
+        output, kind, message = await session.run("ls", {hostile_key(marker): True})
     finally:
         await session.close()
     assert (output, kind) == (None, "tool:bad_arguments") and "not a Python call" in str(message)
     calls = [[CallSpec(name="ls", arguments={hostile_key(marker): True}), *case.ground_truth[0]], *case.ground_truth[1:]]
-    assert await state_verdict(scorer(tools, case), case, calls, 3) == (0.0, "state:bad_call")
+    assert await state_verdict(scorer(source, case), case, calls, 3) == (0.0, "state:bad_call")
     assert not marker.exists()
 
 
-async def test_the_worker_reads_a_spliced_call_as_data(suite: Path, tools: list[Any], tmp_path: Path) -> None:
+async def test_the_worker_reads_a_spliced_call_as_data(suite: Path, source: Any, tmp_path: Path) -> None:
     """Were a key spliced into a call string (as BFCL's own decoding does), BFCL's checker in the worker
     still runs nothing: the call is that step's error result, and the verdict BFCL's."""
-    from harness.agents import python_source
-    from harness.eval.score.class_states import bfcl_entry
+    from harness.eval.score.bfcl_multi import bfcl_entry
 
     marker = tmp_path / "X"
     case = the_case(suite)
-    source = python_source(tools)
-    assert source is not None
     model = [[[f"ls({hostile_key(marker)}=True)"]], *[[list(turn)] for turn in case.bfcl_ground_truth or []][1:]]
     valid, error = await source.bfcl_check(bfcl_entry(case), model, case.bfcl_ground_truth or [])
     assert not marker.exists()

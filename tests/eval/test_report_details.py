@@ -108,8 +108,7 @@ def test_a_bfcl_multi_turn_report_shows_bfcls_gold_outputs(bfcl_run: tuple[Path,
 @pytest.mark.usefixtures("no_plots")
 def test_a_class_state_failure_is_kept_and_reported_without_the_worker(
         bfcl_run: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.agents import PythonClassSource
-    from harness.eval.score import SandboxStates
+    from harness.tools import PymSource, PythonClassSource
 
     run_dir, _ = bfcl_run
     copy = tmp_path / "run"
@@ -123,7 +122,7 @@ def test_a_class_state_failure_is_kept_and_reported_without_the_worker(
     assert (difference.state, difference.turn) == ("instances", 0)  # the extra folder, after the first turn
     assert any(line.startswith("+") and "extra" in line for line in difference.lines)
     monkeypatch.setattr(PythonClassSource, "open", _never)  # the report opens no session and runs no tool
-    monkeypatch.setattr(SandboxStates, "apply", _never)
+    monkeypatch.setattr(PymSource, "open", _never)
     write_report([copy], tmp_path / "report")
     cases, samples = report_data(tmp_path / "report")
     shown = samples[f"0/{wrong}"]
@@ -149,7 +148,7 @@ def test_an_old_run_renders_with_a_note_and_score_writes_its_details(
     from harness.eval.report.details import build_chunks
     from harness.eval.report.html import page_data
     from harness.eval.report.tables import run_facts
-    from harness.eval.score import SandboxStates
+    from harness.tools import PymSource
 
     copy = tmp_path / run
     shutil.copytree(DATA / "runs" / run, copy)
@@ -167,7 +166,7 @@ def test_an_old_run_renders_with_a_note_and_score_writes_its_details(
     asyncio.run(score_run(copy))
     assert (copy / DETAILS_FILE).is_file()
     monkeypatch.chdir(tmp_path)  # the suite run.json names is not found from here
-    monkeypatch.setattr(SandboxStates, "apply", _never)
+    monkeypatch.setattr(PymSource, "open", _never)
     result = CliRunner().invoke(app, ["report", str(copy), "--out", str(tmp_path / "after")])
     assert result.exit_code == 0, result.output
     assert DETAILS_MISSING not in (tmp_path / "after" / "report.html").read_text()

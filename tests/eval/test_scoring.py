@@ -50,7 +50,7 @@ def sample(calls: list[dict[str, Any]] | None = None, *, parse_errors: list[dict
 
 
 def scorer(*cases: Any, engine: str = "oracle") -> Scorer:
-    return Scorer(cases, builtin_fs_schemas().values(), engine, backend=None)
+    return Scorer(cases, builtin_fs_schemas().values(), engine, None)
 
 
 async def verdicts(s: Scorer, record: SampleRecord) -> dict[str, tuple[float | None, str | None]]:
@@ -176,7 +176,7 @@ async def test_expected_alternatives_are_accepted() -> None:
 @pytest.mark.parametrize("kind", ["model:timeout", "sample:timeout", "grammar:rejected_gold"])
 async def test_a_failed_sample_fails_every_metric_with_its_kind(kind: str) -> None:
     s = Scorer([next_case({"name": "ls", "arguments": {}}, state_check=False)], builtin_fs_schemas().values(),
-               "oracle", backend=None)
+               "oracle", None)
     v = await verdicts(s, sample(status="error", error_kind=kind))
     assert v["validity"] == (0.0, kind) and v["exact_match"] == (0.0, kind)
     assert v["state_match"] == (None, None)  # no file system: still not applicable
@@ -241,15 +241,15 @@ def sandbox_scorer_parts() -> tuple[Any, list[Any]]:
     from pathlib import Path
 
     from harness.bundles import load_agent
-    from harness.eval.score import SandboxStates
+    from harness.tools import PymSource
 
     tools = load_agent(Path(__file__).resolve().parents[2] / "bundles" / "shellper").tools
-    return SandboxStates(tools), [t.schema for t in tools]
+    return PymSource(tools), [t.schema for t in tools]
 
 
 def state_scorer(parts: tuple[Any, list[Any]], *cases: Any) -> Scorer:
     backend, schemas = parts
-    return Scorer(cases, schemas, "oracle", backend=backend)
+    return Scorer(cases, schemas, "oracle", backend)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.agents.python_tools.client import WorkerClient, WorkerSettings
+from harness.tools.python.client import WorkerClient, WorkerSettings
 
 TOOLS = textwrap.dedent('''
     import os, subprocess, threading, time
@@ -96,7 +96,7 @@ def _harness(tools: Path, script: str) -> subprocess.Popen[str]:
     """A harness of its own (a child process) driving a worker on the tools."""
     setup = textwrap.dedent(f'''
         import asyncio, sys
-        from harness.agents.python_tools.client import WorkerClient, WorkerSettings
+        from harness.tools.python.client import WorkerClient, WorkerSettings
         client = WorkerClient(WorkerSettings(classes={{"Host": "host_tools:Host"}}, search_path=({str(tools)!r},),
                                              wall_clock=600.0))
         session = asyncio.run(client.open(["Host"], {{}}))

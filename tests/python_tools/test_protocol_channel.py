@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.python_tools.client import WorkerClient, WorkerFailure, WorkerSettings
-from harness.agents.python_tools.source import PythonClassSource
+from harness.tools.python.client import WorkerClient, WorkerFailure, WorkerSettings
+from harness.tools.python.source import PythonClassSource
 
 WRITER = textwrap.dedent('''
     import os
@@ -108,7 +108,7 @@ def test_a_signature_the_worker_cannot_describe_is_a_load_error(tmp_path: Path) 
 
 
 def test_a_tool_printing_without_bound_costs_no_disk_and_its_last_words_are_kept(tmp_path: Path) -> None:
-    from harness.agents.python_tools.client import STDERR_KEPT
+    from harness.tools.python.client import STDERR_KEPT
 
     (tmp_path / "pen_tools.py").write_text(WRITER)
     client, session = _client(tmp_path)

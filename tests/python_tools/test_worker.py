@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from harness.agents.python_tools import PythonClassSource, WorkerFailure, WorkerSettings
-from harness.agents.python_tools.signatures import json_type
+from harness.tools import SessionSetup
+from harness.tools.python import PythonClassSource, WorkerFailure, WorkerSettings
+from harness.tools.python.signatures import json_type
 
 HOSTILE = textwrap.dedent('''
     import os, time
@@ -101,53 +102,53 @@ HOSTILE_CALLS = [
 
 @pytest.mark.parametrize(("method", "kind"), HOSTILE_CALLS)
 async def test_a_hostile_call_is_a_tool_error_and_the_state_survives(source: Any, method: str, kind: str) -> None:
-    session = await source.open(["Counter"], {"Counter": {"count": 40}})
+    session = await source.open(SessionSetup("case", classes=("Counter",), config={"Counter": {"count": 40}}))
     try:
-        assert await session.call("add", {"n": 1}) == (41, None, None)
-        output, got, message = await session.call(method, {})
+        assert await session.run("add", {"n": 1}) == (41, None, None)
+        output, got, message = await session.run(method, {})
         assert (output, got) == (None, kind), message
-        assert await session.call("add", {"n": 1}) == (42, None, None)  # the state it had, and on
+        assert await session.run("add", {"n": 1}) == (42, None, None)  # the state it had, and on
         assert await session.snapshot() == {"Counter": {"count": 42}}
     finally:
         await session.close()
 
 
 async def test_a_session_whose_replay_fails_is_lost_and_says_so(source: Any) -> None:
-    fragile = await source.open(["Counter"], {})
-    sturdy = await source.open(["Counter"], {"Counter": {"count": 1}})
+    fragile = await source.open(SessionSetup("case", classes=("Counter",), config={}))
+    sturdy = await source.open(SessionSetup("case", classes=("Counter",), config={"Counter": {"count": 1}}))
     try:
-        assert await fragile.call("quick_once", {"mark": str(os.getpid())}) == ("first", None, None)
-        assert await sturdy.call("add", {"n": 5}) == (6, None, None)
-        assert (await sturdy.call("exit_now", {}))[1] == "tool:internal_error"  # a new worker: both replayed
-        output, kind, message = await fragile.call("add", {"n": 1})
+        assert await fragile.run("quick_once", {"mark": str(os.getpid())}) == ("first", None, None)
+        assert await sturdy.run("add", {"n": 5}) == (6, None, None)
+        assert (await sturdy.run("exit_now", {}))[1] == "tool:internal_error"  # a new worker: both replayed
+        output, kind, message = await fragile.run("add", {"n": 1})
         assert (output, kind) == (None, "tool:internal_error")
         assert "was lost" in str(message) and "wall clock" in str(message)
         with pytest.raises(WorkerFailure, match="was lost"):
             await fragile.snapshot()
-        assert await sturdy.call("add", {"n": 1}) == (7, None, None)  # rebuilt without the lost one
+        assert await sturdy.run("add", {"n": 1}) == (7, None, None)  # rebuilt without the lost one
     finally:
         await fragile.close()
         await sturdy.close()
 
 
 def test_a_python_source_is_a_tool_source(source: Any) -> None:
-    from harness.agents import ToolSource
+    from harness.tools import ToolSource
 
     assert isinstance(source, ToolSource)
     assert {t.schema.name for t in source.tools} >= {"add", "fork", "huge"}
 
 
 async def test_tools_run_in_another_process(source: Any) -> None:
-    session = await source.open(["Counter"], {})
-    pid, kind, _ = await session.call("pid", {})
+    session = await source.open(SessionSetup("case", classes=("Counter",), config={}))
+    pid, kind, _ = await session.run("pid", {})
     await session.close()
     assert kind is None and pid != os.getpid()
 
 
 async def test_sessions_keep_their_own_instances(source: Any) -> None:
-    a = await source.open(["Counter"], {"Counter": {"count": 1}})
-    b = await source.open(["Counter"], {})
-    await a.call("add", {"n": 5})
+    a = await source.open(SessionSetup("case", classes=("Counter",), config={"Counter": {"count": 1}}))
+    b = await source.open(SessionSetup("case", classes=("Counter",), config={}))
+    await a.run("add", {"n": 5})
     assert (await a.snapshot(), await b.snapshot()) == ({"Counter": {"count": 6}}, {"Counter": {"count": 0}})
     await a.close()
     await b.close()
@@ -159,8 +160,8 @@ BAD_ARGUMENTS = [({"m": 1}, "tool:bad_arguments"), ({"n": 1, "extra": 2}, "tool:
 
 @pytest.mark.parametrize(("arguments", "kind"), BAD_ARGUMENTS)
 async def test_arguments_the_signature_refuses(source: Any, arguments: dict, kind: str) -> None:
-    session = await source.open(["Counter"], {})
-    assert (await session.call("add", arguments))[1] == kind
+    session = await source.open(SessionSetup("case", classes=("Counter",), config={}))
+    assert (await session.run("add", arguments))[1] == kind
     await session.close()
 
 

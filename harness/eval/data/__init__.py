@@ -35,6 +35,7 @@ from harness.eval.data.cases import (
     FsTree,
     NextCallCase,
     SingleTurnCase,
+    session_setup,
 )
 from harness.eval.data.fs_tools import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
 from harness.eval.data.importing import ImportFailure, ImportReport
@@ -114,6 +115,7 @@ __all__ = [
     "multi_turn_classes",
     "parse_python_call",
     "resolve_bundle",
+    "session_setup",
     "tool_schemas",
     "validate_loaded",
     "validate_suite",

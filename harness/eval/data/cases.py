@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from harness.agents import Message, ToolCall, ToolSchema
+from harness.tools import HistoryCall, SessionSetup
 
 
 class _Strict(BaseModel):
@@ -280,7 +281,21 @@ class SingleTurnCase(_CaseBase):
 
 Case = NextCallCase | EpisodeCase | SingleTurnCase
 FsCase = NextCallCase | EpisodeCase
-"""The cases that run on a file system (single-turn cases execute nothing)."""
+"""The cases that run on a tool source's state (single-turn cases execute nothing)."""
+
+
+def session_setup(case: FsCase, echo_mode: Literal["overwrite", "append"] = "overwrite") -> SessionSetup:
+    """What the tool source opens for a sample of ``case``: its starting state, and for a next-call
+    point the history's calls, replayed before the sample's own."""
+    history = case.history_calls() if isinstance(case, NextCallCase) else []
+    episode = case if isinstance(case, EpisodeCase) else None
+    return SessionSetup(
+        entry=case.id, tree=case.initial_fs.to_bfcl(), cwd=case.cwd, echo_mode=echo_mode,
+        classes=tuple(episode.involved_classes) if episode else (),
+        config=episode.initial_config if episode else {}, long_context=episode.long_context if episode else False,
+        history=tuple(HistoryCall(c.name, c.arguments) for c in history),
+    )
+
 
 __all__ = [
     "BAD_ENTRY",
@@ -297,4 +312,5 @@ __all__ = [
     "FsTree",
     "NextCallCase",
     "SingleTurnCase",
+    "session_setup",
 ]

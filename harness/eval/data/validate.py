@@ -53,37 +53,41 @@ def _builtin(problems: list[str], folder: Path | None = None) -> ToolSet:
 
 
 def bundle_tools(bundle_dir: Path) -> ToolSet:
-    """The tools of the bundle in ``bundle_dir``, loaded as ``harness run`` loads them, with every
-    problem of the bundle (see the module doc); the built-in tools when it does not load."""
+    """The tools of the bundle in ``bundle_dir``, loaded as ``harness run`` loads them (from the source
+    it names), with every problem of the bundle (see the module doc); the built-in tools when it does not
+    load. A broken ``.pym`` script is named with every other one, not only the first the source met."""
     from harness.agents import BundleError, bundle_file
-    from harness.bundles import load_bundle, tools_folder
-    from harness.sandbox import SandboxError, load_bundle_tools, load_script
+    from harness.bundles import load_bundle
+    from harness.tools import load_source, owners, source_name
 
     file = bundle_file(bundle_dir)
     try:
         config = load_bundle(file)
-        if config.python is not None:
-            from harness.bundles import python_tools
-
-            return ToolSet({t.schema.name: t.schema for t in python_tools(file, config)}, f"{file}: python",
-                           classes=frozenset(config.python.classes))
-        folder = tools_folder(file, config)
     except BundleError as exc:
         return _builtin([f"{exc.path}: {p}" for p in exc.problems], file.parent / "tools")
+    name, folder = source_name(config), file.parent / config.tools_dir
+    try:
+        source = load_source(file, config)
+    except BundleError as exc:
+        broken = _broken_scripts(folder) if name == "pym" else []
+        return _builtin(broken or [f"{exc.path}: {p}" for p in exc.problems], folder)
+    schemas: dict[str, ToolSchema | None] = {t.schema.name: t.schema for t in source.tools}
+    if classes := frozenset(owners(source).values()):
+        return ToolSet(schemas, f"{file}: {name}", classes=classes)
+    return ToolSet(schemas, f"{folder}/*.pym" if name == "pym" else f"{file}: {name}")
+
+
+def _broken_scripts(folder: Path) -> list[str]:
+    from harness.sandbox import SandboxError, load_script
+
     broken = []
-    for script in sorted(folder.glob("*.pym")):
+    for script in sorted(folder.glob("*.pym")) if folder.is_dir() else []:
         try:
             load_script(script)
         except SandboxError as exc:
             message = str(exc)
             broken.append(message if str(script) in message else f"{script}: {message}")
-    if broken:
-        return _builtin(broken, folder)
-    try:
-        tools = load_bundle_tools(file, config)
-    except BundleError as exc:
-        return _builtin([f"{exc.path}: {p}" for p in exc.problems], folder)
-    return ToolSet({t.schema.name: t.schema for t in tools}, f"{folder}/*.pym")
+    return broken
 
 
 def _quoted(message: str) -> str:

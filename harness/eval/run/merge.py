@@ -168,7 +168,7 @@ async def merge_runs(paths: Sequence[Path], out: Path) -> list[SummaryRow]:
     """Join the shard directories ``paths`` into ``out`` (see the module doc) and score it; returns its
     summary rows. MergeError or RunDirError naming the problem; nothing is written before every check
     passed."""
-    from harness.bundles import load_tools
+    from harness.bundles import bundle_source
     from harness.eval.score import run_suite_of, score_samples
 
     if len(paths) < 2:
@@ -185,8 +185,8 @@ async def merge_runs(paths: Sequence[Path], out: Path) -> list[SummaryRow]:
     record = _record(shards, out)
     _write(out, shards[0].path, "".join(sample_line(by_id[sid]) for sid in order),
            "".join(p.model_dump_json() + "\n" for p in prompts.values()), record)
-    _, tools = load_tools(shards[0].suite.bundle_dir)
-    return await score_samples(out, record, run_suite_of(out, record), tools)
+    _, source = bundle_source(shards[0].suite.bundle_dir)
+    return await score_samples(out, record, run_suite_of(out, record), source)
 
 
 __all__ = ["MergeError", "check_shards", "expected_ids", "merge_runs"]

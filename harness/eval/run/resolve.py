@@ -198,7 +198,7 @@ async def resolve_run(
     """``given`` resolved once (see the module doc), and its engine opened: the caller closes it
     (``aclose``). ``open_engine(options, context)`` may restrict the families (the embedded engine
     has weights for some only)."""
-    from harness.bundles import load_agent
+    from harness.bundles import bundle_source, load_agent
     from harness.eval.run.preflight import check_reachable
 
     if place.retry_errors and not place.resume:
@@ -210,7 +210,8 @@ async def resolve_run(
     if not cases.select(suite.cases):
         raise RunError(f"the case selection takes none of the {len(suite.cases)} cases of {suite.name!r} "
                        f"({_selection_words(options)})")
-    agent = load_agent(suite.bundle_dir)
+    _, source = bundle_source(suite.bundle_dir)
+    agent = load_agent(suite.bundle_dir, source=source)
     _check_calls(suite, agent)
     options = options.model_copy(update={"models": model_args(options, suite, info)})
     engine, families = _open_engine(options, agent, run_dir, log, open_engine)
@@ -231,7 +232,7 @@ async def resolve_run(
         "max_tokens": bound.max_tokens, "vllm_args": options.vllm_args or (),
         **_sampling(options, suite, previous, log),
     })
-    run = ResolvedRun(suite=suite, agent=agent, run_dir=run_dir, options=settled, models=models,
+    run = ResolvedRun(suite=suite, agent=agent, source=source, run_dir=run_dir, options=settled, models=models,
                       max_tokens_source=bound.source, resumed=previous, retry_errors=place.retry_errors)
     return run, engine
 

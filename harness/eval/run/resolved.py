@@ -21,6 +21,7 @@ from harness.agents import Agent
 from harness.eval.data import Case, Suite
 from harness.eval.store import RunRecord
 from harness.run_options import RunOptions, Selection
+from harness.tools import ToolSource
 from harness.vocabulary import Family, Strategy
 
 
@@ -111,6 +112,8 @@ class ResolvedRun:
     """The suite, loaded and checked."""
     agent: Agent
     """The bundle's agent: bundle.yaml and its tools, read once for the whole run (generation and scoring)."""
+    source: ToolSource
+    """The bundle's tool source (the agent's tools, the samples' sessions, scoring's state checks)."""
     run_dir: Path
     """The results directory."""
     options: RunOptions

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.agents import Agent, AgentOptions, CompletionRequest, Observer, WorkerFailure
+from harness.agents import Agent, AgentOptions, CompletionRequest, Observer
 from harness.engines import REGISTRY, EngineError, RunEngine, SampleContext, get_engine, open_engine
-from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite
+from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite, session_setup
 from harness.eval.run.preflight import preflight
 from harness.eval.run.recorder import ObserverFactory, close_observers
 from harness.eval.run.resolve import EngineOpener, RunError, RunPlace, resolve_run
@@ -37,6 +37,7 @@ from harness.eval.run.sample import (
     run_single_turn,
     sample_record,
     server_constraints,
+    warm_tools,
 )
 from harness.eval.run.setup_identity import checked_identity
 from harness.eval.store import (
@@ -62,6 +63,7 @@ from harness.eval.store import (
     write_run,
 )
 from harness.run_options import RunOptions
+from harness.tools import ToolUnavailable, owners
 from harness.vocabulary import ErrorKind, Family
 
 RETRY_KINDS = frozenset({ErrorKind.model_timeout, ErrorKind.model_connection})
@@ -117,19 +119,18 @@ class _Job:
 
 
 class Runner:
-    """One run: the suite, the engine setup, one agent per family and strategy, the sandbox states."""
+    """One run: the suite, the engine setup, one agent per family and strategy, the bundle's tool source."""
 
     def __init__(self, run: ResolvedRun, engine: RunEngine, observers: Sequence[ObserverFactory] = (),
                  log: Callable[[str], None] = lambda _m: None) -> None:
-        from harness.eval.score import SandboxStates, Scorer
+        from harness.eval.score import Scorer
 
         self.resolved, self.suite, self.engine = run, run.suite, engine
         self.observers, self.log = list(observers), log
         """The user's observer factories (``recorder.ObserverFactory``), called per sample attempt."""
-        self.tools = run.agent.tools
-        self.states = SandboxStates(self.tools, echo_mode=self.suite.spec.echo_mode)
-        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, backend=None,
-                              owners=self.states.owners)
+        self.tools, self.source = run.agent.tools, run.source
+        self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, None,
+                              owners=owners(self.source))
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
         if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
@@ -148,13 +149,9 @@ class Runner:
         first call starts processes) and each agent's payloads. The engine's part runs in a thread, so
         that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
         await asyncio.to_thread(self.engine.prepare, list(self.resolved.families))
-        no_args = [t.schema.name for t in self.tools if not t.schema.required]
         first = self.suite.cases[0] if self.suite.cases else None
-        if isinstance(first, NextCallCase | EpisodeCase) and no_args and self.states.python is None:  # single-turn cases run no tool
-            state = self.states.initial(first)
-            await asyncio.gather(*(
-                self.states.run_call(state.copy(), no_args[0], {}) for _ in range(self.resolved.options.concurrency or 1)
-            ))
+        if isinstance(first, NextCallCase | EpisodeCase):  # single-turn cases run no tool
+            await warm_tools(self.source, first, self.suite.spec.echo_mode, self.resolved.options.concurrency or 1)
         for agent in self.agents:
             agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
 
@@ -200,15 +197,19 @@ class Runner:
         workspace_ms = 0.0
         if isinstance(job.case, SingleTurnCase):
             outcome = await run_single_turn(job.agent, job.case, client, self.draw(job), observers)
-        elif isinstance(job.case, NextCallCase):
-            workspace = await self.states.workspace_after_history(job.case)
-            workspace_ms = (time.perf_counter() - started) * 1000.0
-            outcome = await run_next_call(job.agent, job.case, client, workspace, self.draw(job), observers)
-        else:
-            async with self.states.episode_workspace(job.case) as workspace:  # WorkerFailure: see run_sample
+        else:  # ToolUnavailable when the source cannot open the case's state: see run_sample
+            session = await self.source.open(session_setup(job.case, self.suite.spec.echo_mode))
+            try:
                 workspace_ms = (time.perf_counter() - started) * 1000.0
-                outcome = await run_episode(job.agent, job.case, client, workspace,
-                                            self.resolved.options.max_steps_per_turn, self.draw(job), observers)
+                if isinstance(job.case, NextCallCase):
+                    outcome = await run_next_call(job.agent, job.case, client, session.workspace, self.draw(job),
+                                                  observers)
+                else:
+                    outcome = await run_episode(job.agent, job.case, client, session.workspace,
+                                                self.resolved.options.max_steps_per_turn, self.draw(job), observers,
+                                                owner=self.source.owner)
+            finally:
+                await session.close()
         outcome.workspace_ms = workspace_ms
         return outcome
 
@@ -223,8 +224,8 @@ class Runner:
                 outcome = SampleOutcome(
                     error_kind=ErrorKind.sample_timeout, error=f"no result within {self.resolved.options.sample_timeout_s:g} s"
                 )
-            except Exception as exc:  # a bug, a broken engine, Python classes that cannot load: counted, never hidden
-                kind = exc.kind if isinstance(exc, WorkerFailure) else ErrorKind.harness_exception
+            except Exception as exc:  # a bug, a broken engine, a state the source cannot open: counted, never hidden
+                kind = exc.kind if isinstance(exc, ToolUnavailable) else ErrorKind.harness_exception
                 outcome = SampleOutcome(error_kind=kind, error=f"{type(exc).__name__}: {exc}")
             if outcome.error_kind in RETRY_KINDS and attempts == 1:
                 continue
@@ -401,7 +402,7 @@ async def run_suite(
         record = generated.record.model_copy(update={
             "finished_at": utc_now(), "timing": _timing(generated.run_s, harness_ms), "engine_details": details})
         write_run(run.run_dir, record)
-        summary = await score_samples(run.run_dir, record, run.suite, run.agent.tools)
+        summary = await score_samples(run.run_dir, record, run.suite, run.source)
     return RunOutcome(
         run_dir=run.run_dir, total=generated.total, skipped=generated.skipped, ran=len(finished),
         errors=sum(r.status == "error" for r in finished), wall_s=time.perf_counter() - started,

@@ -15,9 +15,10 @@ needs the engine.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from harness.agents import (
@@ -38,9 +39,10 @@ from harness.agents import (
     ToolSchema,
     server_constraint,
 )
-from harness.eval.data import EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.data import EchoMode, EpisodeCase, FsCase, NextCallCase, SingleTurnCase, session_setup
 from harness.eval.run.recorder import SampleRecorder
 from harness.eval.store import SampleKey, SampleRecord, StepRecord
+from harness.tools import ToolSource
 from harness.vocabulary import ErrorKind, Strategy
 
 
@@ -190,23 +192,49 @@ async def run_single_turn(agent: Agent, case: SingleTurnCase, client: LLMClient,
         return SampleOutcome(error_kind=ErrorKind.constraint_refused, error=str(exc))
 
 
-def episode_tools(case: EpisodeCase, tools: Sequence[Tool], turn: int) -> list[Tool]:
-    """The tools user turn ``turn`` offers: those of the case's classes (``.pym`` tools when it names
-    none; a later class wins a name two classes share, as in BFCL), neither excluded nor held out."""
+Owner = Callable[[Tool], str | None]
+"""The class a tool belongs to (``ToolSource.owner``)."""
+
+
+def NO_OWNER(_tool: Tool) -> str | None:
+    return None
+
+
+def episode_tools(case: EpisodeCase, tools: Sequence[Tool], turn: int, owner: Owner = NO_OWNER) -> list[Tool]:
+    """The tools user turn ``turn`` offers: those of the case's classes (``owner``: a tool's class, as
+    the tool source says; tools of no class when the case names none; a later class wins a name two
+    classes share, as in BFCL), neither excluded nor held out."""
     order = {name: i for i, name in enumerate(case.involved_classes)}
-    mine = [t for t in tools if case.uses(getattr(t, "owner", None))]
-    by_name = {t.schema.name: t for t in sorted(mine, key=lambda t: order.get(getattr(t, "owner", None) or "", 0))}
+    mine = [t for t in tools if case.uses(owner(t))]
+    by_name = {t.schema.name: t for t in sorted(mine, key=lambda t: order.get(owner(t) or "", 0))}
     offered = set(case.offered(by_name, turn))
     return [t for name, t in by_name.items() if name in offered]
 
 
+async def warm_tools(source: ToolSource, case: FsCase, echo_mode: EchoMode, sessions: int) -> None:
+    """A call of a tool that takes no arguments per session, each on the case's starting state: a
+    sandbox starts its worker processes on first use, before the clock starts. Only where no tool
+    belongs to a class (a session of classes loads them: a broken class is a sample's error, never the run's)."""
+    no_args = [t.schema.name for t in source.tools if not t.schema.required]
+    if not no_args or any(source.owner(t) for t in source.tools):
+        return
+    setup = replace(session_setup(case, echo_mode), history=())
+    opened = [await source.open(setup) for _ in range(sessions)]
+    try:
+        await asyncio.gather(*(session.call(no_args[0], {}) for session in opened))
+    finally:
+        for session in opened:
+            await session.close()
+
+
 async def run_episode(
     agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None,
-    draw: Draw = GREEDY, observers: Sequence[Observer] = (),
+    draw: Draw = GREEDY, observers: Sequence[Observer] = (), owner: Owner = NO_OWNER,
 ) -> SampleOutcome:
     """``kernel.run`` per user turn on one workspace; every step of every turn is recorded.
 
-    Each turn offers the tools the case offers in it (``EpisodeCase.offered``). A turn allows at most
+    Each turn offers the tools the case offers in it (``EpisodeCase.offered``; ``owner``: each tool's
+    class, as the tool source says). A turn allows at most
     ``max_steps`` model calls (default: the bundle's ``kernel.max_steps``), the last of which should
     end the turn with a plain answer. When that last one calls tools too, the episode ends there
     (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
@@ -218,7 +246,7 @@ async def run_episode(
     bound = max_steps or agent.config.kernel.max_steps
     outcome = SampleOutcome(steps=recorder.steps, requests=recorder.requests)
     for index, user_messages in enumerate(case.turns):
-        tools = episode_tools(case, agent.tools, index)
+        tools = episode_tools(case, agent.tools, index, owner)
         history.extend(Message(role=m.role, content=m.content) for m in user_messages)
         seen = len(recorder.responses)
         try:
@@ -285,6 +313,7 @@ __all__ = [
     "schema_only_tools",
     "server_constraints",
     "server_label",
+    "warm_tools",
 ]
 
 

@@ -1,14 +1,14 @@
 """Scoring a run from its saved samples alone, never an engine: each sample against its case
 (``scoring``: validity, exact_match, state_match, grammar_rejection, truncated; ``verdicts``: what every
-scorer shares; BFCL's single-turn verdict: ``bfcl_ast``, BFCL's own checker, and ``bfcl_score``), calls executed in the
-sandbox (``sandbox_states``), the gold side of the state checks once per case and what details.jsonl keeps
-of it (``golds``), summary.json and errors.json (``summary``), and a whole run directory scored
+scorer shares; BFCL's single-turn verdict: ``bfcl_ast``, BFCL's own checker, and ``bfcl_score``), calls executed on the
+bundle's tool source (``harness.tools``), the one episode verdict (``episodes``) and BFCL's multi-turn
+checker for BFCL's cases (``bfcl_multi``), the gold side of the state checks once per case and what
+details.jsonl keeps of it (``golds``), summary.json and errors.json (``summary``), and a whole run directory scored
 or re-scored (``score_dir``: ``harness score`` and the end of every run)."""
 
 from harness.eval.score.bfcl_ast import BfclVerdict, bfcl_verdict
-from harness.eval.score.sandbox_states import SandboxStates
 from harness.eval.score.score_dir import run_suite_of, score_run, score_samples
-from harness.eval.score.scoring import CUT, Scorer, StateBackend, Verdict
+from harness.eval.score.scoring import CUT, Scorer, Verdict
 from harness.eval.score.summary import (
     RATE_METRICS,
     TARGET_METRIC,
@@ -26,9 +26,7 @@ __all__ = [
     "TARGET_METRIC",
     "TIMING_METRICS",
     "BfclVerdict",
-    "SandboxStates",
     "Scorer",
-    "StateBackend",
     "Verdict",
     "bfcl_verdict",
     "error_counts",

@@ -5,10 +5,8 @@ state differences report.html shows, from the calls scoring executed); never cal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from harness.agents import Tool
 from harness.eval.data import Suite, load_suite
 from harness.eval.store import (
     RUN_FILE,
@@ -25,6 +23,7 @@ from harness.eval.store import (
     write_scores,
     write_summary,
 )
+from harness.tools import ToolSource
 
 
 def run_suite_of(run_dir: Path, run: RunRecord) -> Suite:
@@ -74,19 +73,18 @@ def _check_matrix(run_dir: Path, run: RunRecord, suite: Suite, samples: list[Sam
             )
 
 
-async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, tools: Sequence[Tool]) -> list[SummaryRow]:
+async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, source: ToolSource) -> list[SummaryRow]:
     """Score every saved sample of ``run_dir`` (the run ``run`` records, on ``suite`` with the bundle's
-    ``tools``): writes scores.parquet, summary.json, errors.json and details.jsonl; returns the summary rows."""
+    tool ``source``): writes scores.parquet, summary.json, errors.json and details.jsonl; returns the summary rows."""
     import asyncio
 
-    from harness.eval.score.sandbox_states import SandboxStates
     from harness.eval.score.scoring import Scorer
     from harness.eval.score.summary import error_counts, summarize
 
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
     _check_matrix(run_dir, run, suite, samples)
-    states = SandboxStates(tools, echo_mode=suite.spec.echo_mode)
-    scorer = Scorer(suite.cases, [t.schema for t in tools], run.options.engine, states)
+    scorer = Scorer(suite.cases, [t.schema for t in source.tools], run.options.engine, source,
+                    echo_mode=suite.spec.echo_mode)
     rows = await scorer.score_all(samples)
     cases = await asyncio.gather(*(scorer.case_detail(scorer.cases[c]) for c in dict.fromkeys(s.case_id for s in samples)))
     found = ((s.sample_id, scorer.differences.get(s.sample_id)) for s in samples)
@@ -102,13 +100,13 @@ async def score_run(run_dir: Path, suite: Suite | None = None, suite_dir: Path |
     """Re-score every saved sample of ``run_dir`` (``harness score``): its run.json, its suite (``suite``,
     else ``suite_dir``, else the path run.json records) and that suite's bundle read once; returns the
     summary rows it wrote."""
-    from harness.bundles import load_tools
+    from harness.bundles import bundle_source
 
     run_dir = Path(run_dir)
     run = read_run(run_dir)
     suite = suite or _suite_for(run_dir, run, suite_dir)
-    _, tools = load_tools(suite.bundle_dir)
-    return await score_samples(run_dir, run, suite, tools)
+    _, source = bundle_source(suite.bundle_dir)
+    return await score_samples(run_dir, run, suite, source)
 
 
 __all__ = ["run_suite_of", "score_run", "score_samples"]

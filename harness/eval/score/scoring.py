@@ -12,14 +12,12 @@ null where it does not apply:
 - ``exact_match``: the calls equal the gold calls, name and arguments, in order (SHELLper's check).
   A next-call case's ``expected_alternatives`` are accepted too. Episodes: every user turn's calls
   equal that turn's ground truth.
-- ``state_match``: the predicted calls and the gold calls, executed in the sandbox from the case's
-  state, leave the same tree and working directory. Next-call points replay the history's calls first.
-  Episodes give BFCL's multi-turn verdict: an episode the step bound cut short fails
-  (``state:force_terminated``); then turn by turn on two copies, every turn's calls are executed, and
-  each turn with ground truth is checked: the model made calls in it (``state:empty_turn``), the trees
-  are equal (``state:tree_differs``; BFCL compares the file system's public attributes, so the current
-  directory is not compared), and the turn's gold results are an unordered subset of the model's
-  results so far (``state:response_missing``). Null when the case has no known file system
+- ``state_match``: the predicted calls and the gold calls, executed on the bundle's tool source
+  (``harness.tools``) from the case's state, leave the same state by the source's verdict (``.pym``
+  tools: the same tree and working directory; Python classes: the same public attributes). Next-call
+  points replay the history's calls first. Episodes: an episode the step bound cut short fails
+  (``state:force_terminated``); then BFCL's checker judges BFCL's cases (``bfcl_multi``) and the one
+  turn-by-turn episode verdict every other (``episodes``). Null when the case has no known state
   (``state_check: false``).
 - ``grammar_rejection``: 1 when the oracle engine found a gold token the grammar forbids. Only the
   oracle can measure it; null for other engines.
@@ -35,18 +33,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from harness.agents import ToolSchema
-from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase
-from harness.eval.score.golds import (
-    STATE_DIFFERENCES,
-    Golds,
-    StateBackend,
-    class_trace,
-    difference,
-    first_class_difference,
-)
+from harness.eval.data import Case, EchoMode, EpisodeCase, NextCallCase, SingleTurnCase
+from harness.eval.score.episodes import episode_verdict, unordered_subset
+from harness.eval.score.golds import STATE_DIFFERENCES, Golds, compared, first_difference, state_difference
 from harness.eval.score.verdicts import (
     CUT,
     NOT_APPLICABLE,
@@ -70,28 +61,12 @@ from harness.eval.store import (
     StateDifference,
     StepRecord,
 )
+from harness.tools import ToolSource, ToolUnavailable
+from harness.tools import owners as tool_owners
 from harness.vocabulary import ErrorKind, Metric
 
 Checked = tuple[Verdict, StateDifference | None]
 """A state verdict, and on a failure where the states differ, where they part ways."""
-
-
-def _canonical(output: Any) -> str:
-    return output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
-
-
-def unordered_subset(needles: Iterable[Any], haystack: Iterable[Any]) -> bool:
-    """Every needle is found in the haystack, each haystack item used at most once (BFCL)."""
-    pool: dict[str, int] = {}
-    for item in haystack:
-        key = _canonical(item)
-        pool[key] = pool.get(key, 0) + 1
-    for item in needles:
-        key = _canonical(item)
-        if pool.get(key, 0) <= 0:
-            return False
-        pool[key] -= 1
-    return True
 
 
 def _steps_by_turn(steps: Sequence[StepRecord], turns: int) -> list[list[list[Call]]]:
@@ -109,16 +84,19 @@ def _steps_by_turn(steps: Sequence[StepRecord], turns: int) -> list[list[list[Ca
 
 class Scorer:
     """Scores saved samples of one suite. ``tools`` are the schemas the bundle offers; ``engine`` is
-    the run's engine (only the oracle measures grammar rejections)."""
+    the run's engine (only the oracle measures grammar rejections); ``source`` the bundle's tool source
+    the state checks run on (None: no state checks, ``owners`` then names each tool's class); ``echo_mode``
+    the suite's."""
 
     def __init__(
         self,
         cases: Iterable[Case],
         tools: Iterable[ToolSchema],
         engine: str,
-        backend: StateBackend | None,
+        source: ToolSource | None,
         concurrency: int = 8,
         owners: Mapping[str, str] | None = None,
+        echo_mode: EchoMode = "overwrite",
     ) -> None:
         from harness.eval.score.bfcl_score import SingleTurnScoring
         from harness.sandbox import argument_check
@@ -127,13 +105,13 @@ class Scorer:
         """Single-turn cases bring their own tools and BFCL's verdict."""
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
-        self.owners: dict[str, str] = dict(getattr(backend, "owners", {}) or owners or {})
-        """Tool name -> its class, for Python-class tools (a case offers its classes' tools only)."""
+        self.owners: dict[str, str] = tool_owners(source) if source is not None else dict(owners or {})
+        """Tool name -> its class, for tools of a class (a case offers its classes' tools only)."""
         self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
         self.engine = engine
-        self.backend = backend
+        self.source = source
         self._limit = asyncio.Semaphore(concurrency)
-        self.golds = Golds(backend, self._limit)
+        self.golds = Golds(source, self._limit, echo_mode)
         """The gold side of the state checks, once per case (and each case's gold outputs: ``case_detail``)."""
         self._verdicts: dict[tuple[str, str], asyncio.Future[Checked]] = {}
         self.differences: dict[str, StateDifference] = {}
@@ -206,8 +184,8 @@ class Scorer:
         ]
 
     def _state_applies(self, case: Case) -> bool:
-        """A state check needs a sandbox and a known file system (imported SHELLper points have none)."""
-        return self.backend is not None and getattr(case, "state_check", True)
+        """A state check needs a tool source and a known state (imported SHELLper points have none)."""
+        return self.source is not None and not (isinstance(case, NextCallCase) and not case.state_check)
 
     @staticmethod
     def _truncated(sample: SampleRecord) -> Verdict:
@@ -268,20 +246,24 @@ class Scorer:
         return await asyncio.shield(future)
 
     async def _next_call_state(self, case: NextCallCase, calls: Sequence[Call]) -> Checked:
-        assert self.backend is not None
-        backend = self.backend
-        gold_runs = await self.golds.runs(case)
-        predicted, outputs = await self.golds.apply_all(await self.golds.history(case), calls)
+        assert self.source is not None
+        source = self.source
+        try:
+            gold_runs = await self.golds.runs(case)
+            predicted = (await self.golds.run(case, [calls]))[0]
+        except ToolUnavailable as exc:
+            return fail(exc.kind), None
+        outputs = [compared(r) for r in predicted.results]
         reasons = [
-            backend.difference(predicted, gold_state)
-            or (None if unordered_subset(gold_outputs, outputs) else ErrorKind.state_response_missing)
-            for gold_state, gold_outputs in gold_runs
+            source.difference(gold.snapshot, predicted.snapshot)
+            or (None if unordered_subset([compared(r) for r in gold.results], outputs) else ErrorKind.state_response_missing)
+            for gold in gold_runs
         ]
         if None in reasons:
             return PASS, None
         found = None
         if reasons[0] in STATE_DIFFERENCES:
-            found = difference("file_system", None, backend.lines(gold_runs[0][0]), backend.lines(predicted))
+            found = state_difference(source, None, gold_runs[0].snapshot, predicted.snapshot)
         return fail(str(reasons[0])), found
 
     def _episode_validity(self, case: EpisodeCase, steps: Sequence[StepRecord]) -> Verdict:
@@ -316,54 +298,34 @@ class Scorer:
             state = NOT_APPLICABLE
         elif sample.max_steps_turns:  # BFCL fails a force-quit episode before any check
             state = fail(ErrorKind.state_force_terminated)
-        elif case.involved_classes:
-            steps = _steps_by_turn(sample.steps, len(case.ground_truth))
-            state = self._keep(sample, await self._memo(case.id, per_turn, lambda: self._class_state(case, steps)))
         else:
-            state = self._keep(sample, await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn)))
+            steps = _steps_by_turn(sample.steps, len(case.ground_truth))
+            state = self._keep(sample, await self._memo(case.id, per_turn, lambda: self._episode_state(case, per_turn,
+                                                                                                        steps)))
         return {Metric.validity: validity, Metric.exact_match: exact, Metric.state_match: state}
 
-    async def _class_state(self, case: EpisodeCase, steps: Sequence[Sequence[Sequence[Call]]]) -> Checked:
-        """Python-class episodes: verdicts computed in the tool worker (``harness.eval.score.class_states``)."""
-        from harness.agents import WorkerFailure
-        from harness.eval.score.class_states import class_verdict
+    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]],
+                             steps: Sequence[Sequence[Sequence[Call]]]) -> Checked:
+        """BFCL's checker for BFCL's cases (``bfcl_multi``), the harness's episode verdict for every
+        other (``episodes``), on the run's tool source."""
+        from harness.eval.score.bfcl_multi import bfcl_multi_turn_verdict
 
-        source = self.golds.python
-        if source is None:
-            return fail(ErrorKind.tool_unavailable), None  # the bundle's tools are not Python classes
-        async with self._limit:
-            verdict = await class_verdict(source, case, steps)
-        if verdict.error_kind not in STATE_DIFFERENCES:
-            return verdict, None
-        try:  # the worker answered a verdict only: where the instances part ways is found here
-            gold = await self.golds.classes(case)
+        assert self.source is not None
+        source = self.source
+        if case.bfcl_ground_truth is not None:
             async with self._limit:
-                model = await class_trace(source, case, [[c for step in turn for c in step] for turn in steps])
-        except WorkerFailure:
-            return verdict, None
-        return verdict, first_class_difference(gold, model)
-
-    async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]]) -> Checked:
-        """BFCL's multi-turn checker on the model's calls, turn by turn (see the module docstring)."""
-        assert self.backend is not None
-        model_state = self.backend.initial(case)
-        model_outputs: list[Any] = []
-        trace = await self.golds.trace(case)
-        for turn, (model_calls, gold, (gold_state, gold_outs)) in enumerate(zip(per_turn, case.ground_truth, trace,
-                                                                                strict=True)):
-            model_state, outs = await self.golds.apply_all(model_state, model_calls)
-            model_outputs.extend(outs)
-            if not gold:  # nothing to achieve in this turn: its calls ran, nothing is checked
-                continue
-            if not model_calls:
-                return fail(ErrorKind.state_empty_turn), None
-            reason = self.backend.difference(model_state, gold_state, cwd=False)
-            if reason:
-                lines = self.backend.lines(gold_state), self.backend.lines(model_state)
-                return fail(reason), difference("file_system", turn, *lines)
-            if not unordered_subset(gold_outs, model_outputs):
-                return fail(ErrorKind.state_response_missing), None
-        return PASS, None
+                verdict = await bfcl_multi_turn_verdict(source, case, case.bfcl_ground_truth, steps)
+            if verdict.error_kind not in STATE_DIFFERENCES:
+                return verdict, None
+            try:  # BFCL's checker answers a verdict only: where the states part ways is found here
+                return verdict, first_difference(source, await self.golds.trace(case), await self.golds.run(case, per_turn))
+            except ToolUnavailable:
+                return verdict, None
+        try:
+            gold, model = await self.golds.trace(case), await self.golds.run(case, per_turn)
+        except ToolUnavailable as exc:
+            return fail(exc.kind), None
+        return episode_verdict(source, case, per_turn, gold, model)
 
     async def case_detail(self, case: Case) -> CaseDetail:
         """The case's gold calls with their outputs, for details.jsonl (``Golds.detail``)."""
@@ -381,7 +343,6 @@ __all__ = [
     "PASS",
     "Call",
     "Scorer",
-    "StateBackend",
     "Verdict",
     "blame_constraint",
     "call_difference",

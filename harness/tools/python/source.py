@@ -1,11 +1,12 @@
 """Python classes as a tool source: each public method a tool, one instance the state, all in a worker.
 
-``PythonClassSource`` owns one worker (``harness.agents.python_tools.client``) for a bundle's classes. Its tools
-(``WorkerTool``, the kernel's ``Tool`` protocol) carry their class; a sample opens a
-``PythonSession`` (the case's classes, loaded from its initial configs) and passes it to the kernel as
-the workspace, so the calls of the sample act on the sample's instances in the worker. A call that the
-worker cannot answer (it died, hung or ran out of memory) ends as a ``tool:`` error result, and the
-worker goes on with the state the session had.
+``PythonClassSource`` (a ``harness.tools.ToolSource``) owns one worker (``harness.tools.python.client``)
+for a bundle's classes. Its tools (``WorkerTool``, the kernel's ``Tool`` protocol) carry their class; a
+sample opens a ``PythonSession`` (the case's classes, loaded from its initial configs) and passes it to
+the kernel as the workspace, so the calls of the sample act on the sample's instances in the worker. A
+call that the worker cannot answer (it died, hung or ran out of memory) ends as a ``tool:`` error
+result, and the worker goes on with the state the session had. A snapshot is each instance's public
+attributes; two are the same state when equal.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.agents.python_tools.client import WorkerClient, WorkerFailure, WorkerSettings
-from harness.agents.tools import ToolContext
-from harness.agents.types import ToolCall, ToolResult, ToolSchema
+from harness.agents import Tool, ToolCall, ToolContext, ToolResult, ToolSchema
+from harness.tools.base import SessionSetup, StateKind
+from harness.tools.python.client import WorkerClient, WorkerFailure, WorkerSettings
 from harness.vocabulary import ErrorKind
 
 
@@ -45,7 +46,20 @@ class PythonSession:
     id: str
     classes: tuple[str, ...]
 
-    async def call(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, str | None, str | None]:
+    @property
+    def workspace(self) -> PythonSession:
+        return self
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """One call as a tool result (a refused call: an error result of the worker's kind)."""
+        started = time.perf_counter()
+        output, kind, message = await self.run(name, arguments)
+        duration = (time.perf_counter() - started) * 1e6
+        if kind is not None:
+            return ToolResult(name, name, message, is_error=True, error_kind=kind, duration_us=duration)
+        return ToolResult(name, name, output, duration_us=duration)
+
+    async def run(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, str | None, str | None]:
         """(output, error kind, error message) of one call."""
         request: dict[str, Any] = {"op": "call", "session": self.id, "name": name, "arguments": dict(arguments)}
         if self.source.settings.bfcl:
@@ -83,7 +97,7 @@ class WorkerTool:
             return ToolResult(call.id, call.name, "no Python session for this call", is_error=True,
                               error_kind=ErrorKind.tool_internal_error)
         started = time.perf_counter()
-        output, kind, message = await session.call(call.name, call.arguments)
+        output, kind, message = await session.run(call.name, call.arguments)
         duration = (time.perf_counter() - started) * 1e6
         if kind is not None:
             return ToolResult(call.id, call.name, message, is_error=True, error_kind=kind, duration_us=duration)
@@ -92,7 +106,10 @@ class WorkerTool:
 
 class PythonClassSource:
     """A bundle's Python classes behind one worker: their tools, sessions, and BFCL's checker (a
-    ``harness.agents.ToolSource``)."""
+    ``harness.tools.ToolSource``)."""
+
+    state_kind: StateKind = "instances"
+    unwanted_calls_fail = True
 
     def __init__(self, settings: WorkerSettings, tools_json: Mapping[str, Sequence[Mapping[str, Any]]] | None = None):
         self.settings = settings
@@ -113,11 +130,33 @@ class PythonClassSource:
             for owner in settings.classes for entry in described[owner]
         )
 
-    async def open(self, classes: Sequence[str], config: Mapping[str, Any], *, long_context: bool = False,
-                   entry: str = "case") -> PythonSession:
-        """A session for one sample (close it when the sample ends)."""
-        session = await self.client.open(classes, config, long_context=long_context, entry=entry)
-        return PythonSession(self, session, tuple(classes))
+    async def open(self, setup: SessionSetup) -> PythonSession:
+        """A session of the setup's classes (close it when the sample ends), its history replayed.
+        WorkerFailure when it cannot be opened (no classes named, a class the bundle lacks, a config
+        its loader refuses)."""
+        if not setup.classes:
+            raise WorkerFailure(ErrorKind.tool_unavailable, "the case names no classes but the bundle's tools are "
+                                "Python classes")
+        session = PythonSession(self, await self.client.open(setup.classes, setup.config,
+                                                             long_context=setup.long_context, entry=setup.entry),
+                                tuple(setup.classes))
+        for call in setup.history:
+            await session.run(call.name, call.arguments)
+        return session
+
+    def owner(self, tool: Tool) -> str | None:
+        return tool.owner if isinstance(tool, WorkerTool) else None
+
+    def difference(self, gold: Any, model: Any, *, cwd: bool = True) -> str | None:
+        return None if gold == model else ErrorKind.state_instance_differs
+
+    def lines(self, snapshot: Any) -> list[str]:
+        """The instances' public attributes as indented JSON lines (keys sorted)."""
+        return json.dumps(snapshot, indent=1, sort_keys=True, ensure_ascii=False, default=repr).splitlines()
+
+    def holds(self, snapshot: Any, expected: Mapping[str, Mapping[str, Any]]) -> bool:
+        return all(snapshot.get(cls, {}).get(attr) == value for cls, attrs in expected.items()
+                   for attr, value in attrs.items())
 
     async def bfcl_check(self, entry: Mapping[str, Any], model: Sequence[Sequence[Sequence[str]]],
                          truth: Sequence[Sequence[str]]) -> tuple[bool, str | None]:
@@ -136,13 +175,4 @@ def _wrapped(entry: Mapping[str, Any]) -> dict[str, Any]:
     return dict(entry) if entry.get("type") == "function" else {"type": "function", "function": dict(entry)}
 
 
-def python_source(tools: Sequence[Any]) -> PythonClassSource | None:
-    """The source behind a bundle's tools when they are Python-class tools, else None."""
-    for tool in tools:
-        source = getattr(tool, "source", None)
-        if isinstance(source, PythonClassSource):
-            return source
-    return None
-
-
-__all__ = ["PythonClassSource", "PythonSession", "WorkerTool", "call_text", "python_source"]
+__all__ = ["PythonClassSource", "PythonSession", "WorkerTool", "call_text"]

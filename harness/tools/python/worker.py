@@ -1,8 +1,8 @@
-"""The worker process of Python-class tools: ``python -m harness.agents.python_tools.worker MEMORY_BYTES LIFE_FD SEARCH_PATH...``.
+"""The worker process of Python-class tools: ``python -m harness.tools.python.worker MEMORY_BYTES LIFE_FD SEARCH_PATH...``.
 
 Python tools are the user's own code, run with the user's privileges; this process keeps them out of
 the harness's process, so that a tool that crashes, hangs, forks or eats memory costs one call, never
-the run. The harness (``harness.agents.python_tools.client``) starts it, bounds its address space here with
+the run. The harness (``harness.tools.python.client``) starts it, bounds its address space here with
 ``RLIMIT_AS`` before any tool is imported, bounds each call's wall clock from outside (an overdue
 worker is killed with its process group and started again) and reads one JSON line per request.
 
@@ -17,7 +17,7 @@ original stdout: a tool's ``print`` goes to stderr instead):
 
 - ``load``: import the classes (``module:Class``); ``bfcl``: execute as BFCL's own
   ``execute_multi_turn_func_call`` does (results and error texts as BFCL makes them), with its ``eval``
-  replaced by reading each call with ``ast`` (``harness.agents.python_tools.bfcl_exec``): no call string,
+  replaced by reading each call with ``ast`` (``harness.tools.python.bfcl_exec``): no call string,
   a suite's or a model's, runs as Python.
 - ``open`` / ``close``: a session (one sample's instances) with the case's classes and initial configs,
   loaded the way BFCL loads them (``_load_scenario(config, long_context=...)``).
@@ -44,7 +44,7 @@ import threading
 import traceback
 from typing import Any, BinaryIO, NoReturn
 
-from harness.agents.python_tools import bfcl_exec
+from harness.tools.python import bfcl_exec
 
 _checks = itertools.count(1)
 
@@ -99,7 +99,7 @@ class Worker:
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
         """Each loaded class's public methods as tool schemas, from signatures and docstrings."""
-        from harness.agents.python_tools.signatures import method_schemas
+        from harness.tools.python.signatures import method_schemas
 
         return {"tools": {name: method_schemas(cls) for name, cls in self.classes.items()}}
 

@@ -1,4 +1,4 @@
-"""The harness's side of the Python-tool worker (``harness.agents.python_tools.worker``): start it, talk to it, bound it.
+"""The harness's side of the Python-tool worker (``harness.tools.python.worker``): start it, talk to it, bound it.
 
 One ``WorkerClient`` owns one worker process, started when first needed. Every request is one JSON
 line out and one back, under a wall-clock bound (the bundle's ``limits.wall_clock`` for a call). When
@@ -33,18 +33,15 @@ from typing import Any
 
 import psutil
 
+from harness.tools.base import ToolUnavailable
 from harness.vocabulary import ErrorKind
 
 _sessions = itertools.count(1)
 
 
-class WorkerFailure(Exception):
+class WorkerFailure(ToolUnavailable):
     """The worker did not answer: ``kind`` (``tool:limit`` for the wall clock, ``tool:internal_error`` for a
     worker that died) and what happened."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 @dataclass
@@ -119,7 +116,7 @@ class WorkerClient:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         life_read, self._life = os.pipe()  # the worker dies when this end closes (the harness exited)
-        command = [sys.executable, "-m", "harness.agents.python_tools.worker", str(self.settings.memory),
+        command = [sys.executable, "-m", "harness.tools.python.worker", str(self.settings.memory),
                    str(life_read), *(str(p) for p in self.settings.search_path)]
         try:
             self._process = subprocess.Popen(

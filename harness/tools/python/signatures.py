@@ -1,6 +1,6 @@
 """Tool schemas of a Python class's public methods, read from their signatures and docstrings.
 
-Runs in the worker (``harness.agents.python_tools.worker``): reading a user's class means importing the user's
+Runs in the worker (``harness.tools.python.worker``): reading a user's class means importing the user's
 module, which the harness never does in its own process. Stdlib only.
 
 A method's docstring gives the description (its text up to a line ``Args:``) and, under ``Args:``,
