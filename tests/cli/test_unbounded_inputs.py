@@ -4,23 +4,28 @@
 verdict), at once. Before: ``cases: /dev/zero`` grew validate to 22.8 GB; a FIFO and a 1 KB billion
 laughs hung validate and run; a 60 MB case line was accepted.
 
-Each command runs as a real process with a timeout that only catches a hang (no speed is asserted)."""
+Each command runs in a child process with a timeout that only catches a hang (no speed is asserted): all
+of them in one child, one after the other, each in its own folder (``in_one_process``: one interpreter
+start and one import of the harness, not 31)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile import copy_run, copy_suite, replace_in, write
+from in_one_process import run_in_one_process
 
 from harness.files import MAX_FILE_BYTES
 
 HANG_S = 180.0
 """A command still running after this long is taken as hung (each of these answers in seconds)."""
+
+pytestmark = pytest.mark.xdist_group("unbounded_inputs")
+"""The commands run once, in one child, for the module (``outcomes``): under xdist on one worker."""
 
 LAUGHS = "\n".join(
     ["a: &a [x, x, x, x, x, x, x, x, x]"]
@@ -77,26 +82,19 @@ COMMANDS: list[tuple[str, list[str], int]] = [
 ]
 
 
-def harness(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *args], capture_output=True, text=True,
-                          timeout=HANG_S, cwd=cwd, stdin=subprocess.DEVNULL)
-
-
-def check(done: subprocess.CompletedProcess[str], needle: str, codes: tuple[int, ...]) -> None:
-    output = done.stdout + done.stderr
+def check(done: tuple[int, str], needle: str, codes: tuple[int, ...]) -> None:
+    returncode, output = done
     assert "Traceback" not in output, output[-2000:]
-    assert done.returncode in codes, f"exit {done.returncode}: {output[-2000:]}"
+    assert returncode in codes, f"exit {returncode}: {output[-2000:]}"
     assert needle in output, f"{needle!r} not in: {output[-2000:]}"
 
 
 @pytest.mark.parametrize(("command", "args", "code"), COMMANDS, ids=[c[0] for c in COMMANDS])
 @pytest.mark.parametrize(("label", "change", "needle"), SUITES, ids=[s[0] for s in SUITES])
-def test_an_unbounded_suite_input_is_one_named_error(tmp_path: Path, label: str, change: Callable[[Path], object],
-                                                     needle: str, command: str, args: list[str], code: int) -> None:
-    suite = _suite(tmp_path, change)
-    out = tmp_path / "out"
-    extra = ["--out", str(out)] if command == "run" else []
-    check(harness([*args, str(suite), *extra], tmp_path), needle, (code, 2))
+def test_an_unbounded_suite_input_is_one_named_error(outcomes: dict[str, tuple[int, str]], label: str,
+                                                     change: Callable[[Path], object], needle: str, command: str,
+                                                     args: list[str], code: int) -> None:
+    check(outcomes[f"{label}-{command}"], needle, (code, 2))
 
 
 # Other commands' input files (label, the command's arguments under tmp, what the error names).
@@ -127,7 +125,23 @@ def _run_with(tmp: Path, name: str) -> Path:
     return run
 
 
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str]]:
+    """Every command of this module, each on its own broken input in its own folder (as each test built
+    it before, in its ``tmp_path``), run in one child: ``label-command`` or ``label`` -> (exit code, output)."""
+    jobs: list[dict[str, Any]] = []
+    for label, change, _ in SUITES:
+        for command, args, _ in COMMANDS:
+            tmp = tmp_path_factory.mktemp("suite")
+            suite = _suite(tmp, change)
+            extra = ["--out", str(tmp / "out")] if command == "run" else []
+            jobs.append({"key": f"{label}-{command}", "args": [*args, str(suite), *extra], "cwd": str(tmp)})
+    for label, build, _ in OTHERS:
+        jobs.append({"key": label, "args": build(tmp_path_factory.mktemp("other")), "cwd": str(Path.cwd())})
+    return run_in_one_process(jobs, tmp_path_factory.mktemp("child"), HANG_S)
+
+
 @pytest.mark.parametrize(("label", "build", "needle"), OTHERS, ids=[o[0] for o in OTHERS])
-def test_other_commands_refuse_unbounded_input_files(tmp_path: Path, label: str, build: Callable[[Path], list[str]],
-                                                      needle: str) -> None:
-    check(harness(build(tmp_path), Path.cwd()), needle, (1, 2))
+def test_other_commands_refuse_unbounded_input_files(outcomes: dict[str, tuple[int, str]], label: str,
+                                                      build: Callable[[Path], list[str]], needle: str) -> None:
+    check(outcomes[label], needle, (1, 2))

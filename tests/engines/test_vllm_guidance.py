@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("vllm")
 pytest.importorskip("llguidance")
 
 from harness.agents import (
@@ -45,6 +44,13 @@ GOLD = [ToolCall.create("mkdir", {"dir_name": "reports"}), ToolCall.create("echo
 """Calls with strings (FunctionGemma's ``<escape>`` strings, Qwen's JSON escapes), two in one answer. No
 HTML tag inside: Gemma's ``<b>`` is an added token, which llguidance never lets be text (the oracle
 counts that as ``llguidance:special_in_text``)."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _vllm() -> None:
+    """vLLM is imported by the first test that needs it, not at collection (an import of several seconds
+    that every pytest-xdist worker paid, though one runs these tests)."""
+    pytest.importorskip("vllm")
 
 
 def vllm_compiles(field: str, value: str) -> str:

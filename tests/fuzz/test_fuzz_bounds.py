@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -144,15 +146,35 @@ def test_sigterm_ends_the_fuzz_with_130_the_report_and_no_worker_left(tmp_path: 
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "--tools", str(path), "--family", "qwen",
                              "--strategy", "ebnf", "--examples", "20", "--jobs", "2", "--out", str(tmp_path / "out")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None and proc.stdout is not None
+    read: dict[str, list[str]] = {"out": [], "err": []}
+    some_done = threading.Event()
+
+    def drain(name: str, stream: Any) -> None:  # stderr's progress: "fuzz: N/400 cells", first once a cell is done
+        for line in stream:
+            read[name].append(line)
+            if name == "err" and re.match(r"fuzz: [1-9]\d*/", line):
+                some_done.set()
+
+    readers = [threading.Thread(target=drain, args=(n, f), daemon=True) for n, f in (("out", proc.stdout),
+                                                                                   ("err", proc.stderr))]
+    for reader in readers:
+        reader.start()
     workers: set[psutil.Process] = set()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(workers) < 2:
         workers |= {p for p in psutil.Process(proc.pid).children(recursive=True) if "spawn" in " ".join(p.cmdline())}
         time.sleep(0.2)
     assert len(workers) >= 2, "the workers did not start"
-    time.sleep(30.0)  # some cells finish (each worker first compiles the 400 tools' grammar)
+    # Some cells finish (each worker first compiles the 400 tools' grammar): the progress line says so,
+    # where a fixed 30 s sleep stood before.
+    assert some_done.wait(timeout=180), "".join(read["err"])[-2000:]
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    for reader in readers:
+        reader.join(timeout=60)
+        assert not reader.is_alive(), "a pipe of the fuzz stayed open (a worker left?)"
+    out, err = "".join(read["out"]), "".join(read["err"])
     assert proc.returncode == 130, err
     assert "interrupted:" in err and "Traceback" not in err
     report = json.loads((tmp_path / "out" / "report.json").read_text())
