@@ -5,6 +5,7 @@ Counted by listing processes (each test marks its own with a unique ``sleep`` ar
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.tools.python.client import WorkerClient, WorkerSettings
+from harness.tools.python.client import WorkerClient, WorkerFailure, WorkerSettings
 
 TOOLS = textwrap.dedent('''
     import os, subprocess, threading, time
@@ -135,3 +136,42 @@ def test_killing_the_harness_mid_call_takes_the_worker_and_its_tools(tools: Path
     finally:
         if harness.poll() is None:
             harness.kill()
+
+
+def test_a_cancelled_call_ends_now_not_at_its_wall_clock(tools: Path) -> None:
+    """Ctrl-C, SIGTERM or a sample's timeout cancel the task: the call's worker is killed and replaced, so
+    ``asyncio.run`` (which waits for its threads) returns at once instead of after the call's wall clock."""
+    client = WorkerClient(WorkerSettings(classes={"Host": "host_tools:Host"}, search_path=(tools,), wall_clock=120.0))
+    mark = f"{3000 + uuid.uuid4().int % 1000}.{os.getpid()}"
+
+    async def cancel_mid_call() -> None:
+        session = await client.open(["Host"], {})
+        call = asyncio.create_task(client.arequest(
+            {"op": "call", "session": session, "name": "hang", "arguments": {"mark": mark}}))
+        end = time.monotonic() + 20
+        while not _marked(mark) and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+
+    started = time.monotonic()
+    try:
+        asyncio.run(cancel_mid_call())
+        assert time.monotonic() - started < 30  # not the 120 s wall clock
+        assert _marked(mark) == []
+    finally:
+        client.close()
+
+
+def test_a_hanging_init_costs_the_open_bound_not_a_minute(tmp_path: Path) -> None:
+    (tmp_path / "slow_tools.py").write_text("import time\nclass Slow:\n    def __init__(self):\n        time.sleep(600)\n"
+                                            "    def go(self) -> str:\n        \"\"\"Go.\"\"\"\n        return 'ok'\n")
+    client = WorkerClient(WorkerSettings(classes={"Slow": "slow_tools:Slow"}, search_path=(tmp_path,), wall_clock=1.0))
+    started = time.monotonic()
+    try:
+        with pytest.raises(WorkerFailure) as failed:
+            asyncio.run(client.open(["Slow"], {}))
+        assert failed.value.kind == "tool:limit" and time.monotonic() - started < 30  # 2 x 1 s + 5 s, not 60 s
+    finally:
+        client.close()

@@ -69,6 +69,12 @@ class WorkerSettings:
     check_wall_clock: float = 120.0
     """Seconds a whole BFCL check (every call of a sample, re-executed) may take."""
 
+    @property
+    def open_wall_clock(self) -> float:
+        """Seconds opening a session (the classes' ``__init__`` and scenario loads) may take: twice a call's
+        wall clock and 5 s more (a long-context scenario builds a large state), not a fixed minute."""
+        return 2 * self.wall_clock + 5.0
+
 
 class WorkerClient:
     """One worker process and the sessions open on it (see the module doc)."""
@@ -104,7 +110,7 @@ class WorkerClient:
         first session that fails, and why."""
         for name, session in self._sessions.items():
             try:
-                self._exchange(session.opening, 60.0)
+                self._exchange(session.opening, self.settings.open_wall_clock)
                 for call in session.calls:
                     self._exchange(call, self.settings.wall_clock)
             except WorkerFailure as exc:
@@ -205,20 +211,26 @@ class WorkerClient:
             if self._process is None:
                 self._start()
 
-    def request(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def request(self, request: dict[str, Any], timeout: float | None = None,
+                flight: _Flight | None = None) -> dict[str, Any]:
         """One request answered (blocking). A worker that fails is replaced before this returns, and the
-        failure raised as WorkerFailure."""
+        failure raised as WorkerFailure. ``flight``: the caller's handle to abandon it (``arequest``)."""
         with self._lock:
             session = str(request.get("session", ""))  # "" for the requests of no session (load, describe)
             if session in self._lost:
                 raise WorkerFailure(ErrorKind.tool_internal_error, self._lost[session])
             if self._process is None:
                 self._start()
+            if flight is not None:
+                flight.take_off(self._process)  # abandoned while it waited for the lock: nothing is sent
             try:
                 answer = self._exchange(request, timeout or self.settings.wall_clock)
             except WorkerFailure:
                 self._replace()
                 raise
+            finally:
+                if flight is not None:
+                    flight.land()
             if answer.get("worker_spent"):
                 self._replace()  # what the call left behind is undefined: the session goes on from before it
             elif "error" not in answer and request["op"] == "open":
@@ -229,7 +241,15 @@ class WorkerClient:
             return answer
 
     async def arequest(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        return await asyncio.to_thread(self.request, request, timeout)
+        """``request`` in a thread. Cancelled (Ctrl-C, SIGTERM, a sample's timeout), the call in flight ends
+        now: its worker is killed and replaced, instead of the thread holding the run for the call's wall
+        clock (``asyncio.run`` waits for its threads)."""
+        flight = _Flight()
+        try:
+            return await asyncio.to_thread(self.request, request, timeout, flight)
+        except asyncio.CancelledError:
+            flight.abandon()
+            raise
 
     # -- sessions --------------------------------------------------------------------------------
     async def open(self, classes: Sequence[str], config: Mapping[str, Any], *, long_context: bool = False,
@@ -238,7 +258,7 @@ class WorkerClient:
         session = f"s{next(_sessions)}"
         opening = {"op": "open", "session": session, "classes": list(classes), "config": dict(config),
                    "long_context": long_context, "entry": entry}
-        answer = await self.arequest(opening, 60.0)
+        answer = await self.arequest(opening, self.settings.open_wall_clock)
         if "error" in answer:
             raise WorkerFailure(str(answer["error"]), str(answer.get("message")))
         return session
@@ -269,6 +289,33 @@ class WorkerClient:
 
 
 _requests = itertools.count(1)
+
+
+class _Flight:
+    """One ``arequest``'s call: the worker it is in flight on, so that abandoning it kills that worker
+    only while this call (and no other sample's) is the one it serves."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._on: subprocess.Popen[bytes] | None = None
+        self._abandoned = False
+
+    def take_off(self, process: subprocess.Popen[bytes] | None) -> None:
+        with self._lock:
+            if self._abandoned:
+                raise WorkerFailure(ErrorKind.tool_internal_error, "the call was abandoned before it started")
+            self._on = process
+
+    def land(self) -> None:
+        with self._lock:
+            self._on = None
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            if self._on is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._on.pid, signal.SIGKILL)  # the group this client started
 
 STDERR_KEPT = 64 << 10
 """Bytes of the worker's stderr kept (its end): tools may print without bound, the harness keeps this."""
