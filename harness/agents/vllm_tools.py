@@ -186,21 +186,38 @@ def _params(tool: ToolSchema) -> dict[str, Any]:
 
 def json_array_schema(tools: Sequence[ToolSchema], *, parallel: bool) -> dict[str, Any]:
     """vLLM's JSON schema for ``tool_choice: "required"`` without a structural tag
-    (``tool_parsers/utils.py``: ``_get_json_schema_from_tools``)."""
+    (``tool_parsers/utils.py``: ``_get_json_schema_from_tools``): each tool's ``$defs`` moved up to the
+    array's (the tools' ``#/$defs/...`` pointers then resolve there); ConstraintError where two tools
+    define one name differently, which vLLM refuses (400)."""
+    defs: dict[str, Any] = {}
+    params = []
+    for tool in tools:
+        own = dict(_params(tool))
+        moved = own.pop("$defs", {})
+        if not isinstance(moved, dict):
+            raise ConstraintError(f"tool {tool.name!r}: `$defs` in its parameters must be an object (vLLM answers 400)")
+        for name, sub in moved.items():
+            if name in defs and defs[name] != sub:
+                raise ConstraintError(f"tool {tool.name!r}: the definition {name!r} has another schema in another "
+                                      "tool: vLLM's required array (one $defs for all tools) answers 400")
+            defs[name] = sub
+        params.append(own)
     schema: dict[str, Any] = {
         "type": "array",
         "minItems": 1,
         "items": {
             "type": "object",
             "anyOf": [
-                {"properties": {"name": {"type": "string", "enum": [t.name]}, "parameters": _params(t)},
+                {"properties": {"name": {"type": "string", "enum": [t.name]}, "parameters": p},
                  "required": ["name", "parameters"]}
-                for t in tools
+                for t, p in zip(tools, params, strict=True)
             ],
         },
     }
     if not parallel:
         schema["maxItems"] = 1
+    if defs:
+        schema["$defs"] = defs
     return schema
 
 

@@ -80,8 +80,11 @@ def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
         return out | {Outcome.vllm_gap, Outcome.not_enforced}
     if refused_keyword(schema, builder_of(family, strategy)) is not None or lane_refusal(family, strategy, schema):
         out.add(Outcome.build_error)  # a keyword the builder cannot say, or a schema vLLM refuses
-    if any(support(family, strategy, k) == "defective" for k in keywords_used(schema)):
+    used = keywords_used(schema)
+    if any(support(family, strategy, k) == "defective" for k in used):
         out |= {Outcome.validation_error, Outcome.invalidation_error}
+    if any(support(family, strategy, k) == "ignored" for k in used):  # vLLM's lanes: xgrammar drops it
+        out.add(Outcome.not_enforced)
     return out
 
 

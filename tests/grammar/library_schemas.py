@@ -12,7 +12,7 @@ import pathlib
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AnyUrl, BaseModel, Field, HttpUrl, SecretStr, conint, constr, create_model
+from pydantic import AnyUrl, BaseModel, Field, HttpUrl, SecretStr, confloat, conint, constr, create_model
 
 from harness.agents import ToolSchema
 
@@ -35,6 +35,7 @@ FIELDS: dict[str, Any] = {
     "constr_pattern": constr(pattern="^[a-z]+$"),
     "conint_multiple_of": conint(multiple_of=5),
     "bounded_int": conint(ge=0, le=100),
+    "confloat_open": confloat(gt=0, lt=1),
     "bytes": bytes,
     "secret_str": SecretStr,
     "path": pathlib.Path,

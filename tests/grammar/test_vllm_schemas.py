@@ -181,3 +181,30 @@ def test_lanes_refuse_what_vllm_refuses(family: str, strategy: str) -> None:
                 payload = get_adapter(family).build_payload([tool, PLAIN], DecodingConstraint(strategy=strategy))
                 schema = payload.artifact.value if payload.artifact is not None else None
             assert _vllm_refuses(family, strategy, tool, schema) == expected, (name, family, strategy)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_required_array_moves_definitions_up_as_vllm_does(parallel: bool) -> None:
+    """FunctionGemma's ``required`` array: every tool's ``$defs`` moved to the array's, byte for byte
+    vLLM's own schema, which xgrammar compiles (the pointers resolve)."""
+    import xgrammar as xgr
+
+    from harness.agents.vllm_tools import ToolRequest, server_constraint, vllm_own_constraint
+
+    tools = [TOOLS["m_nested"], TOOLS["m_recursive"], TOOLS["t_enum"], PLAIN]
+    request = ToolRequest("required", False, None if parallel else False)
+    ours = server_constraint("function_gemma", tools, request).artifact
+    assert ours is not None and set(json.loads(ours.value)["$defs"]) == {"Address", "Node", "Color"}
+    xgr.Grammar.from_json_schema(ours.value)
+    if HAS_VLLM:
+        theirs = vllm_own_constraint("function_gemma", tools, request).artifact
+        assert theirs is not None and json.loads(ours.value) == json.loads(theirs.value)
+
+
+def test_two_tools_defining_one_name_differently_are_refused() -> None:
+    a = ToolSchema("a", "A.", {"type": "object", "properties": {"x": {"$ref": "#/$defs/D"}},
+                               "$defs": {"D": {"type": "integer"}}})
+    b = ToolSchema("b", "B.", {"type": "object", "properties": {"x": {"$ref": "#/$defs/D"}},
+                               "$defs": {"D": {"type": "string"}}})
+    with pytest.raises(ConstraintError, match="the definition 'D' has another schema"):
+        get_adapter("function_gemma").build_payload([a, b], DecodingConstraint(strategy="required"))
