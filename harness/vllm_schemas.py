@@ -24,6 +24,7 @@ functions where vLLM is installed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -155,6 +156,17 @@ def lane_refusal(family: str, strategy: str, schema: Any, backend: Backend = "xg
     return None
 
 
+def json_text_refusal(text: str, backend: Backend = "xgrammar") -> str | None:
+    """vLLM's 400 for a ``structured_outputs.json`` text under ``backend``, None where vLLM passes it on
+    (text that is not JSON is left to the compiler, which names what is wrong)."""
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        return None
+    verdict = json_schema_verdict(schema, backend, "schema")
+    return verdict.reason if verdict.refused else None
+
+
 @dataclass(frozen=True, slots=True)
 class JsonVerdict:
     """What vLLM does with a JSON schema under one backend."""
@@ -169,17 +181,18 @@ class JsonVerdict:
         return self.runs_on is None
 
 
-def json_schema_verdict(schema: Any, backend: Backend = "xgrammar") -> JsonVerdict:
+def json_schema_verdict(schema: Any, backend: Backend = "xgrammar", where: str = "parameters") -> JsonVerdict:
     """What vLLM 0.32 started with ``backend`` does with ``schema`` as ``structured_outputs.json``
-    (before xgrammar or llguidance compile it, which may still fail on their own)."""
+    (before xgrammar or llguidance compile it, which may still fail on their own); ``where`` names
+    the schema's root in the reason."""
     if exceeds_nesting(schema):
-        return JsonVerdict(None, f"the JSON schema is nested too deeply (more than {MAX_JSON_NESTING} levels)")
-    flagged = xgrammar_unsupported(schema)
+        return JsonVerdict(None, f"{where}: nested too deeply (more than {MAX_JSON_NESTING} levels): vLLM answers 400")
+    flagged = xgrammar_unsupported(schema, where)
     if backend == "guidance" or flagged is None:
         return JsonVerdict(backend if backend != "auto" else "xgrammar")
     if backend == "xgrammar":
         return JsonVerdict(None, f"{flagged}: vLLM (backend xgrammar) answers 400: {XGRAMMAR_REFUSAL}")
-    if (also := guidance_unsupported(schema)) is not None:
+    if (also := guidance_unsupported(schema, where)) is not None:
         return JsonVerdict("outlines", f"auto: xgrammar's check flags {flagged}, guidance's {also}")
     return JsonVerdict("guidance", f"auto: xgrammar's check flags {flagged}")
 
@@ -193,6 +206,7 @@ __all__ = [
     "exceeds_nesting",
     "guidance_unsupported",
     "json_schema_verdict",
+    "json_text_refusal",
     "lane_refusal",
     "xgrammar_unsupported",
 ]
