@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "files": 0,
     "packaged": 0,
     "schema_errors": 0,
+    "vllm_schemas": 0,
     "run_options": 1,
     "agents": 1,
     "grammar": 2,

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from harness.agents.constraint import ConstraintArtifact, ConstraintError
 from harness.agents.types import ToolSchema
+from harness.vllm_schemas import MAX_JSON_NESTING, XGRAMMAR_REFUSAL, exceeds_nesting, xgrammar_unsupported
 from harness.vocabulary import Strategy
 
 VLLM_TOOL_PARSER: dict[str, str] = {"function_gemma": "functiongemma", "qwen": "hermes"}
@@ -143,11 +144,21 @@ def server_constraint(
 
 
 def check_buildable(family: str, tools: Sequence[ToolSchema], built: ServerConstraint) -> None:
-    """Refuse, naming the tool, a tool whose arguments' schema vLLM's constraint pins but xgrammar
-    cannot compile: the server would answer 400 to every request with it, which is the constraint's
-    refusal (``constraint:refused``), not the model's failure. Without xgrammar nothing is checked."""
+    """Refuse, naming the tool, a tool whose arguments' schema vLLM's constraint pins but vLLM refuses
+    (a JSON constraint with a feature vLLM's xgrammar check flags: ``harness.vllm_schemas``) or
+    xgrammar cannot compile: the server would answer 400 to every request with it, which is the
+    constraint's refusal (``constraint:refused``), not the model's failure. Without xgrammar only
+    vLLM's own check runs. Qwen's structural tag is not checked by vLLM: only compiled."""
     if built.artifact is None:
         return
+    if built.artifact.kind == "json":  # vLLM checks a JSON schema before compiling it (harness.vllm_schemas)
+        for tool in tools:
+            if (refusal := xgrammar_unsupported(_params(tool))) is not None:
+                raise ConstraintError(f"tool {tool.name!r}: {refusal}: vLLM's own constraint for {family} "
+                                      f"({built.label}) is refused: vLLM (backend xgrammar) answers 400: {XGRAMMAR_REFUSAL}")
+        if exceeds_nesting(json.loads(built.artifact.value)):
+            raise ConstraintError(f"vLLM's own constraint for {family} ({built.label}) nests more than "
+                                  f"{MAX_JSON_NESTING} levels: vLLM answers 400")
     pinned = built.built != "structural_tag" or '"json_schema": true' not in built.artifact.value
     for tool in tools if pinned else ():
         problem = _schema_problem(json.dumps(_params(tool), sort_keys=True))
@@ -175,21 +186,38 @@ def _params(tool: ToolSchema) -> dict[str, Any]:
 
 def json_array_schema(tools: Sequence[ToolSchema], *, parallel: bool) -> dict[str, Any]:
     """vLLM's JSON schema for ``tool_choice: "required"`` without a structural tag
-    (``tool_parsers/utils.py``: ``_get_json_schema_from_tools``)."""
+    (``tool_parsers/utils.py``: ``_get_json_schema_from_tools``): each tool's ``$defs`` moved up to the
+    array's (the tools' ``#/$defs/...`` pointers then resolve there); ConstraintError where two tools
+    define one name differently, which vLLM refuses (400)."""
+    defs: dict[str, Any] = {}
+    params = []
+    for tool in tools:
+        own = dict(_params(tool))
+        moved = own.pop("$defs", {})
+        if not isinstance(moved, dict):
+            raise ConstraintError(f"tool {tool.name!r}: `$defs` in its parameters must be an object (vLLM answers 400)")
+        for name, sub in moved.items():
+            if name in defs and defs[name] != sub:
+                raise ConstraintError(f"tool {tool.name!r}: the definition {name!r} has another schema in another "
+                                      "tool: vLLM's required array (one $defs for all tools) answers 400")
+            defs[name] = sub
+        params.append(own)
     schema: dict[str, Any] = {
         "type": "array",
         "minItems": 1,
         "items": {
             "type": "object",
             "anyOf": [
-                {"properties": {"name": {"type": "string", "enum": [t.name]}, "parameters": _params(t)},
+                {"properties": {"name": {"type": "string", "enum": [t.name]}, "parameters": p},
                  "required": ["name", "parameters"]}
-                for t in tools
+                for t, p in zip(tools, params, strict=True)
             ],
         },
     }
     if not parallel:
         schema["maxItems"] = 1
+    if defs:
+        schema["$defs"] = defs
     return schema
 
 

@@ -48,11 +48,12 @@ from collections.abc import AsyncIterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from harness.agents import CompletionResponse, ConstraintError, ModelCallError
+from harness.agents import CompletionResponse, ConstraintArtifact, ConstraintError, ModelCallError
 from harness.engines.chat_request import BadRequest, Parsed, parse_body
 from harness.engines.compile_guard import CompileGuard
 from harness.engines.limits import MIB, ServeLimits
 from harness.files import InputFileError, load_json
+from harness.vllm_schemas import json_text_refusal
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -179,6 +180,13 @@ def _middleware(limits: ServeLimits) -> list[Any]:
     return [Middleware(Admission, max_requests=limits.max_requests)]
 
 
+def _refuse_as_vllm(artifact: ConstraintArtifact) -> None:
+    """ConstraintError (a 400) for a JSON schema vLLM's xgrammar backend refuses before compiling it
+    (``harness.vllm_schemas``): the server answers as vLLM does."""
+    if artifact.kind == "json" and (refused := json_text_refusal(artifact.value)) is not None:
+        raise ConstraintError(refused)
+
+
 def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: CompileGuard | None = None) -> Starlette:
     """The ASGI app serving ``engine`` (loaded by the caller or on first request) under ``limits``. With
     a ``guard``, a grammar the server has not seen compiles first in its worker process (see
@@ -213,6 +221,7 @@ def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: C
         if parsed.artifact is None or getattr(engine, "grammar_backend", "xgrammar") != "xgrammar":
             return None  # llguidance builds its matcher per request in the engine (a refusal is a 400 there)
         try:
+            _refuse_as_vllm(parsed.artifact)
             if guard is not None:
                 await guard.compile(parsed.artifact, parsed.family)
             else:

@@ -221,9 +221,11 @@ def label_of(schema: Mapping[str, Any]) -> str:
 
     checked = validator(dict(schema)).FORMAT_CHECKER.checkers
     keyword = next((k for k in CONSTRAINING if k in schema and (k != "format" or schema[k] in checked)), "type")
-    if keyword == "format":
-        return f"format:{schema['format']}"
-    return keyword
+    named = f"format:{schema['format']}" if keyword == "format" else keyword
+    lengths = "+".join(k for k in ("minLength", "maxLength") if k in schema)
+    if lengths and keyword in ("format", "pattern"):  # xgrammar drops the lengths beside a format or pattern
+        return f"{lengths}+{named}"
+    return named
 
 
 def find_defects(tool: Any, strict: dict[str, Any], instances: Sequence[Any], *, deadline: float) -> list[Defect]:
@@ -356,7 +358,7 @@ def attach_defects(case: Any, cells: Sequence[Any], *, deadline: float) -> None:
     of the kind each cell showed."""
     from harness.grammar.families import builder_of, strict_schema
 
-    suspects = [c for c in cells if builder_of(c.family, c.strategy) == "xgrammar" and set(c.classes) & set(_LIBRARY_FAILURES)]
+    suspects = [c for c in cells if builder_of(c.family, c.strategy) in ("xgrammar", "vllm") and set(c.classes) & set(_LIBRARY_FAILURES)]
     if not suspects or not case.values:
         return
     kept = [call["arguments"] for cell in suspects for found in cell.counterexamples for call in found.calls or ()

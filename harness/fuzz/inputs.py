@@ -4,7 +4,7 @@ Unlike the benchmarks' loader, one bad tool does not stop the run: a tool that c
 OpenAI tool, ``parameters`` that are not a schema object, a ``.pym`` that does not parse) becomes a
 named problem, reported as a ``schema_invalid`` cell, and the others are fuzzed; so does one whose
 parameters the fuzzer cannot take (``bounds.parameters_problem``: not an object schema, a ``$ref`` that
-is not local, dangling or recursive). Only a path that holds no tool at all is an error
+is not local or dangling). Only a path that holds no tool at all is an error
 (``InputFileError``, exit 2).
 """
 

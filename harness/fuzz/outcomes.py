@@ -73,14 +73,18 @@ def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
     """The classes the keyword table predicts for a tool's cell: ``build_error`` where a keyword is
     refused, validation and invalidation errors where one is ``defective``; ``passing`` always."""
     from harness.grammar.families import builder_of, keywords_used, refused_keyword, support
+    from harness.vllm_schemas import lane_refusal
 
     out = {Outcome.passing}
     if builder_of(family, strategy) == "free":  # vLLM's own constraint leaves the arguments free
         return out | {Outcome.vllm_gap, Outcome.not_enforced}
-    if refused_keyword(schema, builder_of(family, strategy)) is not None:
-        out.add(Outcome.build_error)
-    if any(support(family, strategy, k) == "defective" for k in keywords_used(schema)):
+    if refused_keyword(schema, builder_of(family, strategy)) is not None or lane_refusal(family, strategy, schema):
+        out.add(Outcome.build_error)  # a keyword the builder cannot say, or a schema vLLM refuses
+    used = keywords_used(schema)
+    if any(support(family, strategy, k) == "defective" for k in used):
         out |= {Outcome.validation_error, Outcome.invalidation_error}
+    if any(support(family, strategy, k) == "ignored" for k in used):  # vLLM's lanes: xgrammar drops it
+        out.add(Outcome.not_enforced)
     return out
 
 

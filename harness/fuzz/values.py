@@ -9,12 +9,17 @@ schema's own validator (``jsonschema``, with format checking) before it is used,
 module gets wrong is filtered out, never counted as valid.
 
 Formats a validator does not know are annotations (JSON Schema says so): they are dropped before
-drawing, as a validator ignores them. ``$ref`` is resolved (hypothesis-jsonschema's resolver) before
-drawing; a recursive one cannot be, and is a ``schema_invalid`` outcome.
+drawing, as a validator ignores them. The string formats tools use most (``FORMAT_VALUES``: date-time,
+date, time, uuid, email, uri, ipv4, ipv6, hostname) are drawn here from Hypothesis's own dates,
+UUIDs and addresses: hypothesis-jsonschema draws some of them as any text (``uuid``), which the
+validator then filters out to the last one. ``$ref`` is resolved (hypothesis-jsonschema's resolver)
+before drawing; a recursive one is inlined to ``MAX_REF_DEPTH`` levels, where a deeper reference
+becomes ``false`` (no value), so the values drawn are the schema's values of bounded depth.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -113,6 +118,29 @@ def _is_scalar(schema: Mapping[str, Any]) -> bool:
     return kinds is not None and bool(kinds) and set(kinds) <= SCALAR_TYPES and not any(k in schema for k in ("anyOf", "oneOf", "allOf", "not"))
 
 
+_LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=10).filter(lambda t: t[0].isalpha())
+_HOST = st.lists(_LABEL, min_size=1, max_size=3).map(".".join).map(lambda h: h + ".example")
+_ZONE = st.sampled_from([datetime.UTC, datetime.timezone(datetime.timedelta(hours=-5, minutes=-30)),
+                         datetime.timezone(datetime.timedelta(hours=9))])
+_PATH = st.lists(_LABEL, max_size=3).map(lambda parts: "".join("/" + p for p in parts))
+FORMAT_VALUES: dict[str, st.SearchStrategy[str]] = {
+    "date-time": st.datetimes(timezones=_ZONE).map(lambda d: d.isoformat()),
+    "date": st.dates().map(lambda d: d.isoformat()),
+    "time": st.times(timezones=_ZONE).map(lambda t: t.isoformat()),  # JSON Schema's time has a zone
+    "uuid": st.uuids().map(str),
+    "email": st.tuples(_LABEL, _HOST).map(lambda p: f"{p[0]}@{p[1]}"),
+    "hostname": _HOST,
+    "uri": st.tuples(st.sampled_from(["https", "http", "ftp"]), _HOST, _PATH).map(lambda p: f"{p[0]}://{p[1]}{p[2]}"),
+    "uri-reference": st.tuples(_HOST, _PATH).map(lambda p: f"https://{p[0]}{p[1]}") | _PATH.filter(bool),
+    "ipv4": st.ip_addresses(v=4).map(str),
+    "ipv6": st.ip_addresses(v=6).map(str),
+}
+"""Values of the string formats tools use most, drawn here (module doc); each is still checked by
+the schema's validator, with the schema's lengths, before it is used."""
+MAX_REF_DEPTH = 3
+"""How often one ``$ref`` may be followed inside itself when a recursive schema is inlined."""
+
+
 def values_for(schema: Any) -> st.SearchStrategy[Any]:
     """Values valid under ``schema`` (a tool's parameters, or any subschema), each checked by the
     schema's validator. Raises nothing: a schema hypothesis-jsonschema refuses gives a strategy that
@@ -120,15 +148,44 @@ def values_for(schema: Any) -> st.SearchStrategy[Any]:
     from hypothesis_jsonschema._resolve import resolve_all_refs
 
     check = validator(schema).is_valid
+    known = known_formats(schema)
     try:
-        resolved = resolve_all_refs(known_formats(schema))
-    except RecursionError:  # a recursive $ref: its resolver inlines it forever
-        return st.just(None).map(_recursive)
+        resolved = resolve_all_refs(known)
+    except RecursionError:  # a recursive $ref: its resolver inlines it forever; bounded here instead
+        resolved = inline_refs(known)
     return _values(resolved).filter(check)
 
 
-def _recursive(_value: Any) -> Any:
-    raise ValueError("a recursive $ref: hypothesis-jsonschema cannot draw values from it")
+def _pointer(root: Any, ref: str) -> Any:
+    node = root
+    for raw in ref[2:].split("/") if ref.startswith("#/") else []:
+        key = raw.replace("~1", "/").replace("~0", "~")
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node
+
+
+def inline_refs(schema: Any, depth: int = MAX_REF_DEPTH) -> Any:
+    """``schema`` with every local ``$ref`` replaced by its target, a reference met ``depth`` times on
+    the way down (a recursive one) replaced by ``false``: the values of depth up to ``depth``."""
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(n, seen) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            if seen.count(ref) >= depth:
+                return False
+            rest = {k: v for k, v in node.items() if k not in ("$ref", "$defs", "definitions")}
+            target = walk(_pointer(schema, ref), (*seen, ref))
+            if not rest:
+                return target
+            return {"allOf": [target, walk(rest, seen)]} if target is not True else walk(rest, seen)
+        return {k: (v if k in ("enum", "const", "default", "examples") else walk(v, seen))
+                for k, v in node.items() if k not in ("$defs", "definitions")}
+
+    return walk(schema, ())
 
 
 def _values(schema: Any) -> st.SearchStrategy[Any]:
@@ -136,6 +193,8 @@ def _values(schema: Any) -> st.SearchStrategy[Any]:
         return any_json
     if schema is False or not isinstance(schema, Mapping):
         return st.nothing()
+    if (drawn := _formatted(schema)) is not None:
+        return drawn
     if _is_scalar(schema):
         from hypothesis_jsonschema import from_schema
 
@@ -173,6 +232,15 @@ def _values(schema: Any) -> st.SearchStrategy[Any]:
     return from_schema(dict(schema))
 
 
+def _formatted(schema: Mapping[str, Any]) -> st.SearchStrategy[Any] | None:
+    """A string of a ``FORMAT_VALUES`` format (its lengths checked after), None for anything else."""
+    kinds = _types(schema)
+    if schema.get("format") not in FORMAT_VALUES or kinds not in (["string"], None) or any(
+            k in schema for k in ("enum", "const", "pattern", "anyOf", "oneOf", "allOf", "not")):
+        return None
+    return FORMAT_VALUES[schema["format"]].filter(validator(dict(schema)).is_valid)
+
+
 def _objects(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     declared = schema.get("properties")
     props: Mapping[str, Any] = declared if isinstance(declared, Mapping) else {}
@@ -196,6 +264,8 @@ def _arrays(schema: Mapping[str, Any]) -> st.SearchStrategy[list[Any]]:
     items = schema.get("items", True)
     if isinstance(items, list):  # draft 4-7 tuple form
         prefix, items = items, schema.get("additionalItems", True)
+    if items is False and not prefix:  # a recursive reference past its depth (inline_refs): no item
+        return st.just([]) if low == 0 else st.nothing()
     unique = bool(schema.get("uniqueItems"))
     if isinstance(prefix, list) and prefix:
         head = st.tuples(*(_values(p) for p in prefix)).map(list)
@@ -206,9 +276,12 @@ def _arrays(schema: Mapping[str, Any]) -> st.SearchStrategy[list[Any]]:
 
 
 __all__ = [
+    "FORMAT_VALUES",
+    "MAX_REF_DEPTH",
     "any_json",
     "broken_keyword",
     "first_error",
+    "inline_refs",
     "known_formats",
     "schema_problem",
     "validator",

@@ -153,6 +153,9 @@ def test_sse_stream_shape(local_server):
         ({"structured_outputs": {"grammar": 5}}, "must be an EBNF string"),
         ({"structured_outputs": {"structural_tag": {"type": "structural_tag"}}}, "must be a string"),
         ({"structured_outputs": {"grammar": 'root ::= "a" |'}}, "cannot compile"),
+        ({"structured_outputs": {"json": {"type": "integer", "multipleOf": 5}}}, "not supported by xgrammar"),
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {
+            "type": "string", "format": "uri", "minLength": 1}}}}, "schema: minLength/maxLength beside a format"),
         ({"response_format": {"type": "grammar"}}, "response_format.type"),
         ({"guided_json": {"type": "object"}}, "removed"),
         ({"structured_output": {"grammar": 'root ::= "a"'}}, "unknown request field"),

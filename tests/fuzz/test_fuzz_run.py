@@ -73,7 +73,7 @@ BAD_INPUT = [
     ({"type": "object", "properties": {"n": {"type": "intger"}}}, Outcome.schema_invalid),
     ({"type": "object", "properties": {"r": {"$ref": "#/$defs/x"}}, "required": ["r"],  # a cycle, no base case
       "$defs": {"x": {"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}, "required": ["x"]}}},
-     Outcome.schema_invalid),  # no value can be drawn (every strategy refuses it by name too)
+     Outcome.schema_unsatisfiable),  # no finite value: none is drawn (every strategy refuses it by name too)
 ]
 
 

@@ -213,7 +213,11 @@ def pattern_problem(pattern: Any) -> str | None:
 def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
     """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
     ``$ref`` cycle with no base case), naming the tool and the place; None when it builds."""
+    from harness.vllm_schemas import lane_refusal
+
     builder = builder_of(family, strategy)
+    if strategy == "json_schema" and (refusal := lane_refusal(family, strategy, tool.parameters or {})):
+        return f"tool {tool.name!r}: {refusal} (see docs/schemas.md)"  # what vLLM refuses, the lane refuses
     try:
         found = refused_keyword(tool.parameters, builder)
     except RecursionError:
