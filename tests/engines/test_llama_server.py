@@ -21,9 +21,11 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("starlette_context")
 
 ROOT = Path(__file__).resolve().parents[2]
-START = ("python -m llama_cpp.server --model GGUF --host 127.0.0.1 --port PORT --n_ctx 8192 --model_alias gemma "
-         "--interrupt_requests False")
-"""docs/servers.md's command, as printed (GGUF and PORT filled in)."""
+PAGE = (ROOT / "docs" / "servers.md").read_text(encoding="utf-8")
+START = next(line for line in PAGE.splitlines() if line.startswith("python -m llama_cpp.server "))
+"""docs/servers.md's command that starts the server, as printed (GGUF and PORT filled in)."""
+RUN = next(line for line in PAGE.splitlines() if line.startswith("harness run ") and "PORT" in line)
+"""docs/servers.md's run against it, as printed (PORT filled in; --out added)."""
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
 
 
@@ -68,8 +70,8 @@ def _harness(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_lanes_run_in_its_dialect_and_every_constrained_answer_fits(llama_server: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    done = _harness("run", "suites/shellper", "--limit", "3", "--engine", "openai", "--base-url", llama_server,
-                    "--family", "function_gemma", "--strategy", "none,ebnf,json_schema", "--out", str(out))
+    port = llama_server.rsplit(":", 1)[1].removesuffix("/v1")
+    done = _harness(*shlex.split(RUN.replace("PORT", port))[1:], "--out", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 9
@@ -95,6 +97,13 @@ def test_vllms_field_on_this_server_is_refused_before_the_first_sample(llama_ser
     assert "does not enforce structured_outputs.grammar" in done.stderr
     assert "seems to speak llama_cpp" in done.stderr
     assert not (tmp_path / "refused" / "samples.jsonl").exists() or not (tmp_path / "refused" / "samples.jsonl").read_text()
+
+
+def test_the_required_strategy_is_refused_by_name_not_run_unconstrained(llama_server: str, tmp_path: Path) -> None:
+    done = _harness("run", "suites/shellper", "--limit", "1", "--engine", "openai", "--base-url", llama_server,
+                    "--family", "function_gemma", "--strategy", "required", "--out", str(tmp_path / "required"))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "the server builds no constraint from the tools" in done.stderr
 
 
 def test_the_dialect_table_names_a_field_or_a_refusal_for_every_constraint_kind() -> None:

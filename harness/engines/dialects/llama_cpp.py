@@ -44,7 +44,11 @@ class LlamaCppDialect:
 
     def wire(self, family: str, request: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         from harness.agents.families import get_adapter
+        from harness.grammar import NotExpressible
 
+        if request.strict_tools or request.tool_choice not in (None, "none", "auto"):
+            raise NotExpressible("dialect llama_cpp: the server builds no constraint from the tools (tool_choice "
+                                 f"{request.tool_choice!r}, strict tools): the required and strict strategies are vLLM's")
         prompt = get_adapter(family).render_prompt(request.messages, request.tools if request.send_tools else ())
         out: dict[str, Any] = {k: body[k] for k in COMPLETION_FIELDS if k in body}
         out["prompt"] = prompt.removeprefix("<bos>")
@@ -56,8 +60,6 @@ class LlamaCppDialect:
             elif kind == "structural_tag":
                 out["grammar"] = tag_gbnf(json.loads(value) if isinstance(value, str) else value)
             else:
-                from harness.grammar import NotExpressible
-
                 raise NotExpressible(f"dialect llama_cpp: no field for a {kind} constraint")
         return "/completions", out
 

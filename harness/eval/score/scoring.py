@@ -105,11 +105,11 @@ def _steps_by_turn(steps: Sequence[StepRecord], turns: int) -> list[list[list[Ca
 
 
 def _not_enforced(sample: SampleRecord) -> Verdict:
-    """1 when an answer broke its lane's own constraint (``constraint:not_enforced``), 0 for the other
-    samples of a lane whose constraint the harness sends; not applicable to the other lanes."""
+    """1 when an answer broke its lane's own constraint (``constraint:not_enforced``), else 0 (asked of
+    the lanes whose constraint the harness sends, on engines that are not the oracle)."""
     if sample.error_kind == ErrorKind.constraint_not_enforced:
         return Verdict(1.0, ErrorKind.constraint_not_enforced)
-    return Verdict(0.0) if sample.strategy in HARNESS_STRATEGIES else NOT_APPLICABLE
+    return Verdict(0.0)
 
 
 # -- the scorer ---------------------------------------------------------------------------------------
@@ -206,7 +206,8 @@ class Scorer:
         verdicts = {metric: blame_constraint(sample.strategy, v) for metric, v in verdicts.items()}
         verdicts[Metric.grammar_rejection] = self._rejection(sample)
         verdicts[Metric.truncated] = self._truncated(sample)
-        verdicts[Metric.not_enforced] = _not_enforced(sample)
+        if self.engine != "oracle" and sample.strategy in HARNESS_STRATEGIES:  # the oracle walks gold itself
+            verdicts[Metric.not_enforced] = _not_enforced(sample)
         return [
             ScoreRow(
                 sample_id=sample.sample_id, case_id=sample.case_id, family=sample.family,
