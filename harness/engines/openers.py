@@ -132,8 +132,9 @@ class SharedClient:
     def client_for(self, sample: SampleContext) -> LLMClient:
         from harness.engines.dialects.audit import EnforcementAudit
 
-        client = GoldRelay(self.client, sample.gold, sample.constraint.strategy) if self.relay_gold else self.client
-        return EnforcementAudit(client, sample.family)
+        if self.relay_gold:  # a served oracle replays gold through the grammar itself, as the oracle does
+            return GoldRelay(self.client, sample.gold, sample.constraint.strategy)
+        return EnforcementAudit(self.client, sample.family)
 
     async def aclose(self) -> None:
         await self.client.aclose()
