@@ -91,6 +91,12 @@ class RunOptions(BaseModel):
     models: dict[str, str] = _option({}, "--model", False)
     """``--model FAMILY=NAME``, a config file's ``models`` and (server engines) the suite's: a model folder,
     hub id or served id per family, as asked (the served ids are ``RunRecord.models``)."""
+    dialect: Literal["vllm", "llama_cpp", "openai"] | None = _option(None, "--dialect", True)
+    """How the openai engine's server is told the constraint (``harness.engines.dialects``; None: detected
+    from the server). run.json records the one used, in ``engine_details``."""
+    allow_unenforced: bool = _option(False, "--allow-unenforced", False)
+    """Run a constrained lane whose preflight shows the server does not enforce its constraint, labeled
+    "not enforced" (else: exit 2 before the first sample)."""
     vllm_args: tuple[str, ...] | None = _option(None, "--vllm-arg", True)
     """Arguments added to each vLLM server's command line (None: not given; recorded: () for none)."""
     keep_server: bool = _option(False, "--keep-server", False)

@@ -92,6 +92,9 @@ class Metric(StrEnum):
     """The constraint refused a gold answer (the oracle's finding: a grammar bug)."""
     truncated = "truncated"
     """The token bound cut an answer."""
+    not_enforced = "not_enforced"
+    """A constrained answer that its own constraint, compiled by the harness, rejects: the server did
+    not enforce it (``constraint:not_enforced``); such samples are left out of the model's rates."""
     bfcl_match = "bfcl_match"
     """BFCL's own verdict on the answer (BFCL's single-turn suites only)."""
     bfcl_match_bad_entry = "bfcl_match_bad_entry"
@@ -113,7 +116,7 @@ class Metric(StrEnum):
 
 SAMPLE_METRICS: tuple[Metric, ...] = (
     Metric.validity, Metric.exact_match, Metric.state_match, Metric.grammar_rejection, Metric.truncated,
-    Metric.bfcl_match, Metric.bfcl_match_bad_entry,
+    Metric.bfcl_match, Metric.bfcl_match_bad_entry, Metric.not_enforced,
 )
 """The per-sample metrics of scores.parquet, in their order."""
 ACCURACY_METRICS: tuple[Metric, ...] = (
@@ -175,6 +178,10 @@ class ErrorKind(StrEnum):
     """The constraint allows no answer at all (no tool to call, and no plain answer allowed)."""
     constraint_refused = "constraint:refused"
     """The strategy cannot build the constraint (a schema keyword it does not enforce, named)."""
+    constraint_not_enforced = "constraint:not_enforced"
+    """An answer of a constrained lane that the lane's own grammar (compiled by the harness) rejects: the
+    server did not apply the constraint (a field it ignores, a grammar engine that differs, a bug).
+    Counted as the server's, never as the model's invalidity (``harness.engines.dialects.audit``)."""
     grammar_let_through = "grammar:let_through"
     """A constrained answer that breaks its tool's schema: the constraint let it through (a keyword the
     strategy's builder gets wrong: the README's keyword table, ``harness fuzz``), so the failure is the

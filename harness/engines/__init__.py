@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from harness.engines.dialects import DIALECT_NAMES, detect_dialect
     from harness.engines.limits import ServeLimits
     from harness.engines.local import LocalEngine
     from harness.engines.openers import SharedClient
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "ServeLimits": "limits",
+    "DIALECT_NAMES": "dialects",
+    "detect_dialect": "dialects",
     "CLOSING_TEXT": "oracle",
     "Endpoint": "registry",
     "REGISTRY": "registry",
@@ -52,6 +55,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
 
 __all__ = [
     "CLOSING_TEXT",
+    "DIALECT_NAMES",
     "ENGINE_NAMES",
     "REGISTRY",
     "Endpoint",
@@ -67,6 +71,7 @@ __all__ = [
     "ServeLimits",
     "ServedOracle",
     "SharedClient",
+    "detect_dialect",
     "get_engine",
     "open_engine",
     "run_server",

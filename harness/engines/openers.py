@@ -109,6 +109,8 @@ class SharedClient:
 
     api_key: str | None = None
     """The key sent to the servers (None: none configured)."""
+    dialect: dict[str, Any] | None = None
+    """The servers' dialect as run.json records it (``harness.engines.dialects``; None: an in-process engine)."""
 
     def endpoints(self, families: list[str]) -> list[Endpoint]:
         """Every server (each replica) for every family ([] for an in-process engine)."""
@@ -124,12 +126,15 @@ class SharedClient:
     def describe(self) -> dict[str, Any]:
         """Per-replica request counts when the client spreads requests over several servers."""
         replicas = getattr(self.client, "describe", None)
-        return {"replicas": replicas()} if callable(replicas) else {}
+        out: dict[str, Any] = {"replicas": replicas()} if callable(replicas) else {}
+        return {**out, "dialect": self.dialect} if self.dialect else out
 
     def client_for(self, sample: SampleContext) -> LLMClient:
-        if self.relay_gold:
+        from harness.engines.dialects.audit import EnforcementAudit
+
+        if self.relay_gold:  # a served oracle replays gold through the grammar itself, as the oracle does
             return GoldRelay(self.client, sample.gold, sample.constraint.strategy)
-        return self.client  # type: ignore[no-any-return]
+        return EnforcementAudit(self.client, sample.family)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -180,6 +185,8 @@ def server_settings(options: RunOptions, bundle: ModelConfig | None, environ: Ma
 
 
 def _no_server_options(name: str, options: RunOptions) -> None:
+    if options.dialect is not None:
+        raise EngineError(f"--dialect is for --engine openai (a server the harness speaks to), not {name}")
     if options.base_urls or options.model or options.models:
         raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
     if options.target is not None and name != "oracle":
@@ -303,7 +310,10 @@ def open_openai(options: RunOptions, context: EngineContext) -> tuple[SharedClie
             raise EngineError(f"replica {url} does not serve {sorted(missing)}: every --base-url must serve the same models")
     timeout = min(options.sample_timeout_s, 120.0)
     key = settings.api_key or NO_KEY
-    clients = [OpenAICompatibleClient(url, api_key=key, timeout_s=timeout) for url in base_urls]
+    dialect, dialect_record = _dialect(options, base_urls[0], settings.api_key, list(by_family))
+    families = {model: family for family, model in by_family.items()}
+    clients = [OpenAICompatibleClient(url, api_key=key, timeout_s=timeout, dialect=dialect, families=families)
+               for url in base_urls]
     client: Any = clients[0] if len(clients) == 1 else ReplicaClient(clients, base_urls)
     where = base_urls[0] if len(base_urls) == 1 else f"{len(base_urls)} replicas ({', '.join(base_urls)})"
     served = ", ".join(f"{m} ({f})" for f, m in by_family.items()) if len(models) > 1 else models[0]
@@ -313,8 +323,19 @@ def open_openai(options: RunOptions, context: EngineContext) -> tuple[SharedClie
     if relay:
         note += "; the served model is an oracle: each request carries its gold answer"
     opened = SharedClient("openai", note, ", ".join(base_urls), ", ".join(models), client, relay_gold=relay,
-                         stream=True, models=by_family, base_urls=tuple(base_urls), api_key=settings.api_key)
+                         stream=True, models=by_family, base_urls=tuple(base_urls), api_key=settings.api_key,
+                         dialect=dialect_record)
     return opened, list(by_family)
+
+
+def _dialect(options: RunOptions, base_url: str, api_key: str | None, families: list[str]) -> tuple[Any, dict[str, Any]]:
+    """The server's dialect (``--dialect``, else detected) and what run.json records of it."""
+    from harness.engines.dialects import detect_dialect, get_dialect
+
+    name, source = (options.dialect, "--dialect") if options.dialect else detect_dialect(base_url, api_key)
+    dialect = get_dialect(name)
+    return dialect, {"name": name, "source": source, "fields": dict(dialect.fields),
+                     **{family: dialect.describe(family) for family in families}}
 
 
 def _models_by_family(base_url: str, api_key: str | None, options: RunOptions,

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from harness.grammar.guidance import available as guidance_available
     from harness.grammar.guidance import version as llguidance_version
+    from harness.grammar.guidance.gbnf import ebnf_to_gbnf, gbnf_literal
     from harness.grammar.mask import allocate_bitmask, allowed_ids, masked_scores
     from harness.grammar.request import constraint_from_request
     from harness.grammar.sources import GoldSource, TokenSource
@@ -67,6 +68,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "to_llguidance": "guidance.convert",
     "vllm_guidance_field": "guidance.convert",
     "ebnf_to_lark": "guidance.lark",
+    "ebnf_to_gbnf": "guidance.gbnf",
+    "gbnf_literal": "guidance.gbnf",
     "GoldTextSource": "decode",
     "JUMP_MODES": "decode",
     "JumpMode": "decode",
@@ -124,9 +127,11 @@ __all__ = [
     "compile_guidance",
     "constrained_decode",
     "constraint_from_request",
+    "ebnf_to_gbnf",
     "ebnf_to_lark",
     "ensure_cached",
     "file_lock",
+    "gbnf_literal",
     "gemma_gguf_path",
     "get_compiler",
     "get_llg_tokenizer",

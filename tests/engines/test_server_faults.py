@@ -174,11 +174,14 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
     tmp_path: Path, label: str, fault: Fault
 ) -> None:
     out = tmp_path / "run"
-    with faulty_server(fault, healthy_first=2) as server:  # the preflight's probes (2 lanes) pass; then it breaks
+    # The preflight's probes (2 lanes) and json_schema's known-answer probe pass; then it breaks. This fake
+    # answers one canned stream whatever the constraint: it enforces nothing, so json_schema runs labeled
+    # "not enforced" (--allow-unenforced) rather than being refused before the first sample.
+    with faulty_server(fault, healthy_first=3) as server:
         done = subprocess.run(
             [sys.executable, "-m", "harness.cli.main", "run", "suites/smoke", "--engine", "openai", "--base-url",
              server.base_url, "--model", "m", "--family", "qwen", "--strategy", "none,json_schema", "--limit", "2",
-             "--out", str(out)],
+             "--allow-unenforced", "--out", str(out)],
             capture_output=True, text=True, timeout=300,
         )
     assert "Traceback" not in done.stderr, done.stderr
@@ -187,7 +190,8 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4
     assert {(s["status"], s["error_kind"]) for s in samples} == {("error", "model:bad_response")}
-    assert server.requests == 2 + 4 * 4  # every sample tried 4 times: retried like the other model: errors
+    assert server.requests == 3 + 4 * 4  # every sample tried 4 times: retried like the other model: errors
+    assert json.loads((out / "run.json").read_text())["not_enforced"] == ["qwen/json_schema"]
     assert "4 errors" in done.stdout
     errors = json.loads((out / "errors.json").read_text())
     assert {e["error_kind"] for e in errors} == {"model:bad_response"} and sum(e["count"] for e in errors) == 4

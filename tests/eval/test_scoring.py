@@ -81,7 +81,7 @@ async def test_a_correct_call_passes_validity_and_exact_match() -> None:
     s = scorer(next_case({"name": "cat", "arguments": {"file_name": "notes.txt"}}, state_check=False))
     v = await verdicts(s, sample([{"name": "cat", "arguments": {"file_name": "notes.txt"}}]))
     assert v == {"validity": (1.0, None), "exact_match": (1.0, None), "state_match": (None, None),
-                 "grammar_rejection": (0.0, None), "truncated": (0.0, None)}
+                 "grammar_rejection": (0.0, None), "truncated": (0.0, None)}  # oracle, none: no not_enforced
 
 
 CUT_ERROR = [{"kind": "parse:unterminated_call", "message": "cut"}]
@@ -330,3 +330,23 @@ async def test_held_out_tools_are_offered_from_their_turn_on() -> None:
     assert on_time["validity"] == (1.0, None)
     early = await verdicts(scorer(case), sample(steps=steps([LS], [LS]), case_id="e1"))
     assert early["validity"] == (0.0, "validity:unknown_tool")
+
+
+NOT_ENFORCED = "constraint:not_enforced"
+
+
+# (engine, strategy, error kind) -> (validity, not_enforced; None: no row)
+@pytest.mark.parametrize(("engine", "strategy", "kind", "validity", "not_enforced"), [
+    ("openai", "ebnf", NOT_ENFORCED, (None, None), (1.0, NOT_ENFORCED)),  # the server's failure, not the model's
+    ("openai", "json_schema", None, (1.0, None), (0.0, None)),
+    ("openai", "none", None, (1.0, None), None),  # nothing was constrained
+    ("openai", "required", None, (1.0, None), None),  # the server builds it: its raw text never comes back
+    ("oracle", "ebnf", None, (1.0, None), None),  # the oracle walks gold through the grammar itself
+])
+async def test_an_answer_its_constraint_rejects_is_the_servers_not_the_models(
+    engine: str, strategy: str, kind: str | None, validity: Any, not_enforced: Any
+) -> None:
+    s = scorer(next_case(GOLD_CAT, state_check=False), engine=engine)
+    record = sample([GOLD_CAT], strategy=strategy, status="error" if kind else "ok", error_kind=kind)
+    v = await verdicts(s, record)
+    assert (v["validity"], v.get("not_enforced")) == (validity, not_enforced)

@@ -6,6 +6,7 @@ Everything heavy (the suite models, polars, xgrammar, the sandbox) is imported i
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -62,6 +63,26 @@ VllmArgOpt = Annotated[
 KeepServerOpt = Annotated[
     bool, typer.Option("--keep-server", help="vllm: leave the servers this run starts up, for the next run "
                        "(which then starts its first sample in seconds); harness vllm down stops them.")
+]
+class DialectName(StrEnum):
+    """``--dialect``'s choices (``harness.engines.dialects``)."""
+
+    vllm = "vllm"
+    llama_cpp = "llama_cpp"
+    openai = "openai"
+
+
+DialectOpt = Annotated[
+    DialectName | None,
+    typer.Option("--dialect",
+                 help="openai: how the server is told the constraint (vllm: structured_outputs; llama_cpp: "
+                 "llama-cpp-python's server, a GBNF grammar and the family's prompt on /completions; openai: "
+                 "response_format json_schema, strict tools). Default: detected from the server; see docs/servers.md."),
+]
+AllowUnenforcedOpt = Annotated[
+    bool, typer.Option("--allow-unenforced", help="Run a constrained lane whose server does not enforce its "
+                       "constraint (the preflight's known-answer probe), labeled 'not enforced' in run.json, "
+                       "instead of exiting 2.")
 ]
 RetryErrorsOpt = Annotated[
     bool, typer.Option("--retry-errors", help="With --resume: run again the saved samples that ended in a "
@@ -191,6 +212,8 @@ def run(
     keep_server: KeepServerOpt = False,
     target: TargetOpt = None,
     grammar_backend: GrammarBackendOpt = None,
+    dialect: DialectOpt = None,
+    allow_unenforced: AllowUnenforcedOpt = False,
     family: Families = None,
     strategy: Strategies = None,
     limit: LimitOpt = None,
@@ -234,7 +257,7 @@ def run(
         target=target, grammar_backend=grammar_backend, family=family, strategy=strategy, limit=limit, sample_id=sample_id, tag=tag, sample=sample,
         shard=shard, concurrency=concurrency, epochs=epochs, sample_timeout=sample_timeout, max_tokens=max_tokens,
         max_steps_per_turn=max_steps_per_turn, temperature=temperature, top_p=top_p, seed=seed,
-    )
+    ).model_copy(update={"dialect": dialect and dialect.value, "allow_unenforced": allow_unenforced})
     place = RunPlace(out=out, resume=resume, retry_errors=retry_errors)
     try:
         observers = [load_observer(name) for name in observer or ()]

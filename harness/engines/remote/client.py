@@ -17,8 +17,8 @@ import importlib
 import json
 import os
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
@@ -26,6 +26,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from harness.agents import CompletionRequest, CompletionResponse, ModelCallError, openai_tools
 from harness.engines.limits import ClientLimits
 from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
+
+if TYPE_CHECKING:
+    from harness.engines.dialects import Dialect
 
 NO_KEY = "EMPTY"
 """Sent when no API key is configured (what vLLM's docs use; a server without --api-key accepts it)."""
@@ -146,6 +149,8 @@ class OpenAICompatibleClient:
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
         max_response_bytes: int | None = None,
+        dialect: Dialect | None = None,
+        families: Mapping[str, str] | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
@@ -165,6 +170,10 @@ class OpenAICompatibleClient:
         self._constraints: set[str] = set()
         """Digests of the constraints sent so far: a server compiles each on its first request."""
         self.retries = 0
+        self.dialect = dialect
+        """How the server is told the constraint (``harness.engines.dialects``; None: the body as built, vLLM's)."""
+        self.families = dict(families or {})
+        """Served model id -> its family, for a dialect that renders the family's prompt."""
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -238,17 +247,31 @@ class OpenAICompatibleClient:
     # transform them (~2-9 ms of CPU per request with 18 tools, measured by ``harness bench client``),
     # for a body that is already plain JSON. Retries, timeouts, headers and errors are the client's.
     async def _once(self, request: CompletionRequest) -> CompletionResponse:
-        body = self._body(request)
+        path, body = self._wire(request)
         started = time.perf_counter()
         if request.stream:
-            return await self._stream(body, started)
-        text = await self._client.post("/chat/completions", body=body, cast_to=str)
+            return await self._stream(path, body, started)
+        text = await self._client.post(path, body=body, cast_to=str)
         return read_completion(text, (time.perf_counter() - started) * 1e3)
 
-    async def _stream(self, body: dict[str, Any], started: float) -> CompletionResponse:
+    def _wire(self, request: CompletionRequest) -> tuple[str, dict[str, Any]]:
+        """The path and body of ``request`` in the server's dialect; a constraint the dialect cannot carry
+        is ``model:bad_request`` naming it (never sent without it)."""
+        body = self._body(request)
+        if self.dialect is None:
+            return "/chat/completions", body
+        from harness.grammar import NotExpressible
+
+        family = self.families.get(request.model) or next(iter(self.families.values()), "")
+        try:
+            return self.dialect.wire(family, request, body)
+        except NotExpressible as exc:
+            raise ModelCallError("model:bad_request", str(exc)) from None
+
+    async def _stream(self, path: str, body: dict[str, Any], started: float) -> CompletionResponse:
         # Events come as plain JSON values (cast_to=object): StreamAnswer checks each against the protocol.
         stream = await self._client.post(
-            "/chat/completions",
+            path,
             body={**body, "stream": True, "stream_options": {"include_usage": True}},
             cast_to=object,
             stream=True,

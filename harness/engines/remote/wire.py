@@ -84,6 +84,8 @@ def read_completion(text: str, latency_ms: float) -> CompletionResponse:
     if not isinstance(choices, list) or not choices:
         raise bad_response(f"the body has no choices: {_show(body)}")
     choice = _object(choices[0], "choices[0]")
+    if "message" not in choice and isinstance(choice.get("text"), str):  # /completions: the raw text
+        choice = {**choice, "message": {"content": choice["text"]}}
     message = _object(choice.get("message"), "choices[0].message")
     content = _optional(message.get("content"), str, "choices[0].message.content")
     raw_calls = _optional(message.get("tool_calls"), list, "choices[0].message.tool_calls") or []
@@ -139,6 +141,8 @@ class StreamAnswer:
         produced = False
         for i, raw in enumerate(_optional(chunk.get("choices"), list, f"{where}: choices") or ()):
             choice = _object(raw, f"{where}: choices[{i}]")
+            if "delta" not in choice and "text" in choice:  # /completions streams text, not deltas
+                choice = {**choice, "delta": {"content": choice["text"]}}
             delta = _object(choice.get("delta"), f"{where}: choices[{i}].delta")
             text = _optional(delta.get("content"), str, f"{where}: choices[{i}].delta.content")
             if text:

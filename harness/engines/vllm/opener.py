@@ -170,7 +170,9 @@ class VllmServers:
             self.clients[family] = client
 
     def client_for(self, sample: SampleContext) -> LLMClient:
-        return self.clients[sample.family]  # type: ignore[no-any-return]
+        from harness.engines.dialects.audit import EnforcementAudit
+
+        return EnforcementAudit(self.clients[sample.family], sample.family)
 
     def endpoints(self, families: list[str]) -> list[Endpoint]:
         """Each family's server: what the run's preflight checks."""
@@ -179,7 +181,7 @@ class VllmServers:
 
     def describe(self) -> dict[str, Any]:
         """What run.json records: each server's version, full command line, start-up time and log."""
-        return {"servers": [s.describe() for s in self.servers.values()]}
+        return {"servers": [s.describe() for s in self.servers.values()], "dialect": {"name": "vllm", "source": "--engine vllm"}}
 
     async def aclose(self) -> None:
         from harness.engines.vllm.launch import VllmServer
@@ -197,7 +199,8 @@ def _attach(options: RunOptions, context: EngineContext, url: str, source: str) 
     from harness.engines.openers import open_openai
     from harness.engines.vllm.guidance_wire import GuidanceWireClient
 
-    opened, families = open_openai(options.model_copy(update={"base_urls": (url,), "grammar_backend": None}), context)
+    opened, families = open_openai(options.model_copy(update={"base_urls": (url,), "grammar_backend": None,
+                                                              "dialect": "vllm"}), context)
     if options.grammar_backend == "guidance":  # the user says the server runs llguidance: grammars as it reads them
         served = families or [str(f) for f in options.families or ()]
         if not served:

@@ -29,7 +29,8 @@ from harness.eval.store import (
 from harness.vocabulary import ACCURACY_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
 
 ACCURACY = ACCURACY_METRICS
-RATES: tuple[Metric, ...] = (*ACCURACY, Metric.grammar_rejection, Metric.truncated, Metric.target_mask_diff)
+RATES: tuple[Metric, ...] = (*ACCURACY, Metric.grammar_rejection, Metric.truncated, Metric.not_enforced,
+                             Metric.target_mask_diff)
 # (metric, column header with unit) of the summary table's figures, in the order shown.
 FIGURES: tuple[tuple[Metric, str], ...] = (
     (Metric.latency_ms_p50, "latency p50 (ms/call)"),

@@ -11,6 +11,11 @@ For each server the run's requests go to (``RunEngine.endpoints``; in-process en
    in every model of that format; a Qwen model run as function_gemma spells it in pieces.
 3. ``serves_strict_tools``: for ``required``/``strict``, a vLLM server is at least 0.32 (older ones
    ignore ``strict``); a server without ``--enable-auto-tool-choice`` fails the probe, which says so.
+5. ``enforces``: for each lane whose constraint the harness sends (ebnf, structural_tag, json_schema),
+   one request whose constraint of that kind admits one known short answer (``yes``, ``{"answer":"yes"}``),
+   in the run's dialect; an answer that is not it means the server ignores the field: the lane is refused
+   (RunError, naming the field and the dialect the server seems to speak), or with ``--allow-unenforced``
+   it runs labeled "not enforced" (``preflight`` returns those lanes; run.json's ``not_enforced``).
 4. ``probe``: one request per family and strategy, through the real kernel, the family's template and
    the strategy's constraint, on the first selected case's prompt, cut at ``PROBE_TOKENS``: the server
    takes the grammar, the template renders. Nothing of it is recorded (it warms the server's prefix
@@ -21,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import httpx
 
@@ -145,6 +152,58 @@ async def probe(agent: Agent, engine: RunEngine, case: Case, timeout_s: float) -
                        f"{timeout_s:g} s") from None
 
 
+KNOWN_ANSWERS: dict[str, tuple[str, Any, str]] = {
+    Strategy.ebnf: ("grammar", 'root ::= "yes"', "yes"),
+    Strategy.structural_tag: ("structural_tag", json.dumps(
+        {"type": "structural_tag", "format": {"type": "grammar", "grammar": 'root ::= "yes"'}}), "yes"),
+    Strategy.json_schema: ("json", json.dumps({"type": "object", "properties": {"answer": {"const": "yes"}},
+                                               "required": ["answer"], "additionalProperties": False}),
+                           '{"answer":"yes"}'),
+}
+"""Per strategy the harness sends: (constraint kind, a constraint admitting one answer, that answer)."""
+ENFORCE_TOKENS = 16
+ORACLE_MODEL_PREFIX = "oracle-"
+"""The model ids ``harness serve --engine oracle`` serves (``harness.engines.oracle.SERVED_PREFIX``)."""
+
+
+def _same(kind: str, answer: str, expected: str) -> bool:
+    if kind != "json":
+        return answer.strip() == expected
+    try:
+        return bool(json.loads(answer) == json.loads(expected))
+    except ValueError:
+        return False
+
+
+async def enforces(agent: Agent, engine: RunEngine, endpoint: Endpoint, timeout_s: float) -> str | None:
+    """None when the server answers a constraint admitting one answer with that answer; else why not, in
+    words (the field it ignored, the dialect it seems to speak)."""
+    from harness.engines import detect_dialect
+
+    strategy = agent.constraint.strategy
+    if strategy not in KNOWN_ANSWERS or endpoint.model.startswith(ORACLE_MODEL_PREFIX):
+        return None  # a served oracle replays gold answers: it answers no probe of its own
+    kind, value, expected = KNOWN_ANSWERS[strategy]
+    request = CompletionRequest(
+        model=endpoint.model, messages=(Message(role="user", content="Answer yes."),),
+        extra_body={"structured_outputs": {kind: value}}, max_tokens=ENFORCE_TOKENS, stream=engine.stream)
+    client = engine.client_for(SampleContext(f"preflight/{strategy}", agent.family, agent.constraint))
+    try:
+        answer = await asyncio.wait_for(client.chat_completion(request), timeout_s)
+    except ModelCallError as exc:
+        return f"a request carrying only a {kind} constraint failed: {exc}"
+    except TimeoutError:
+        return f"a request carrying only a {kind} constraint got no answer within {timeout_s:g} s"
+    if _same(kind, answer.content or "", expected):
+        return None
+    dialect = (engine.describe() or {}).get("dialect") or {}
+    field = (dialect.get("fields") or {}).get(kind, f"structured_outputs.{kind}")
+    seen, evidence = await asyncio.to_thread(detect_dialect, endpoint.base_url, endpoint.api_key)
+    return (f"the server at {endpoint.base_url} does not enforce {field} (dialect {dialect.get('name', 'vllm')}): "
+            f"asked for a constraint admitting only {expected!r}, it answered {(answer.content or '')[:80]!r}. "
+            f"The server seems to speak {seen} ({evidence})")
+
+
 async def serves_strict_tools(endpoint: Endpoint, strategies: Sequence[str], http: httpx.AsyncClient) -> None:
     """``required``/``strict`` need vLLM's own tool-call constraint: a vLLM server (``GET /version``)
     at least ``STRICT_TOOLS_VERSION``; RunError naming the strategy and why. A server that is not vLLM
@@ -173,16 +232,36 @@ async def check_reachable(endpoints: Sequence[Endpoint]) -> None:
         await asyncio.gather(*(reachable(e, http) for e in endpoints))
 
 
+async def check_enforced(engine: RunEngine, agents: Sequence[Agent], endpoints: Sequence[Endpoint], timeout_s: float,
+                         allow_unenforced: bool, log: Callable[[str], None]) -> list[str]:
+    """Step 5 for every lane the harness constrains: the lanes (``family/strategy``) that run "not
+    enforced" (``allow_unenforced``); RunError for the first one otherwise."""
+    lanes: list[str] = []
+    for agent in agents:
+        for endpoint in (e for e in endpoints if e.family == agent.family):
+            why = await enforces(agent, engine, endpoint, timeout_s)
+            if why is None:
+                continue
+            lane = f"{agent.family}/{agent.constraint.strategy}"
+            if not allow_unenforced:
+                raise RunError(f"preflight: lane {lane} refused: {why}. Pass --dialect with the one it speaks, or "
+                               "--allow-unenforced to run the lane labeled 'not enforced'")
+            log(f"preflight: lane {lane} runs labeled 'not enforced' (--allow-unenforced): {why}")
+            lanes.append(lane)
+            break
+    return lanes
+
+
 async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | None, timeout_s: float,
-                    log: Callable[[str], None]) -> None:
+                    log: Callable[[str], None], allow_unenforced: bool = False) -> list[str]:
     """Every check of the module doc, for every family and strategy of the run (nothing for in-process
-    engines); RunError naming the first problem."""
+    engines); RunError naming the first problem. Returns the lanes that run "not enforced"."""
     from harness.grammar.families import get_adapter
 
     families = list(dict.fromkeys(a.family for a in agents))
     endpoints = engine.endpoints(families)
     if not endpoints:
-        return
+        return []
     await check_reachable(endpoints)
     async with httpx.AsyncClient() as http:
         for endpoint in endpoints:
@@ -192,12 +271,15 @@ async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | Non
     if case is not None:
         for agent in agents:
             await probe(agent, engine, case, min(timeout_s, PROBE_TIMEOUT_S))
+    unenforced = await check_enforced(engine, agents, endpoints, min(timeout_s, PROBE_TIMEOUT_S), allow_unenforced, log)
     servers = sorted({e.base_url for e in endpoints})
-    log(f"preflight: {', '.join(servers)} answer, serve the run's models, and took a probe request of each of "
-        f"{len(agents)} family x strategy lanes")
+    log(f"preflight: {', '.join(servers)} answer, serve the run's models, took a probe request of each of "
+        f"{len(agents)} family x strategy lanes, and enforce the constraints of "
+        f"{sum(a.constraint.strategy in KNOWN_ANSWERS for a in agents) - len(unenforced)} of them")
+    return unenforced
 
 
 __all__ = [
-    "CONNECT_TIMEOUT_S", "PROBE_TOKENS", "check_reachable", "fits_family", "preflight", "probe", "reachable",
+    "CONNECT_TIMEOUT_S", "KNOWN_ANSWERS", "PROBE_TOKENS", "check_enforced", "check_reachable", "enforces", "fits_family", "preflight", "probe", "reachable",
     "serves_strict_tools",
 ]

@@ -349,14 +349,16 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         prepared = time.perf_counter()
         try:
             await runner.prepare()
-            await preflight(engine, runner.agents, todo[0].case, run.options.sample_timeout_s, log)
+            unenforced = await preflight(engine, runner.agents, todo[0].case, run.options.sample_timeout_s, log,
+                                         run.options.allow_unenforced)
         except EngineError as exc:
             raise RunError(str(exc)) from None
         log(f"{engine.name}: ready in {time.perf_counter() - prepared:.1f} s")
         # What an engine knows only once it runs (a started server's version, command and model).
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
                                            "model": engine.model_id, "engine_details": engine.describe() or None,
-                                           "server_constraints": server_constraints(runner.agents)})
+                                           "server_constraints": server_constraints(runner.agents),
+                                           "not_enforced": unenforced})
     record = record.model_copy(update={"setup": checked_identity(run, record, prepared=bool(todo))})
     write_run(run.run_dir, record)
     progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None

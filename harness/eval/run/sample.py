@@ -268,7 +268,9 @@ def _note_rejection(outcome: SampleOutcome, responses: Sequence[CompletionRespon
     for response in responses:
         if response.stats is not None and response.stats.grammar_error:
             outcome.error_kind = response.stats.grammar_error
-            outcome.error = f"the grammar forbade a gold token; emitted so far: {response.content!r}"
+            why = response.stats.grammar_reason if response.stats.grammar_error == ErrorKind.constraint_not_enforced \
+                else "the grammar forbade a gold token"
+            outcome.error = f"{why}; emitted so far: {response.content!r}"
             return True
     return False
 

@@ -8,7 +8,8 @@ server's version, the GPUs it ran on (name, count and driver; nothing for the CP
 command line: the command without the interpreter, host and port (which change from run to run and do
 not change answers), its model folder named by a digest of the folder's files
 and its chat template by a digest of the template. ``oracle`` has no model; ``openai`` is a server the
-harness does not see into (its model id is all there is). Weights are digested by each file's name,
+harness does not see into: its model id, and the dialect it was spoken to in (``harness.engines.dialects``:
+a vLLM server's and a llama.cpp server's runs differ there, and a gate says so). Weights are digested by each file's name,
 size and first and last MiB: a full hash of multi-GB weights would cost minutes per run, and a
 changed checkpoint changes its sizes or its ends.
 """
@@ -133,9 +134,13 @@ def setup_identity(run: ResolvedRun, record: RunRecord) -> SetupIdentity:
     if record.options.engine == "local":
         weights = dict.fromkeys(families, _local_weights())
     recorded = _servers(record.engine_details)
+    dialect = (record.engine_details or {}).get("dialect") or {}
     for family in families:
         if record.options.engine == "vllm":
             weights[family], servers[family], templates[family] = _server_fields(family, recorded.get(family))
+        elif dialect.get("name"):  # a server the harness does not see into: how it was spoken to, and the prompt
+            prompt = (dialect.get(family) or {}).get("prompt")
+            servers[family] = f"a server in dialect {dialect['name']}" + (f" ({prompt})" if prompt else "")
     return identity_with_digest(
         engine=f"{record.options.engine} --target {record.options.target}" if record.options.target else record.options.engine,
         models={str(f): m for f, m in run.models.items()}, weights=weights, servers=servers,

@@ -63,7 +63,7 @@ from harness.eval.store import (
 )
 from harness.tools import ToolSource, ToolUnavailable
 from harness.tools import owners as tool_owners
-from harness.vocabulary import ErrorKind, Metric
+from harness.vocabulary import HARNESS_STRATEGIES, ErrorKind, Metric
 
 Checked = tuple[Verdict, StateDifference | None]
 """A state verdict, and on a failure where the states differ, where they part ways."""
@@ -77,6 +77,14 @@ def _steps_by_turn(steps: Sequence[StepRecord], turns: int) -> list[list[list[Ca
         if 0 <= index < turns:
             out[index].append(list(step.tool_calls))
     return out
+
+
+def _not_enforced(sample: SampleRecord) -> Verdict:
+    """1 when an answer broke its lane's own constraint (``constraint:not_enforced``), else 0 (asked of
+    the lanes whose constraint the harness sends, on engines that are not the oracle)."""
+    if sample.error_kind == ErrorKind.constraint_not_enforced:
+        return Verdict(1.0, ErrorKind.constraint_not_enforced)
+    return Verdict(0.0)
 
 
 # -- the scorer ---------------------------------------------------------------------------------------
@@ -160,6 +168,9 @@ class Scorer:
         if case is None:
             missing = fail(ErrorKind.score_unknown_case)
             verdicts = {Metric.validity: missing, Metric.exact_match: missing, Metric.state_match: missing}
+        elif sample.error_kind == ErrorKind.constraint_not_enforced:  # the server's failure: not the model's rates
+            verdicts = {Metric.validity: NOT_APPLICABLE, Metric.exact_match: NOT_APPLICABLE,
+                        Metric.state_match: NOT_APPLICABLE}
         elif isinstance(case, SingleTurnCase):
             verdicts = self.single_turn.verdicts(case, sample)
         elif sample.status == "error":
@@ -173,6 +184,8 @@ class Scorer:
         verdicts = {metric: blame_constraint(sample.strategy, v) for metric, v in verdicts.items()}
         verdicts[Metric.grammar_rejection] = self._rejection(sample)
         verdicts[Metric.truncated] = self._truncated(sample)
+        if self.engine != "oracle" and sample.strategy in HARNESS_STRATEGIES:  # the oracle walks gold itself
+            verdicts[Metric.not_enforced] = _not_enforced(sample)
         return [
             ScoreRow(
                 sample_id=sample.sample_id, case_id=sample.case_id, family=sample.family,

@@ -382,6 +382,9 @@ class RunRecord(Record):
     server_constraints: dict[str, str] | None = None
     """``family/strategy`` -> what vLLM builds itself under ``required``/``strict`` for the suite's tools
     (``structural_tag:hermes``, ``json_array``, ``none``); None when the run has neither strategy."""
+    not_enforced: list[str] = Field(default_factory=list)
+    """Lanes (``family/strategy``) run with ``--allow-unenforced`` although the preflight showed the server
+    does not enforce their constraint: labeled "not enforced" (their answers are not the strategy's)."""
     versions: Versions
     """Versions of what the figures depend on."""
     machine: Machine | None = None
