@@ -47,6 +47,10 @@ class PerSampleClients:
     model_id: str = ""
     stream: bool = False
 
+    @property
+    def audits_answers(self) -> bool:
+        return False  # the oracle: each sample replays its gold through the grammar
+
     def model_for(self, family: str) -> str:
         return self.model_id
 
@@ -128,6 +132,10 @@ class SharedClient:
         replicas = getattr(self.client, "describe", None)
         out: dict[str, Any] = {"replicas": replicas()} if callable(replicas) else {}
         return {**out, "dialect": self.dialect} if self.dialect else out
+
+    @property
+    def audits_answers(self) -> bool:
+        return not self.relay_gold
 
     def client_for(self, sample: SampleContext) -> LLMClient:
         from harness.engines.dialects.audit import EnforcementAudit

@@ -93,6 +93,12 @@ class RunEngine(Protocol):
     stream: bool
     """Requests stream (a server: time to first token is then measured as a client sees it)."""
 
+    @property
+    def audits_answers(self) -> bool:
+        """Each answer to a harness constraint is walked through it (``constraint:not_enforced``): every
+        engine but the oracle, which replays gold through the grammar itself."""
+        ...
+
     def model_for(self, family: str) -> str:
         """The served model id the requests of ``family`` carry (one server per family: its own)."""
         ...

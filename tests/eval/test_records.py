@@ -48,7 +48,7 @@ NEW_STATS_DEFAULTS = {
 }
 NEW_RUN_DEFAULTS = {
     "bundle": None, "resumed_at": [], "machine": None, "engine_details": None, "max_tokens_source": None, "setup": None,
-    "models": None, "inputs": None, "merged_from": [], "server_constraints": None, "not_enforced": [],
+    "models": None, "inputs": None, "merged_from": [], "server_constraints": None, "not_enforced": [], "answers_audited": False,
 }
 """And a run's options, at run.json's top level then, are in ``options`` now (``RunOptions``), but for the
 served model ids (``model``, ``models``), which stay where they were."""

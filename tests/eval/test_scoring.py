@@ -49,8 +49,8 @@ def sample(calls: list[dict[str, Any]] | None = None, *, parse_errors: list[dict
     })
 
 
-def scorer(*cases: Any, engine: str = "oracle") -> Scorer:
-    return Scorer(cases, builtin_fs_schemas().values(), engine, None)
+def scorer(*cases: Any, engine: str = "oracle", audited: bool = False) -> Scorer:
+    return Scorer(cases, builtin_fs_schemas().values(), engine, None, audited=audited)
 
 
 async def verdicts(s: Scorer, record: SampleRecord) -> dict[str, tuple[float | None, str | None]]:
@@ -335,18 +335,19 @@ async def test_held_out_tools_are_offered_from_their_turn_on() -> None:
 NOT_ENFORCED = "constraint:not_enforced"
 
 
-# (engine, strategy, error kind) -> (validity, not_enforced; None: no row)
-@pytest.mark.parametrize(("engine", "strategy", "kind", "validity", "not_enforced"), [
-    ("openai", "ebnf", NOT_ENFORCED, (None, None), (1.0, NOT_ENFORCED)),  # the server's failure, not the model's
-    ("openai", "json_schema", None, (1.0, None), (0.0, None)),
-    ("openai", "none", None, (1.0, None), None),  # nothing was constrained
-    ("openai", "required", None, (1.0, None), None),  # the server builds it: its raw text never comes back
-    ("oracle", "ebnf", None, (1.0, None), None),  # the oracle walks gold through the grammar itself
+# (engine, whether the run audited its answers, strategy, error kind) -> (validity, not_enforced; None: no row)
+@pytest.mark.parametrize(("engine", "audited", "strategy", "kind", "validity", "not_enforced"), [
+    ("openai", True, "ebnf", NOT_ENFORCED, (None, None), (1.0, NOT_ENFORCED)),  # the server's failure, not the model's
+    ("openai", True, "json_schema", None, (1.0, None), (0.0, None)),
+    ("openai", True, "none", None, (1.0, None), None),  # nothing was constrained
+    ("openai", True, "required", None, (1.0, None), None),  # the server builds it: its raw text never comes back
+    ("openai", False, "ebnf", None, (1.0, None), None),  # a run from before the audit: no rate it never measured
+    ("oracle", False, "ebnf", None, (1.0, None), None),  # the oracle walks gold through the grammar itself
 ])
 async def test_an_answer_its_constraint_rejects_is_the_servers_not_the_models(
-    engine: str, strategy: str, kind: str | None, validity: Any, not_enforced: Any
+    engine: str, audited: bool, strategy: str, kind: str | None, validity: Any, not_enforced: Any
 ) -> None:
-    s = scorer(next_case(GOLD_CAT, state_check=False), engine=engine)
+    s = scorer(next_case(GOLD_CAT, state_check=False), engine=engine, audited=audited)
     record = sample([GOLD_CAT], strategy=strategy, status="error" if kind else "ok", error_kind=kind)
     v = await verdicts(s, record)
     assert (v["validity"], v.get("not_enforced")) == (validity, not_enforced)

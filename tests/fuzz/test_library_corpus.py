@@ -56,10 +56,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "t_constr_pattern_lengths": {"own": "format_with_lengths", **_VLLM},
     "t_conint_multiple_of": _VLLM, "t_bytes": _VLLM, "t_secret_str": _VLLM, "t_path": _VLLM,
     "t_set_str": {"own": "uniqueItems", **_VLLM},
-    "m_discriminated": {"own": "oneOf", "json_schema": "oneOf"},
-    "z_record": {"own": "propertyNames", "json_schema": "propertyNames"},
     **{f"z_{n}": {"own": "format_with_lengths"} for n in ("email", "uuid", "datetime", "date", "ipv4")},
-    "z_discriminated": {"own": "oneOf", "json_schema": "oneOf"},
 }
 """Per schema, the refusal kind of each lane group that refuses it; every other lane builds it."""
 

@@ -7,8 +7,9 @@ which writes the constraint where that server reads it, or refuses it by name (`
 request is never sent unconstrained). A new dialect is one module with a class of the ``Dialect`` shape
 plus one ``DialectInfo`` line below; modules load on first use.
 
-Today: ``vllm`` (the fields as they are), ``llama_cpp`` (llama-cpp-python's server: a GBNF ``grammar``,
-``response_format: {type: json_object, schema}``, the family's own prompt on ``/completions``) and
+Today: ``vllm`` (the fields as they are), ``llama_cpp`` (llama-cpp-python's server: a GBNF ``grammar`` for
+grammars and JSON schemas alike, since ``/completions`` ignores ``response_format``; the family's own
+prompt on ``/completions``) and
 ``openai`` (the plain OpenAI API: ``response_format: {type: json_schema, json_schema: {..., strict}}``,
 strict tools; no grammar). ``docs/servers.md`` has the table of servers x strategies.
 """
@@ -56,7 +57,7 @@ DIALECTS: dict[str, DialectInfo] = {
     for info in (
         DialectInfo("vllm", "vLLM's structured_outputs, tool_choice and strict tools",
                     "harness.engines.dialects.vllm:VllmDialect"),
-        DialectInfo("llama_cpp", "llama-cpp-python's server: a GBNF grammar, response_format json_object + schema, "
+        DialectInfo("llama_cpp", "llama-cpp-python's server: a GBNF grammar (JSON schemas converted to one), "
                     "the family's own prompt on /completions", "harness.engines.dialects.llama_cpp:LlamaCppDialect"),
         DialectInfo("openai", "the plain OpenAI API: response_format json_schema (strict), strict tools; no grammar",
                     "harness.engines.dialects.openai:OpenAIDialect"),

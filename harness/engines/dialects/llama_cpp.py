@@ -43,8 +43,8 @@ class LlamaCppDialect:
     }
 
     def wire(self, family: str, request: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        from harness.agents.families import get_adapter
         from harness.grammar import NotExpressible
+        from harness.grammar.families import get_adapter
 
         if request.strict_tools or request.tool_choice not in (None, "none", "auto"):
             raise NotExpressible("dialect llama_cpp: the server builds no constraint from the tools (tool_choice "

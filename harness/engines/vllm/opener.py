@@ -169,6 +169,10 @@ class VllmServers:
                 client = GuidanceWireClient(client, {self.model_for(family): family})
             self.clients[family] = client
 
+    @property
+    def audits_answers(self) -> bool:
+        return True
+
     def client_for(self, sample: SampleContext) -> LLMClient:
         from harness.engines.dialects.audit import EnforcementAudit
 

@@ -130,7 +130,7 @@ class Runner:
         """The user's observer factories (``recorder.ObserverFactory``), called per sample attempt."""
         self.tools, self.source = run.agent.tools, run.source
         self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, None,
-                              owners=owners(self.source))
+                              owners=owners(self.source), audited=engine.audits_answers)
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
         if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
@@ -358,7 +358,7 @@ async def _generate(run: ResolvedRun, engine: RunEngine, done: set[str], log: Ru
         record = record.model_copy(update={"engine_note": engine.note, "base_url": engine.base_url,
                                            "model": engine.model_id, "engine_details": engine.describe() or None,
                                            "server_constraints": server_constraints(runner.agents),
-                                           "not_enforced": unenforced})
+                                           "not_enforced": unenforced, "answers_audited": engine.audits_answers})
     record = record.model_copy(update={"setup": checked_identity(run, record, prepared=bool(todo))})
     write_run(run.run_dir, record)
     progress = progress_factory(len(jobs), len(jobs) - len(todo)) if progress_factory else None

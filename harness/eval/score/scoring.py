@@ -105,6 +105,7 @@ class Scorer:
         concurrency: int = 8,
         owners: Mapping[str, str] | None = None,
         echo_mode: EchoMode = "overwrite",
+        audited: bool = False,
     ) -> None:
         from harness.eval.score.bfcl_score import SingleTurnScoring
         from harness.sandbox import argument_check
@@ -117,6 +118,8 @@ class Scorer:
         """Tool name -> its class, for tools of a class (a case offers its classes' tools only)."""
         self.validators = {n: argument_check(s.parameters) for n, s in self.schemas.items()}
         self.engine = engine
+        self.audited = audited
+        """The run walked each answer through its constraint: its samples have a ``not_enforced`` rate."""
         self.source = source
         self._limit = asyncio.Semaphore(concurrency)
         self.golds = Golds(source, self._limit, echo_mode)
@@ -184,7 +187,7 @@ class Scorer:
         verdicts = {metric: blame_constraint(sample.strategy, v) for metric, v in verdicts.items()}
         verdicts[Metric.grammar_rejection] = self._rejection(sample)
         verdicts[Metric.truncated] = self._truncated(sample)
-        if self.engine != "oracle" and sample.strategy in HARNESS_STRATEGIES:  # the oracle walks gold itself
+        if self.audited and sample.strategy in HARNESS_STRATEGIES:  # older runs, and the oracle, were not audited
             verdicts[Metric.not_enforced] = _not_enforced(sample)
         return [
             ScoreRow(

@@ -382,6 +382,9 @@ class RunRecord(Record):
     server_constraints: dict[str, str] | None = None
     """``family/strategy`` -> what vLLM builds itself under ``required``/``strict`` for the suite's tools
     (``structural_tag:hermes``, ``json_array``, ``none``); None when the run has neither strategy."""
+    answers_audited: bool = False
+    """Each answer to a harness constraint was walked through it during the run (runs from December 2026
+    on, every engine but the oracle): only such runs have a ``not_enforced`` rate."""
     not_enforced: list[str] = Field(default_factory=list)
     """Lanes (``family/strategy``) run with ``--allow-unenforced`` although the preflight showed the server
     does not enforce their constraint: labeled "not enforced" (their answers are not the strategy's)."""
