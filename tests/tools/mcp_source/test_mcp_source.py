@@ -1,0 +1,144 @@
+"""The MCP tool source against a hostile stdio server (``hostile_server.py``, written with the ``mcp``
+SDK): a crash, a hang, garbage on stdout and a server that never starts each end their call with a
+named kind, the next call gets a fresh process on the same folder, ``isError`` is ``tool:error`` with
+its text, a result past ``max_output`` is ``tool:limit``, and no process outlives its session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from harness.agents import BundleError
+from harness.agents.bundle import load_bundle_config
+from harness.tools import SessionSetup
+from harness.vocabulary import ErrorKind
+
+pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -e '.[mcp]'")
+
+from harness.tools.mcp.connection import ServerSpec
+from harness.tools.mcp.load import list_tools
+from harness.tools.mcp.source import McpSession, McpSettings, McpSource, McpTool
+
+SERVER = Path(__file__).with_name("hostile_server.py")
+TREE = {"root": {"work": {"type": "directory", "contents": {"a.txt": {"type": "file", "content": "A"}}}}}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: a check, sent only to a process this test's source started
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def source() -> McpSource:
+    """The hostile server's tools, listed by the source's own listing (one server start)."""
+    from harness.agents import ToolSchema
+
+    settings = McpSettings(ServerSpec(command=sys.executable, args=(str(SERVER),), cwd="{workdir}"),
+                           wall_clock=1.0, max_output=1000)
+    listed = asyncio.run(list_tools(settings))
+    return McpSource(settings, [McpTool(ToolSchema(t.name, t.description or "", t.input_schema), t.output_schema)
+                                for t in listed])
+
+
+@pytest.mark.parametrize(("tool", "arguments", "kind", "says", "fresh"), [
+    ("crash", {}, ErrorKind.tool_internal_error, "failed", True),
+    ("hang", {}, ErrorKind.tool_limit, "within 1 s", True),
+    ("garbage", {}, ErrorKind.tool_internal_error, "not JSON-RPC", True),
+    ("fail", {}, ErrorKind.tool_error, "the pump is broken", False),
+    ("big", {"size": 5000}, ErrorKind.tool_limit, "max_output", False),
+    ("nothing", {}, ErrorKind.tool_unknown, "unknown tool", False),
+])
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_failing_call_is_named_and_the_next_call_goes_on(
+    shared: McpSession, tool: str, arguments: dict[str, Any], kind: str, says: str, fresh: bool,
+) -> None:
+    before = int((await shared.call("pid", {})).output)
+    result = await shared.call(tool, arguments)
+    assert (result.is_error, result.error_kind) == (True, kind) and says in str(result.output)
+    after = await shared.call("pid", {})
+    assert after.error_kind is None and (int(after.output) != before) == fresh
+    await asyncio.gather(*shared._stopping)  # the failed server's stop, which the call did not wait for
+    assert alive(before) != fresh
+    assert await shared.snapshot() == {"a.txt": "A", "b.txt": "B"}  # the folder outlives its server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(source: McpSource) -> AsyncIterator[McpSession]:
+    """One session for the failure table (a server start costs about a second): each row checks that
+    the call after a failure works, on a fresh process where the server failed."""
+    session = await source.open(SessionSetup(entry="x", tree=TREE))
+    assert (await session.call("note", {"name": "b.txt", "text": "B"})).error_kind is None
+    yield session
+    last = int((await session.call("pid", {})).output)
+    await session.close()
+    assert not alive(last)
+
+
+async def test_a_server_that_never_starts_is_a_limit_per_call(tmp_path: Path) -> None:
+    from harness.agents import ToolSchema
+
+    settings = McpSettings(ServerSpec(command=sys.executable, args=("-c", "import time; time.sleep(60)")),
+                           start_timeout=0.5)
+    source = McpSource(settings, [McpTool(ToolSchema("pid", ""))])
+    session = await source.open(SessionSetup(entry="x"))
+    try:
+        result = await session.call("pid", {})
+        assert result.error_kind == ErrorKind.tool_limit and "did not start within 0.5 s" in str(result.output)
+    finally:
+        await session.close()
+
+
+async def test_sessions_are_isolated_and_their_folders_removed(source: McpSource) -> None:
+    one, two = [await source.open(SessionSetup(entry=n, tree=TREE)) for n in "12"]
+    await one.call("note", {"name": "a.txt", "text": "changed"})
+    assert (await one.snapshot(), await two.snapshot()) == ({"a.txt": "changed"}, {"a.txt": "A"})
+    pid = int((await one.call("pid", {})).output)
+    for session in (one, two):
+        await session.close()
+    assert not alive(pid) and not one.workdir.parent.exists()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("snapshot", "expected", "holds"), [
+    ({"a": "1", "d": {"b": "2"}}, {"files": {"a": "1", "d/b": "2"}}, True),
+    ({"a": "1"}, {"files": {"a": "2"}}, False),
+    ({"a": "1"}, {"files": {"gone": None}}, True),
+    ({"a": "1"}, {"files": {"a": None}}, False),
+    ({"a": "1"}, {"SomeClass": {"x": 1}}, False),
+])
+def test_expected_files_hold(snapshot: dict[str, Any], expected: dict[str, Any], holds: bool) -> None:
+    source = McpSource(McpSettings(ServerSpec(command="x")), [])
+    assert source.holds(snapshot, expected) is holds
+
+
+def test_a_folder_differs_and_shows_as_lines() -> None:
+    source = McpSource(McpSettings(ServerSpec(command="x")), [])
+    assert source.difference({"a": "1"}, {"a": "1"}) is None
+    assert source.difference({"a": "1"}, {"a": "2"}) == ErrorKind.state_tree_differs
+    assert source.lines({"d": {"b": "2"}, "a": "x\ny"}) == ['/a = "x\\ny"', "/d/", '/d/b = "2"']
+
+
+@pytest.mark.parametrize(("mcp", "problem"), [
+    ("{command: x, url: 'http://h/mcp'}", "exactly one of command"),
+    ("{}", "exactly one of command"),
+    ("{url: 'http://h/mcp', args: [a]}", "args and env belong to a stdio server"),
+    ("{url: 'ftp://h'}", "mcp.url"),
+    ("{command: no-such-server-here}", "mcp.command: 'no-such-server-here' is not an executable"),
+])
+def test_a_bad_mcp_section_is_named(tmp_path: Path, mcp: str, problem: str) -> None:
+    from harness.tools import load_source
+
+    file = tmp_path / "bundle.yaml"
+    file.write_text(f"name: b\nmodel: {{family: qwen, id: m}}\nsource: mcp\nmcp: {mcp}\n")
+    with pytest.raises(BundleError, match="mcp") as info:
+        load_source(file, load_bundle_config(file))
+    assert problem in str(info.value)
