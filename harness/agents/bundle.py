@@ -156,6 +156,13 @@ def _python_short_form(value: Any) -> Any:
     return value
 
 
+class McpStateCall(_Strict):
+    """A call whose result is part of a sample's state (``mcp.state_calls``)."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class McpConfig(_Strict):
     """An MCP server as the bundle's tools (``mcp:`` in bundle.yaml, with ``source: mcp``): a stdio server
     the harness starts per sample (``command``, ``args``, ``env``, ``cwd``; ``{workdir}`` in them is the
@@ -172,13 +179,21 @@ class McpConfig(_Strict):
     url: str | None = Field(default=None, pattern=r"^https?://")
     start_timeout: float = Field(default=30.0, gt=0)
     """Seconds a server may take to start and answer ``initialize``."""
+    prepare: tuple[str, ...] = ()
+    """A command run in the sample's fresh folder before its server starts (``{workdir}`` substituted),
+    e.g. a script the case's files hold that builds a git repository; bounded by ``start_timeout``."""
+    ignore: tuple[str, ...] = ()
+    """Names of files and folders left out of the compared tree, at any depth (``.git``)."""
+    state_calls: tuple[McpStateCall, ...] = ()
+    """Calls run on the sample's server after each turn whose results are part of its state (a
+    repository's ``git_status``, ``git_branch``, ``git_log``)."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("needs exactly one of command (a stdio server) and url (a server at a URL)")
-        if self.url is not None and (self.args or self.env):
-            raise ValueError("args and env belong to a stdio server (command), not to a url")
+        if self.url is not None and (self.args or self.env or self.prepare):
+            raise ValueError("args, env and prepare belong to a stdio server (command), not to a url")
         return self
 
 
@@ -279,6 +294,7 @@ __all__ = [
     "KernelConfig",
     "LimitsSpec",
     "McpConfig",
+    "McpStateCall",
     "ModelConfig",
     "PythonToolsConfig",
     "ToolOverride",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -76,9 +76,10 @@ class Connection:
         except TimeoutError:
             await self.close()
             raise ServerFailure(ErrorKind.tool_limit, f"the MCP server did not start within {timeout:g} s") from None
-        except ServerFailure:
+        except ServerFailure as exc:
+            said = self.stderr_tail()
             await self.close()
-            raise
+            raise ServerFailure(exc.kind, f"{exc}{'; its stderr: ' + said if said else ''}") from None
 
     async def request(self, job: Job, timeout: float) -> Any:
         """``job(session)``'s answer, run in the owning task under ``timeout`` s; ServerFailure otherwise."""
@@ -91,6 +92,14 @@ class Connection:
             future.cancel()
             raise self.failure or ServerFailure(ErrorKind.tool_internal_error, "the MCP session ended")
         return future.result()
+
+    def stderr_tail(self, size: int = 400) -> str:
+        """The last ``size`` characters the server wrote on stderr."""
+        if self._errlog is None or self._errlog.closed:
+            return ""
+        self._errlog.flush()
+        self._errlog.seek(0)
+        return self._errlog.read()[-size:].strip()
 
     async def close(self) -> None:
         """Stop the server (bounded: the SDK's shutdown) and wait for the owning task."""
@@ -172,8 +181,9 @@ class Connection:
         assert self.spec.command is not None
         params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args), env=dict(self.spec.env),
                                        cwd=self.spec.cwd)
-        # A server logs on stderr freely; the run's own output stays the harness's.
-        self._errlog = open(os.devnull, "w")
+        # A server logs on stderr freely: kept in a file of its own, the run's output stays the harness's,
+        # and a server that cannot start is named with its last words.
+        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         return stdio_client(params, errlog=self._errlog)
 
     def _session(self, streams: Sequence[Any]) -> ClientSession:

@@ -38,16 +38,19 @@ def seed(folder: Path, contents: Mapping[str, Any]) -> None:
             (folder / name).write_text(str(node.get("content", "")), encoding="utf-8")
 
 
-def snapshot(folder: Path) -> Tree:
-    """The folder's tree and file contents now (links are named, never followed)."""
+def snapshot(folder: Path, ignore: frozenset[str] = frozenset()) -> Tree:
+    """The folder's tree and file contents now, without the names in ``ignore`` (links are named,
+    never followed)."""
     out: Tree = {}
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             path = Path(entry.path)
+            if entry.name in ignore:
+                continue
             if entry.is_symlink():
                 out[entry.name] = f"<link to {os.readlink(path)}>"
             elif entry.is_dir():
-                out[entry.name] = snapshot(path)
+                out[entry.name] = snapshot(path, ignore)
             else:
                 data = path.read_bytes()
                 try:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import BundleConfig, BundleError, ToolSchema
+from harness.tools.base import ToolUnavailable
 from harness.tools.mcp.connection import Connection, ServerFailure, ServerSpec
-from harness.tools.mcp.source import McpSettings, McpSource, McpTool
+from harness.tools.mcp.source import McpSettings, McpSource, McpTool, prepare
 from harness.vocabulary import ErrorKind
 
 MAX_PAGES = 1000
@@ -37,7 +38,8 @@ def load_mcp_source(file: Path, config: BundleConfig) -> McpSource:
         command = str((file.parent / command).absolute())  # a path in the bundle, as its other files
     spec = ServerSpec(command=command, args=mcp.args, env=dict(mcp.env), cwd=mcp.cwd, url=mcp.url)
     settings = McpSettings(spec, start_timeout=mcp.start_timeout, wall_clock=limits.wall_clock or 5.0,
-                           max_output=limits.max_output or (1 << 20))
+                           max_output=limits.max_output or (1 << 20), prepare=mcp.prepare, ignore=frozenset(mcp.ignore),
+                           state_calls=tuple((c.name, c.arguments) for c in mcp.state_calls))
     if command is not None and shutil.which(command) is None:
         raise BundleError(file, [f"mcp.command: {mcp.command!r} is not an executable (is the server installed?)"])
     with ThreadPoolExecutor(1, thread_name_prefix="mcp-list") as pool:
@@ -53,6 +55,9 @@ def load_mcp_source(file: Path, config: BundleConfig) -> McpSource:
         except ValueError as exc:
             raise BundleError(file, [f"mcp: the server's tool {entry.name!r}: {exc}"]) from None
         tools.append(McpTool(schema, entry.output_schema))
+    unknown = [c.name for c in mcp.state_calls if c.name not in {t.schema.name for t in tools}]
+    if unknown:
+        raise BundleError(file, [f"mcp.state_calls: the server lists no tool {', '.join(map(repr, unknown))}"])
     return McpSource(settings, tools)
 
 
@@ -64,6 +69,11 @@ async def list_tools(settings: McpSettings) -> list[Any]:
     spec = settings.spec if settings.shared else settings.for_folder(scratch)
     connection = Connection(spec)
     try:
+        if not settings.shared:
+            try:
+                await prepare(settings, scratch)
+            except ToolUnavailable as exc:
+                raise ServerFailure(exc.kind, str(exc)) from None
         await connection.start(settings.start_timeout)
         tools: list[Any] = []
         cursor: str | None = None

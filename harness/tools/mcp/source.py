@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import Tool, ToolCall, ToolContext, ToolResult, ToolSchema
-from harness.tools.base import SessionSetup, StateKind
+from harness.tools.base import SessionSetup, StateKind, ToolUnavailable
 from harness.tools.mcp import folder
 from harness.tools.mcp.connection import Connection, ServerFailure, ServerSpec
 from harness.vocabulary import ErrorKind
@@ -46,6 +48,12 @@ class McpSettings:
     start_timeout: float = 30.0
     wall_clock: float = 5.0
     max_output: int = 1 << 20
+    prepare: tuple[str, ...] = ()
+    """A command run in a fresh folder before its server starts."""
+    ignore: frozenset[str] = frozenset()
+    """Names left out of the compared tree."""
+    state_calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    """(name, arguments) of the calls whose results are part of the state."""
 
     @property
     def shared(self) -> bool:
@@ -59,6 +67,15 @@ class McpSettings:
         spec = self.spec
         return replace(spec, args=tuple(map(sub, spec.args)), env={k: sub(v) for k, v in spec.env.items()},
                        cwd=sub(spec.cwd) if spec.cwd else None)
+
+
+@dataclass(frozen=True, slots=True)
+class FolderState:
+    """A sample's state: its folder's tree (``folder.snapshot``) and the results of the bundle's
+    ``state_calls`` (``"name {arguments}"`` -> what the call answered)."""
+
+    tree: folder.Tree
+    calls: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +151,21 @@ class McpSession:
         return text if isinstance(output, str) else json.loads(text)
 
     async def snapshot(self) -> Any:
-        return None if self.workdir is None else folder.snapshot(self.workdir)
+        """The folder now and the state calls' results (None for a shared server: no state)."""
+        if self.workdir is None:
+            return None
+        settings = self.source.settings
+        calls = []
+        for name, arguments in settings.state_calls:
+            result = await self.call(name, arguments)
+            calls.append((f"{name} {json.dumps(arguments, sort_keys=True)}",
+                          result.output if not result.is_error else f"{result.error_kind}: {result.output}"))
+        return FolderState(folder.snapshot(self.workdir, settings.ignore), tuple(calls))
+
+    async def prepare(self) -> None:
+        """Run the bundle's ``prepare`` command in the fresh folder; ToolUnavailable when it fails."""
+        if self.workdir is not None:
+            await prepare(self.source.settings, self.workdir)
 
     async def close(self) -> None:
         if self._connection is not None:
@@ -144,6 +175,30 @@ class McpSession:
         self._stopping.clear()
         if self.workdir is not None:
             shutil.rmtree(self.workdir.parent, ignore_errors=True)
+
+
+async def prepare(settings: McpSettings, workdir: Path) -> None:
+    """Run ``settings.prepare`` in ``workdir`` (its own process group, bounded by ``start_timeout``);
+    ToolUnavailable naming what it said when it fails."""
+    if not settings.prepare:
+        return
+    argv = [part.replace(WORKDIR, str(workdir)) for part in settings.prepare]
+    env = {**os.environ, **settings.for_folder(workdir).env}
+    try:
+        process = await asyncio.create_subprocess_exec(*argv, cwd=workdir, env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                       stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                                                       start_new_session=True)
+    except OSError as exc:
+        raise ToolUnavailable(ErrorKind.tool_unavailable, f"mcp.prepare: {exc}") from None
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), settings.start_timeout)
+    except TimeoutError:
+        os.killpg(process.pid, signal.SIGKILL)  # its own group (start_new_session): only what it started
+        await process.wait()
+        raise ToolUnavailable(ErrorKind.tool_unavailable, f"mcp.prepare: no end within {settings.start_timeout:g} s") from None
+    if process.returncode:
+        tail = output.decode(errors="replace")[-500:]
+        raise ToolUnavailable(ErrorKind.tool_unavailable, f"mcp.prepare exited {process.returncode}: {tail}")
 
 
 def result_output(result: Any) -> Any:
@@ -188,6 +243,7 @@ class McpSource:
             folder.seed(workdir, contents)
         session = McpSession(self, workdir)
         try:
+            await session.prepare()
             for call in setup.history:
                 await session.call(call.name, call.arguments)
         except BaseException:
@@ -199,16 +255,23 @@ class McpSource:
         return None if gold == model else ErrorKind.state_tree_differs
 
     def lines(self, snapshot: Any) -> list[str]:
-        return folder.lines(snapshot or {})
+        """The tree's lines (``folder.lines``), then each state call and its result's lines, indented."""
+        if not isinstance(snapshot, FolderState):
+            return []
+        out = folder.lines(snapshot.tree)
+        for call, output in snapshot.calls:
+            text = output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
+            out += [f"{call}:", *(f"  {line}" for line in text.splitlines())]
+        return out
 
     def holds(self, snapshot: Any, expected: Mapping[str, Mapping[str, Any]]) -> bool:
         """``expected_state: {files: {path: text or null}}``: each file has that text (null: is absent)."""
-        if set(expected) - {"files"}:
+        if set(expected) - {"files"} or not isinstance(snapshot, FolderState):
             return False
-        return all(folder.lookup(snapshot or {}, path) == text for path, text in expected.get("files", {}).items())
+        return all(folder.lookup(snapshot.tree, path) == text for path, text in expected.get("files", {}).items())
 
     def close(self) -> None:
         return None  # every process belongs to a session, stopped when the session closes
 
 
-__all__ = ["WORKDIR", "McpSession", "McpSettings", "McpSource", "McpTool", "result_output"]
+__all__ = ["WORKDIR", "FolderState", "McpSession", "McpSettings", "McpSource", "McpTool", "prepare", "result_output"]

@@ -45,8 +45,6 @@ def write(text: str) -> list[list[dict[str, Any]]]:
 @pytest.mark.parametrize(("calls", "kind", "diff"), [
     (write("hi there"), None, None),
     (write("hi"), ErrorKind.state_tree_differs, ['-/hello.txt = "hi there"', '+/hello.txt = "hi"']),
-    ([[{"name": "read_text_file", "arguments": {"path": "README.md"}}]], ErrorKind.state_tree_differs,
-     ['-/hello.txt = "hi there"']),
     ([[]], ErrorKind.state_empty_turn, None),
 ])
 async def test_a_wrong_answer_fails_with_the_folders_diff(

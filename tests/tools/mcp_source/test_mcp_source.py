@@ -24,7 +24,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -
 
 from harness.tools.mcp.connection import ServerSpec
 from harness.tools.mcp.load import list_tools
-from harness.tools.mcp.source import McpSession, McpSettings, McpSource, McpTool
+from harness.tools.mcp.source import FolderState, McpSession, McpSettings, McpSource, McpTool
 
 SERVER = Path(__file__).with_name("hostile_server.py")
 TREE = {"root": {"work": {"type": "directory", "contents": {"a.txt": {"type": "file", "content": "A"}}}}}
@@ -69,7 +69,7 @@ async def test_a_failing_call_is_named_and_the_next_call_goes_on(
     assert after.error_kind is None and (int(after.output) != before) == fresh
     await asyncio.gather(*shared._stopping)  # the failed server's stop, which the call did not wait for
     assert alive(before) != fresh
-    assert await shared.snapshot() == {"a.txt": "A", "b.txt": "B"}  # the folder outlives its server
+    assert (await shared.snapshot()).tree == {"a.txt": "A", "b.txt": "B"}  # the folder outlives its server
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -101,7 +101,7 @@ async def test_a_server_that_never_starts_is_a_limit_per_call(tmp_path: Path) ->
 async def test_sessions_are_isolated_and_their_folders_removed(source: McpSource) -> None:
     one, two = [await source.open(SessionSetup(entry=n, tree=TREE)) for n in "12"]
     await one.call("note", {"name": "a.txt", "text": "changed"})
-    assert (await one.snapshot(), await two.snapshot()) == ({"a.txt": "changed"}, {"a.txt": "A"})
+    assert ((await one.snapshot()).tree, (await two.snapshot()).tree) == ({"a.txt": "changed"}, {"a.txt": "A"})
     pid = int((await one.call("pid", {})).output)
     for session in (one, two):
         await session.close()
@@ -117,20 +117,22 @@ async def test_sessions_are_isolated_and_their_folders_removed(source: McpSource
 ])
 def test_expected_files_hold(snapshot: dict[str, Any], expected: dict[str, Any], holds: bool) -> None:
     source = McpSource(McpSettings(ServerSpec(command="x")), [])
-    assert source.holds(snapshot, expected) is holds
+    assert source.holds(FolderState(snapshot), expected) is holds
 
 
 def test_a_folder_differs_and_shows_as_lines() -> None:
     source = McpSource(McpSettings(ServerSpec(command="x")), [])
-    assert source.difference({"a": "1"}, {"a": "1"}) is None
-    assert source.difference({"a": "1"}, {"a": "2"}) == ErrorKind.state_tree_differs
-    assert source.lines({"d": {"b": "2"}, "a": "x\ny"}) == ['/a = "x\\ny"', "/d/", '/d/b = "2"']
+    assert source.difference(FolderState({"a": "1"}), FolderState({"a": "1"})) is None
+    assert source.difference(FolderState({"a": "1"}), FolderState({"a": "2"})) == ErrorKind.state_tree_differs
+    assert source.difference(FolderState({}, (("s {}", "x"),)), FolderState({}, (("s {}", "y"),))) is not None
+    state = FolderState({"d": {"b": "2"}, "a": "x\ny"}, (("git_status {}", "On branch main\nclean"),))
+    assert source.lines(state) == ['/a = "x\\ny"', "/d/", '/d/b = "2"', "git_status {}:", "  On branch main", "  clean"]
 
 
 @pytest.mark.parametrize(("mcp", "problem"), [
     ("{command: x, url: 'http://h/mcp'}", "exactly one of command"),
     ("{}", "exactly one of command"),
-    ("{url: 'http://h/mcp', args: [a]}", "args and env belong to a stdio server"),
+    ("{url: 'http://h/mcp', args: [a]}", "args, env and prepare belong to a stdio server"),
     ("{url: 'ftp://h'}", "mcp.url"),
     ("{command: no-such-server-here}", "mcp.command: 'no-such-server-here' is not an executable"),
 ])
@@ -142,3 +144,16 @@ def test_a_bad_mcp_section_is_named(tmp_path: Path, mcp: str, problem: str) -> N
     with pytest.raises(BundleError, match="mcp") as info:
         load_source(file, load_bundle_config(file))
     assert problem in str(info.value)
+
+
+@pytest.mark.parametrize(("prepare", "says"), [
+    (("sh", "-c", "echo broken >&2; exit 3"), "mcp.prepare exited 3: broken"),
+    (("no-such-command-here",), "mcp.prepare: "),
+])
+async def test_a_failing_prepare_is_the_samples_named_error(prepare: tuple[str, ...], says: str) -> None:
+    from harness.tools import ToolUnavailable
+
+    source = McpSource(McpSettings(ServerSpec(command="x"), prepare=prepare), [])
+    with pytest.raises(ToolUnavailable) as info:
+        await source.open(SessionSetup(entry="x", tree=TREE))
+    assert info.value.kind == ErrorKind.tool_unavailable and says in str(info.value)
