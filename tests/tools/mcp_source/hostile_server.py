@@ -2,11 +2,13 @@
 server), written with the ``mcp`` SDK's MCPServer (FastMCP before 2.0) over stdio. Its tools misbehave on request: ``crash``
 exits mid-call, ``hang`` never answers, ``garbage`` writes a line on stdout that is not JSON-RPC,
 ``fail`` answers ``isError``, ``big`` answers more than a bound allows. ``note`` writes a file in the
-server's folder (the state), ``pid`` says which process answered."""
+server's folder (the state), ``pid`` says which process answered. ``--http PORT``: served over
+streamable HTTP instead of stdio."""
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -74,4 +76,7 @@ def big(size: int) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["--http"]:  # a server at a URL (streamable HTTP) on the port given
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -157,3 +157,36 @@ async def test_a_failing_prepare_is_the_samples_named_error(prepare: tuple[str, 
     with pytest.raises(ToolUnavailable) as info:
         await source.open(SessionSetup(entry="x", tree=TREE))
     assert info.value.kind == ErrorKind.tool_unavailable and says in str(info.value)
+
+
+async def test_a_server_at_a_url_is_shared_and_has_no_state() -> None:
+    import socket
+    import subprocess
+
+    from harness.agents import ToolSchema
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # until it listens
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.1)
+        settings = McpSettings(ServerSpec(url=f"http://127.0.0.1:{port}/mcp"), wall_clock=1.0)
+        listed = await list_tools(settings)
+        source = McpSource(settings, [McpTool(ToolSchema(t.name, t.description or "", t.input_schema)) for t in listed])
+        one, two = [await source.open(SessionSetup(entry=n, tree=TREE)) for n in "12"]
+        pids = {(await s.call("pid", {})).output for s in (one, two)}
+        assert pids == {str(server.pid)} and one.workdir is None  # one server for every sample, no folder
+        assert (await one.call("hang", {})).error_kind == ErrorKind.tool_limit
+        assert await one.snapshot() is None and source.difference(None, None) is None
+        for session in (one, two):
+            await session.close()
+        assert server.poll() is None  # the harness never stops a server it did not start
+    finally:
+        server.kill()  # this test's own server (its hung call would hold a graceful stop)
+        server.wait(10)
