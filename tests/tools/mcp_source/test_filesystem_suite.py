@@ -35,7 +35,7 @@ def test_the_oracle_replays_every_case_at_state_match_one(tmp_path: Path) -> Non
     outcome = asyncio.run(run_suite(SUITE, options, RunPlace(out=tmp_path / "run")))
     assert outcome.errors == 0
     rows = {r.metric: (r.value, r.n) for r in read_summary(tmp_path / "run")}
-    assert rows["state_match"] == (1.0, 16) and rows["exact_match"] == (1.0, 16)
+    assert rows["state_match"] == (1.0, 25) and rows["exact_match"] == (1.0, 25)
 
 
 def write(text: str) -> list[list[dict[str, Any]]]:
