@@ -1,7 +1,7 @@
 """The shipped mcp-filesystem suite on the real official filesystem server (npm): the oracle's gold
 replay matches the state the ground truth leaves and each case's expected files, and a wrong answer
 fails with the folder's own diff. Needs Node and the server installed beside the bundle (the README's
-test command does it: ``npm install --prefix bundles/mcp-filesystem``)."""
+test command does it: ``npm ci --prefix bundles/mcp-filesystem``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ SERVER = ROOT / "bundles" / "mcp-filesystem" / "node_modules" / ".bin" / "mcp-se
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed (the filesystem server is a Node package)"),
     pytest.mark.skipif(not SERVER.exists(), reason="the filesystem server is not installed: "
-                       "npm install --prefix bundles/mcp-filesystem"),
+                       "npm ci --prefix bundles/mcp-filesystem"),
 ]
 pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -e '.[mcp]'")
 
