@@ -6,7 +6,8 @@ contexts for the server's whole life and runs the requests put on its queue one 
 its own deadline; ``close`` cancels that task's scope, and the SDK's shutdown (stdin closed, then
 SIGTERM and SIGKILL to the server's own process group, every wait bounded) runs in the task that
 opened it. The SDK starts a stdio server in a new session, so the group signalled is the server's,
-never one the harness did not start.
+never one the harness did not start; on Linux a guard (``GUARD``) has the kernel kill the server when
+the harness dies, SIGKILL included.
 
 A request ends in its result or in a ``ServerFailure`` with a ``tool:`` kind: past its deadline
 (``tool:limit``), the server wrote a line on stdout that is not JSON-RPC, exited or broke the session
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -179,8 +182,8 @@ class Connection:
         from mcp.client.stdio import stdio_client
 
         assert self.spec.command is not None
-        params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args), env=dict(self.spec.env),
-                                       cwd=self.spec.cwd)
+        command, args = guarded(self.spec.command, list(self.spec.args))
+        params = StdioServerParameters(command=command, args=args, env=dict(self.spec.env), cwd=self.spec.cwd)
         # A server logs on stderr freely: kept in a file of its own, the run's output stays the harness's,
         # and a server that cannot start is named with its last words.
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
@@ -192,10 +195,28 @@ class Connection:
         return ClientSession(streams[0], streams[1], message_handler=self._on_message)
 
 
+GUARD = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)\n"  # PR_SET_PDEATHSIG
+    "if os.getppid() != int(sys.argv[1]): os._exit(70)\n"  # the harness died before the line above
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+"""Run before a stdio server on Linux: the kernel kills the server when the harness's thread that
+started it dies, SIGKILL included (the SDK's own shutdown cannot run then). ``execvp`` keeps the pid,
+so the server is still the process (and group) the SDK started and stops."""
+
+
+def guarded(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The command line that runs ``command args`` under ``GUARD`` (Linux; elsewhere as given)."""
+    if sys.platform != "linux":
+        return command, args
+    return sys.executable, ["-c", GUARD, str(os.getpid()), command, *args]
+
+
 def _text(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_text(e) for e in exc.exceptions)
     return f"{type(exc).__name__}: {exc}"
 
 
-__all__ = ["Connection", "Job", "ServerFailure", "ServerSpec"]
+__all__ = ["GUARD", "Connection", "Job", "ServerFailure", "ServerSpec", "guarded"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,11 +32,12 @@ TREE = {"root": {"work": {"type": "directory", "contents": {"a.txt": {"type": "f
 
 
 def alive(pid: int) -> bool:
+    """Running (a zombie nobody has reaped yet is not: a container's init may never reap it)."""
     try:
-        os.kill(pid, 0)  # signal 0: a check, sent only to a process this test's source started
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +192,48 @@ async def test_a_server_at_a_url_is_shared_and_has_no_state() -> None:
     finally:
         server.kill()  # this test's own server (its hung call would hold a graceful stop)
         server.wait(10)
+
+
+HARNESS = """
+import asyncio, sys
+from harness.agents import ToolSchema
+from harness.tools import SessionSetup
+from harness.tools.mcp.connection import ServerSpec
+from harness.tools.mcp.source import McpSettings, McpSource, McpTool
+
+async def main():
+    settings = McpSettings(ServerSpec(command=sys.executable, args=(sys.argv[1],)), wall_clock=120.0)
+    source = McpSource(settings, [McpTool(ToolSchema(name, "")) for name in ("pid", "hang")])
+    session = await source.open(SessionSetup(entry="x"))
+    pid = (await session.call("pid", {})).output
+    hung = asyncio.create_task(session.call("hang", {}))  # a server busy in a call outlives its stdin's end
+    await asyncio.sleep(0.5)
+    print(pid, session.workdir.parent, flush=True)
+    await hung
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the guard is Linux's PR_SET_PDEATHSIG")
+def test_a_server_dies_with_a_harness_killed_by_sigkill() -> None:
+    import signal
+    import subprocess
+    import time
+
+    root = Path(__file__).resolve().parents[3]
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(SERVER)], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        assert harness.stdout is not None
+        pid, scratch = harness.stdout.readline().split()
+        server = int(pid)
+        assert alive(server)
+    finally:
+        harness.send_signal(signal.SIGKILL)  # this test's own process: no shutdown code of the harness runs
+        harness.wait(10)
+    shutil.rmtree(scratch)  # what the killed harness could not remove
+    deadline = time.monotonic() + 10
+    while alive(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(server)
