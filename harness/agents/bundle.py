@@ -17,7 +17,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness import vocabulary
 from harness.agents.constraint import DecodingConstraint, Strategy
@@ -150,6 +158,47 @@ def _python_short_form(value: Any) -> Any:
     return value
 
 
+class McpStateCall(_Strict):
+    """A call whose result is part of a sample's state (``mcp.state_calls``)."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class McpConfig(_Strict):
+    """An MCP server as the bundle's tools (``mcp:`` in bundle.yaml, with ``source: mcp``): a stdio server
+    the harness starts per sample (``command``, ``args``, ``env``, ``cwd``; ``{workdir}`` in them is the
+    sample's working folder) or the ``url`` of a server someone else runs (streamable HTTP, shared by
+    every sample: only its calls and results are scored). See docs/guides/mcp.md."""
+
+    command: str | None = Field(default=None, min_length=1)
+    """The server's executable: a name on ``PATH``, or a path (relative: to the bundle's folder)."""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    """Set over the few variables the MCP SDK passes on (``HOME``, ``PATH``, ``USER``...)."""
+    cwd: str = "{workdir}"
+    """The server's current folder."""
+    url: str | None = Field(default=None, pattern=r"^https?://")
+    start_timeout: float = Field(default=30.0, gt=0)
+    """Seconds a server may take to start and answer ``initialize``."""
+    prepare: tuple[str, ...] = ()
+    """A command run in the sample's fresh folder before its server starts (``{workdir}`` substituted),
+    e.g. a script the case's files hold that builds a git repository; bounded by ``start_timeout``."""
+    ignore: tuple[str, ...] = ()
+    """Names of files and folders left out of the compared tree, at any depth (``.git``)."""
+    state_calls: tuple[McpStateCall, ...] = ()
+    """Calls run on the sample's server after each turn whose results are part of its state (a
+    repository's ``git_status``, ``git_branch``, ``git_log``)."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("needs exactly one of command (a stdio server) and url (a server at a URL)")
+        if self.url is not None and (self.args or self.env or self.prepare):
+            raise ValueError("args, env and prepare belong to a stdio server (command), not to a url")
+        return self
+
+
 class KernelConfig(_Strict):
     """The agent loop's bounds."""
 
@@ -183,6 +232,8 @@ class BundleConfig(_Strict):
     source: str | None = Field(default=None, min_length=1)
     """The tool source, a name of ``harness.tools.SOURCES`` (checked when the tools load). Unset:
     ``python`` when ``python`` is given, else ``pym`` (the ``.pym`` scripts of ``tools_dir``)."""
+    mcp: McpConfig | None = None
+    """An MCP server as the tools (``source: mcp``; see ``McpConfig``)."""
     kernel: KernelConfig = KernelConfig()
 
     @field_validator("python", mode="before")
@@ -244,6 +295,8 @@ __all__ = [
     "ConstraintConfig",
     "KernelConfig",
     "LimitsSpec",
+    "McpConfig",
+    "McpStateCall",
     "ModelConfig",
     "PythonToolsConfig",
     "ToolOverride",

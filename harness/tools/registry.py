@@ -43,6 +43,8 @@ SOURCES: dict[str, SourceInfo] = {
         SourceInfo("pym", ".pym scripts in the sandbox, on a file-system state", "harness.tools.pym:load_pym_source"),
         SourceInfo("python", "Python classes in a worker process", "harness.tools.python.load:load_python_source",
                    shared=True),
+        SourceInfo("mcp", "the tools an MCP server serves (a stdio command per sample, or a URL)",
+                   "harness.tools.mcp.load:load_mcp_source", shared=True),
     )
 }
 
