@@ -22,6 +22,16 @@ _JSON_TYPES: dict[type, tuple[str, ...]] = {
 }
 
 
+def declared_types(schema: Mapping[str, Any]) -> set[str] | None:
+    """The types a schema's ``type`` names (a name or a list of them); None when it names none."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    return None
+
+
 def fits_type(value: Any, schema: Mapping[str, Any]) -> bool:
     """Whether ``value`` has one of ``schema``'s types (``nullable`` adds null; no type: any)."""
     kind = schema.get("type")

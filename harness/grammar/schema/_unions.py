@@ -23,19 +23,11 @@ from typing import Any
 
 from harness.agents import ConstraintError
 from harness.grammar.schema._refs import resolve
+from harness.grammar.schema._types import declared_types
 
 _ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly",
                           "writeOnly"})
 _NO_TAG = object()
-
-
-def _types(schema: Mapping[str, Any]) -> set[str] | None:
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return {k for k in kind if isinstance(k, str)}
-    return None
 
 
 def _value_types(values: Any) -> set[str]:
@@ -51,7 +43,7 @@ def _branch_types(branch: Any) -> set[str] | None:
         return _value_types([branch["const"]])
     if isinstance(branch.get("enum"), list):
         return _value_types(branch["enum"])
-    kinds = _types(branch)
+    kinds = declared_types(branch)
     return kinds | {"number"} if kinds and "integer" in kinds else kinds
 
 
@@ -110,7 +102,7 @@ def _tags(schema: Any, root: Any) -> set[Hashable] | None:
 def discriminator(branches: Any, root: Any = None) -> str | None:
     """The property that tells ``branches`` apart (see the module doc), None when none does."""
     objects = [_target(b, root) for b in branches] if isinstance(branches, list) else []
-    if len(objects) < 2 or not all(isinstance(o, Mapping) and _types(o) == {"object"} for o in objects):
+    if len(objects) < 2 or not all(isinstance(o, Mapping) and declared_types(o) == {"object"} for o in objects):
         return None
     required = [{r for r in o.get("required") or () if isinstance(r, str)} for o in objects]
     for name in sorted(set.intersection(*required)):
@@ -140,7 +132,7 @@ def noop_property_names(schema: Any) -> bool:
         return True
     if not isinstance(schema, Mapping) or set(schema) - _ANNOTATIONS - {"type"}:
         return False
-    kinds = _types(schema)
+    kinds = declared_types(schema)
     return "type" not in schema or (kinds is not None and "string" in kinds)
 
 

@@ -30,6 +30,7 @@ from harness.agents import ConstraintError
 from harness.grammar.schema._refs import check_refs
 from harness.grammar.schema._regex import RegexError, regex_rule
 from harness.grammar.schema._strings import format_problem
+from harness.grammar.schema._types import declared_types
 from harness.grammar.schema._unions import disjoint, noop_property_names
 
 Support = Literal["enforced", "defective", "refused", "ignored"]
@@ -112,15 +113,6 @@ def enforces(family: str, strategy: str, keyword: str) -> bool:
     return support(family, strategy, keyword) in ("enforced", "defective")
 
 
-def _types(schema: Mapping[str, Any]) -> set[str] | None:
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return {k for k in kind if isinstance(k, str)}
-    return None
-
-
 def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", root: Any = None) -> str | None:
     """The first keyword of ``schema`` that ``builder`` cannot enforce, with where it is (None when
     there is none): the reason a constraint is refused rather than built with the keyword ignored.
@@ -130,7 +122,7 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", ro
         return None  # vLLM refuses nothing ahead: what xgrammar does not spell passes
     root = schema if root is None else root
     table = TABLES[builder]
-    kinds = _types(schema)
+    kinds = declared_types(schema)
     for keyword in KEYWORDS:
         if keyword not in schema or keyword in ("oneOf", "allOf"):
             continue
@@ -175,7 +167,7 @@ def keywords_used(schema: Any) -> set[str]:
     """The keywords of ``schema`` that constrain something (vacuous ones and annotations left out)."""
     if not isinstance(schema, Mapping):
         return set()
-    kinds = _types(schema)
+    kinds = declared_types(schema)
     used = {k for k in KEYWORDS if k in schema and not (
         (_APPLIES.get(k) and kinds is not None and not kinds & set(_APPLIES[k]))
         or (k == "format" and not _checked_format(schema[k]))
