@@ -289,3 +289,16 @@ def test_a_broken_bundle_of_own_tools_is_one_problem(tmp_path: Path, damage: tup
     file.write_text(file.read_text().replace(old, new, 1))
     problems = validate_suite(tmp_path / "mine" / "suite")
     assert len(problems) == 1 and problem in problems[0], problems  # no 'unknown tool' per call of its tools
+
+
+def test_a_python_bundle_that_does_not_load_is_one_problem_not_one_per_call(tmp_path: Path) -> None:
+    (tmp_path / "bundle.yaml").write_text("name: b\nmodel: {family: qwen, id: m}\n"
+                                          "python: {classes: {Box: no_such_module:Box}}\n")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "suite.yaml").write_text('name: s\nversion: "1"\nkind: episode\nbundle: ..\n')
+    case = {"id": "one", "turns": [[{"role": "user", "content": "go"}]], "involved_classes": ["Box"],
+            "ground_truth": [[{"name": "put", "arguments": {"item": "a"}}]]}
+    (suite / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    problems = validate_suite(suite)
+    assert len(problems) == 1 and "python.classes" in problems[0] and "no_such_module" in problems[0], problems

@@ -36,6 +36,9 @@ class ToolSet:
     """What is wrong with the bundle they come from (empty: it loads as ``harness run`` loads it)."""
     classes: frozenset[str] | None = None
     """The classes of a bundle of Python classes (``python:``); None for ``.pym`` tools."""
+    loaded: bool = True
+    """False: the bundle's source did not load (its problem is the one said), so its tools and classes
+    are unknown and the cases' calls are not checked against them (no "unknown tool" line per call)."""
 
 
 def _builtin(problems: list[str], folder: Path | None = None) -> ToolSet:
@@ -69,8 +72,10 @@ def bundle_tools(bundle_dir: Path) -> ToolSet:
     try:
         source = load_source(file, config)
     except BundleError as exc:
-        broken = _broken_scripts(folder) if name == "pym" else []
-        return _builtin(broken or [f"{exc.path}: {p}" for p in exc.problems], folder)
+        said = [f"{exc.path}: {p}" for p in exc.problems]
+        if name != "pym":
+            return ToolSet({}, f"{file}: {name}", said, loaded=False)
+        return _builtin(_broken_scripts(folder) or said, folder)
     schemas: dict[str, ToolSchema | None] = {t.schema.name: t.schema for t in source.tools}
     if classes := frozenset(owners(source).values()):
         return ToolSet(schemas, f"{file}: {name}", classes=classes)
@@ -203,6 +208,8 @@ def validate_loaded(suite: Suite, tools: ToolSet | None = None) -> list[str]:
     where = str(suite.cases_path)
     for case in suite.cases:
         schemas = tools.schemas
+        if not tools.loaded and not isinstance(case, SingleTurnCase):
+            continue  # the bundle's problem is said once; its tools are unknown
         if isinstance(case, SingleTurnCase):  # its own tools; an answer known not to fit is tagged, not a problem
             if NO_VALID_ANSWER in case.tags:
                 continue
