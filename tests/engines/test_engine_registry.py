@@ -24,7 +24,7 @@ BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://1
 def test_todays_engines_and_what_can_be_served() -> None:
     assert ENGINE_NAMES == ("oracle", "local", "openai", "vllm")
     assert SERVED_ENGINE_NAMES == ("oracle", "local")
-    assert [get_engine(name).concurrency for name in ENGINE_NAMES] == [1, 1, 4, 4]
+    assert [get_engine(name).concurrency for name in ENGINE_NAMES] == [1, 1, 4, 8]
 
 
 def test_unknown_engine_names_the_known_ones() -> None:
