@@ -13,6 +13,7 @@ episode verdict (``harness.eval.score.episodes``) is the same for every source.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -114,9 +115,23 @@ class ToolUnavailable(Exception):
         super().__init__(message)
         self.kind = kind
 
+def tree_lines(tree: Mapping[str, Any], prefix: str = "/") -> list[str]:
+    """A file tree (folder name -> subtree, file name -> content) as ``/folder/`` per folder and
+    ``/file = "content"`` per file, sorted: how a file-system snapshot's diff is written."""
+    out: list[str] = []
+    for name in sorted(tree):
+        node, path = tree[name], f"{prefix}{name}"
+        if isinstance(node, Mapping):
+            out += [f"{path}/", *tree_lines(node, f"{path}/")]
+        else:
+            out.append(f"{path} = {json.dumps(node, ensure_ascii=False)}")
+    return out
+
+
 def owners(source: ToolSource) -> dict[str, str]:
     """Tool name -> its class, for the source's tools of a class (a name two classes share: the later's)."""
     return {t.schema.name: owner for t in source.tools if (owner := source.owner(t)) is not None}
 
 
-__all__ = ["EchoMode", "HistoryCall", "SessionSetup", "StateKind", "ToolSession", "ToolSource", "ToolUnavailable", "owners"]
+__all__ = ["EchoMode", "HistoryCall", "SessionSetup", "StateKind", "ToolSession", "ToolSource", "ToolUnavailable", "owners",
+           "tree_lines"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import BundleConfig, BundleError, Tool, ToolCall, ToolContext, ToolResult
-from harness.tools.base import EchoMode, SessionSetup, StateKind, ToolUnavailable
+from harness.tools.base import EchoMode, SessionSetup, StateKind, ToolUnavailable, tree_lines
 from harness.vocabulary import ErrorKind
 
 _ids = itertools.count(1)
@@ -96,7 +96,7 @@ class PymSource:
 
     def lines(self, snapshot: Any) -> list[str]:
         """``/root/folder/`` per folder and ``/root/file = "content"`` per file, sorted, then the current folder."""
-        return [*_tree_lines(snapshot.tree, f"/{snapshot.root_name}/"), f"current folder: /{'/'.join(snapshot.cwd)}"]
+        return [*tree_lines(snapshot.tree, f"/{snapshot.root_name}/"), f"current folder: /{'/'.join(snapshot.cwd)}"]
 
     def holds(self, snapshot: Any, expected: Mapping[str, Mapping[str, Any]]) -> bool:
         return not expected  # a file system has no instances to hold attributes
@@ -105,15 +105,6 @@ class PymSource:
         return None
 
 
-def _tree_lines(tree: Mapping[str, Any], prefix: str) -> list[str]:
-    lines = []
-    for name in sorted(tree):
-        node, path = tree[name], f"{prefix}{name}"
-        if isinstance(node, Mapping):
-            lines += [f"{path}/", *_tree_lines(node, f"{path}/")]
-        else:
-            lines.append(f"{path} = {json.dumps(node, ensure_ascii=False)}")
-    return lines
 
 
 def pym_folder(file: Path, config: BundleConfig) -> Path:

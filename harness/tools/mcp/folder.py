@@ -9,7 +9,6 @@ SHA-256), so two samples' folders are the same state when their snapshots are eq
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,16 +59,6 @@ def snapshot(folder: Path, ignore: frozenset[str] = frozenset()) -> Tree:
     return out
 
 
-def lines(tree: Mapping[str, Any], prefix: str = "/") -> list[str]:
-    """``/folder/`` per folder and ``/file = "content"`` per file, sorted."""
-    out = []
-    for name in sorted(tree):
-        node, path = tree[name], f"{prefix}{name}"
-        if isinstance(node, Mapping):
-            out += [f"{path}/", *lines(node, f"{path}/")]
-        else:
-            out.append(f"{path} = {json.dumps(node, ensure_ascii=False)}")
-    return out
 
 
 def lookup(tree: Mapping[str, Any], path: str) -> Any:
@@ -82,4 +71,4 @@ def lookup(tree: Mapping[str, Any], path: str) -> Any:
     return node
 
 
-__all__ = ["Tree", "lines", "lookup", "seed", "snapshot", "top_folder"]
+__all__ = ["Tree", "lookup", "seed", "snapshot", "top_folder"]

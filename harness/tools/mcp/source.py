@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import Tool, ToolCall, ToolContext, ToolResult, ToolSchema
-from harness.tools.base import SessionSetup, StateKind, ToolUnavailable
+from harness.tools.base import SessionSetup, StateKind, ToolUnavailable, tree_lines
 from harness.tools.mcp import folder
 from harness.tools.mcp.connection import Connection, ServerFailure, ServerSpec
 from harness.vocabulary import ErrorKind
@@ -255,10 +255,10 @@ class McpSource:
         return None if gold == model else ErrorKind.state_tree_differs
 
     def lines(self, snapshot: Any) -> list[str]:
-        """The tree's lines (``folder.lines``), then each state call and its result's lines, indented."""
+        """The tree's lines (``tree_lines``), then each state call and its result's lines, indented."""
         if not isinstance(snapshot, FolderState):
             return []
-        out = folder.lines(snapshot.tree)
+        out = tree_lines(snapshot.tree)
         for call, output in snapshot.calls:
             text = output if isinstance(output, str) else json.dumps(output, sort_keys=True, ensure_ascii=False)
             out += [f"{call}:", *(f"  {line}" for line in text.splitlines())]
