@@ -123,6 +123,10 @@ ACCURACY_METRICS: tuple[Metric, ...] = (
     Metric.validity, Metric.exact_match, Metric.state_match, Metric.bfcl_match, Metric.bfcl_match_bad_entry,
 )
 """The rates where higher is better."""
+BENCHMARK_METRICS: tuple[Metric, ...] = (Metric.bfcl_match, Metric.bfcl_match_bad_entry)
+"""A benchmark's own verdicts: shown only where a suite scores them."""
+HEADLINE_METRICS: tuple[Metric, ...] = (Metric.bfcl_match, Metric.state_match, Metric.exact_match)
+"""The accuracy a view shows of a run: the first of these the run measured."""
 TIMING_METRICS: tuple[Metric, ...] = (
     Metric.ttft_ms_p50, Metric.latency_ms_p50, Metric.ms_per_token_p50, Metric.tokens_per_s_p50, Metric.tokens_p50,
     Metric.grammar_us_per_token_p50, Metric.compile_ms, Metric.mask_us_p50, Metric.mask_us_p99, Metric.tool_us_p50,
@@ -244,13 +248,20 @@ def bfcl_error_kind(error_type: str) -> str:
     return f"{BFCL_ERROR_PREFIX}{error_type}"
 
 
+BENCHMARK_STATE_DIFFERENCES = frozenset({bfcl_error_kind("multi_turn:instance_state_mismatch")})
+"""A benchmark checker's failures that say the states compared were not equal."""
+
+
 __all__ = [
     "ACCURACY_METRICS",
+    "BENCHMARK_METRICS",
+    "BENCHMARK_STATE_DIFFERENCES",
     "BFCL_ERROR_PREFIX",
     "CONSTRAINED_STRATEGIES",
     "FAMILIES",
     "GRAMMAR_BACKENDS",
     "HARNESS_STRATEGIES",
+    "HEADLINE_METRICS",
     "HTTP_ERROR_PREFIX",
     "SAMPLE_METRICS",
     "SERVER_STRATEGIES",

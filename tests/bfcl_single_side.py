@@ -1,7 +1,7 @@
 """BFCL's own single-turn code and data, as BFCL runs them (helpers for the tests that compare the
 harness against BFCL; no tests).
 
-BFCL's functions are executed from the installed package's source (``harness.eval.data.bfcl_data.load_bfcl_module``): the entry evaluations
+BFCL's functions are executed from the installed package's source (``harness.bfcl.data.load_bfcl_module``): the entry evaluations
 ``_evaluate_single_ast_entry`` and ``_evaluate_single_relevance_entry`` out of
 ``eval_checker/eval_runner.py`` (what BFCL's evaluation does per entry: decode, check the format, then
 ``ast_checker``, or the relevance rule); and the decoding of a model that takes tools in the request,
@@ -21,8 +21,8 @@ from typing import Any
 
 from bfcl_eval.constants.enums import Language, ReturnFormat
 
-from harness.eval.data.bfcl_data import data_dir, load_bfcl_module
-from harness.eval.score.bfcl_ast import MODEL_NAME, ast_checker
+from harness.bfcl.ast_check import MODEL_NAME, ast_checker
+from harness.bfcl.data import data_dir, load_bfcl_module
 
 SKIP_REASON = "BFCL's reference package is not installed: pip install --no-deps bfcl-eval==2026.3.23"
 

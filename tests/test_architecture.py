@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "packaged": 0,
     "schema_errors": 0,
     "vllm_schemas": 0,
+    "benchmarks": 0,
     "run_options": 1,
     "agents": 1,
     "grammar": 2,
@@ -41,6 +42,7 @@ LAYERS: dict[str, int] = {
     "eval": 5,
     "bench": 6,
     "fuzz": 6,
+    "bfcl": 6,
     "cli": 7,
 }
 """A package may import its own modules and those of lower layers only (``harness`` itself, the
@@ -356,12 +358,12 @@ library's face) or listed in ``LIBRARY_API``.
 LIBRARY_API: dict[str, set[str]] = {
     # the records and types that exported functions return or take, for a library caller to annotate
     "harness.grammar.families": {"FamilyInfo"},
+    "harness.bfcl": {"BfclVerdict", "CallSyntaxError", "bfcl_sources"},
     "harness.bench": {"ClientBench", "EngineBench", "JumpBench", "SandboxBench", "ServeBench"},
     "harness.bench.grammar": {"GrammarCheck"},
     "harness.engines.remote": {"BoundedTransport", "ResponseTooLarge"},
     "harness.eval.compare": {"Diff"},
-    "harness.eval.data": {"CallSyntaxError", "SuiteKind"},
-    "harness.eval.score": {"BfclVerdict"},
+    "harness.eval.data": {"SuiteKind"},
     "harness.eval.store": {"SampleLog"},
     "harness.grammar": {"CompiledConstraint", "WalkResult"},
     "harness.packaged": {"PackagedSuite", "packaged_suite"},

@@ -8,7 +8,6 @@ The names below are the library's public ones; each subpackage's ``__init__`` li
 
 from harness.eval.compare import Comparison, compare_runs
 from harness.eval.data import (
-    BFCL_ADDED_TOOLS_PROMPT,
     EMPTY_WORKSPACE,
     FS_TOOL_NAMES,
     PARAM_ORDER,
@@ -26,16 +25,13 @@ from harness.eval.data import (
     SuiteError,
     SuiteSpec,
     ToolSet,
-    bfcl_sources,
     builtin_fs_schemas,
     bundle_tools,
     check_arguments,
     check_calls,
     describe_suite,
-    import_bfcl,
     import_shellper,
     load_suite,
-    parse_python_call,
     resolve_bundle,
     validate_suite,
     write_suite,
@@ -68,7 +64,6 @@ from harness.eval.store import (
 )
 
 __all__ = [
-    "BFCL_ADDED_TOOLS_PROMPT",
     "EMPTY_WORKSPACE",
     "FS_TOOL_NAMES",
     "METRICS",
@@ -106,20 +101,17 @@ __all__ = [
     "SummaryRow",
     "ToolResultRecord",
     "ToolSet",
-    "bfcl_sources",
     "builtin_fs_schemas",
     "bundle_tools",
     "check_arguments",
     "check_calls",
     "compare_runs",
     "describe_suite",
-    "import_bfcl",
     "import_shellper",
     "load_run_dir",
     "load_samples",
     "load_suite",
     "make_sample_id",
-    "parse_python_call",
     "read_run",
     "read_scores",
     "read_summary",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import ToolSchema
+from harness.benchmarks import BENCHMARKS, CORPUS, seam, with_seam
 from harness.files import InputFileError, read_json
 
 
@@ -28,15 +29,10 @@ class LoadedTools:
     """(tool name or position, what is wrong) for each tool that could not be read."""
 
 
-BFCL = "bfcl"
-"""The ``--tools`` word for BFCL's single-turn function documents (distinct tools, converted as BFCL
-converts them), as ``harness bench grammar --growth-tools bfcl`` reads them."""
-
-
 def load_fuzz_tools(path: Path) -> LoadedTools:
     """Tools from ``path``; InputFileError naming the path when it holds none."""
-    if str(path) == BFCL and not path.exists():
-        return _bfcl(path)
+    if str(path) in with_seam(CORPUS) and not path.exists():  # a benchmark's corpus by its name
+        return _corpus(path)
     if not path.exists():
         raise InputFileError(path, "no such file or folder: expected an OpenAI tools JSON file, a .pym folder or a bundle")
     if (path.is_dir() and (path / "bundle.yaml").is_file()) or path.name == "bundle.yaml":
@@ -62,13 +58,11 @@ def _screened(loaded: LoadedTools, path: Path) -> LoadedTools:
     return loaded
 
 
-def _bfcl(path: Path) -> LoadedTools:
+def _corpus(path: Path) -> LoadedTools:
     try:
-        from harness.eval.data import distinct_tools
-
-        return _openai_tools(distinct_tools(), "BFCL")
+        return _openai_tools(seam(str(path), CORPUS)(), BENCHMARKS[str(path)].label)
     except ImportError as exc:
-        raise InputFileError(path, f"BFCL's package is not installed ({exc}): pip install --no-deps bfcl-eval") from None
+        raise InputFileError(path, str(exc)) from None
 
 
 def _bundle(path: Path) -> LoadedTools:

@@ -38,11 +38,11 @@ def notebook(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="module")
 def file_system() -> Any:
     pytest.importorskip("bfcl_eval", reason="BFCL's package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
-    from harness.eval.data.bfcl_data import multi_turn_classes, tool_schemas
+    from harness.bfcl.data import multi_turn_classes, tool_schemas
 
     docs = multi_turn_classes()["GorillaFileSystem"].docs
     tools = {"GorillaFileSystem": [t.to_openai() for t in tool_schemas(docs)]}
-    source = PythonClassSource(WorkerSettings(classes={"GorillaFileSystem": FS}, bfcl=True), tools)
+    source = PythonClassSource(WorkerSettings(classes={"GorillaFileSystem": FS}, execution="bfcl"), tools)
     yield source, "GorillaFileSystem", {"GorillaFileSystem": FS_CONFIG}
     source.close()
 

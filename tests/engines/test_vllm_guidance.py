@@ -81,7 +81,7 @@ def gold_walk(family: str, grammar: str) -> Any:
 @pytest.fixture(scope="module")
 def bfcl_tools() -> tuple[ToolSchema, ...]:
     pytest.importorskip("bfcl_eval", reason="BFCL's package is not installed")
-    from harness.eval.data import distinct_tools
+    from harness.bfcl import distinct_tools
     from harness.grammar.schema.keywords import tool_problem
 
     corpus = distinct_tools()

@@ -28,7 +28,7 @@ from bfcl_single_side import bfcl_entry_verdict, entries, fc_result
 
 from harness.agents.client import CompletionRequest, CompletionResponse
 from harness.agents.types import ToolCall
-from harness.eval.data.bfcl_single import AST_CATEGORIES, BAD_ENTRY, IRRELEVANCE_CATEGORIES, single_turn_case
+from harness.bfcl.single_import import AST_CATEGORIES, BAD_ENTRY, IRRELEVANCE_CATEGORIES, single_turn_case
 from harness.eval.data.cases import SingleTurnCase
 from harness.eval.run.sample import run_single_turn, sample_record
 from harness.eval.score import Scorer

@@ -24,7 +24,8 @@ from bfcl_eval.constants.default_prompts import (
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 from bfcl_side import CATEGORIES, FsEntry, fs_only_entries
 
-from harness.eval.data import BFCL_ADDED_TOOLS_PROMPT, CallSpec, EpisodeCase, import_bfcl, load_suite
+from harness.bfcl import BFCL_ADDED_TOOLS_PROMPT, import_bfcl
+from harness.eval.data import CallSpec, EpisodeCase, load_suite
 from harness.eval.run import RunOptions, RunPlace, run_suite
 from harness.eval.store import SampleRecord, read_summary
 from harness.sandbox import FileSystemState

@@ -18,8 +18,7 @@ import pytest
 pytest.importorskip("bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter",
                     reason="BFCL's reference package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
 
-from harness.eval.data import load_suite
-from harness.eval.data.bfcl_single import (
+from harness.bfcl.single_import import (
     AST_CATEGORIES,
     IRRELEVANCE_CATEGORIES,
     NO_VALID_ANSWER,
@@ -27,6 +26,7 @@ from harness.eval.data.bfcl_single import (
     entry_category,
     import_bfcl_single_turn,
 )
+from harness.eval.data import load_suite
 from harness.eval.run import RunOptions, RunPlace, run_suite
 
 ROOT = Path(__file__).resolve().parents[2]

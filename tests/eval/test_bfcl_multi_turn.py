@@ -21,9 +21,10 @@ pytest.importorskip(
 from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
-from harness.eval.data import CallSpec, EpisodeCase, import_bfcl, load_suite
-from harness.eval.data.bfcl_data import category_files
-from harness.eval.data.bfcl_import import import_bfcl_multi_turn
+from harness.bfcl import import_bfcl
+from harness.bfcl.data import category_files
+from harness.bfcl.multi_import import import_bfcl_multi_turn
+from harness.eval.data import CallSpec, EpisodeCase, load_suite
 from harness.eval.store import SampleRecord
 
 ROOT = Path(__file__).resolve().parents[2]

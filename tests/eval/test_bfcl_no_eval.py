@@ -21,9 +21,10 @@ pytest.importorskip(
 
 from typer.testing import CliRunner
 
+from harness.bfcl import import_bfcl
+from harness.bfcl.data import category_files
 from harness.cli.main import app
-from harness.eval.data import CallSpec, EpisodeCase, import_bfcl, load_suite
-from harness.eval.data.bfcl_data import category_files
+from harness.eval.data import CallSpec, EpisodeCase, load_suite
 from harness.eval.store import read_scores
 from tests.engines.faulty_server import GOOD_STREAM, chunk, faulty_server, sse
 from tests.eval.test_bfcl_multi_turn import state_verdict
@@ -151,12 +152,12 @@ async def test_a_models_key_that_is_code_is_a_named_error(suite: Path, source: A
 async def test_the_worker_reads_a_spliced_call_as_data(suite: Path, source: Any, tmp_path: Path) -> None:
     """Were a key spliced into a call string (as BFCL's own decoding does), BFCL's checker in the worker
     still runs nothing: the call is that step's error result, and the verdict BFCL's."""
-    from harness.eval.score.bfcl_multi import bfcl_entry
+    from harness.bfcl.multi_verdict import bfcl_entry
 
     marker = tmp_path / "X"
     case = the_case(suite)
     model = [[[f"ls({hostile_key(marker)}=True)"]], *[[list(turn)] for turn in case.bfcl_ground_truth or []][1:]]
-    valid, error = await source.bfcl_check(bfcl_entry(case), model, case.bfcl_ground_truth or [])
+    valid, error = await source.check(bfcl_entry(case), model, case.bfcl_ground_truth or [])
     assert not marker.exists()
     assert (valid, error) == (False, "multi_turn:instance_state_mismatch")
 

@@ -142,7 +142,7 @@ def test_payloads_differ_for_tool_sets_that_share_names() -> None:
 
 @pytest.mark.slow
 async def test_an_oracle_run_scores_bfcl_match(tmp_path: Path) -> None:
-    from harness.eval.data.bfcl_single import import_bfcl_single_turn
+    from harness.bfcl.single_import import import_bfcl_single_turn
     from harness.eval.run import RunOptions, RunPlace, run_suite
     from harness.eval.store import read_summary
 

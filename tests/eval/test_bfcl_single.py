@@ -15,10 +15,8 @@ from bfcl_single_side import bfcl_entry_verdict, entries, fc_result
 from typer.testing import CliRunner
 
 from harness.agents.types import json_schema_types
-from harness.cli.main import app
-from harness.eval.data import Suite, load_suite, validate_suite
-from harness.eval.data.bfcl_data import bfcl_convert, tool_schemas
-from harness.eval.data.bfcl_single import (
+from harness.bfcl.data import bfcl_convert, tool_schemas
+from harness.bfcl.single_import import (
     AST_CATEGORIES,
     BAD_ENTRY,
     IRRELEVANCE_CATEGORIES,
@@ -28,6 +26,8 @@ from harness.eval.data.bfcl_single import (
     default_bundle,
     import_bfcl_single_turn,
 )
+from harness.cli.main import app
+from harness.eval.data import Suite, load_suite, validate_suite
 from harness.eval.data.cases import SingleTurnCase
 from harness.sandbox.validation import argument_check
 

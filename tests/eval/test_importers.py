@@ -9,17 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from harness.bfcl import BFCL_ADDED_TOOLS_PROMPT, import_bfcl, parse_python_call
 from harness.cli.main import app
-from harness.eval import (
-    BFCL_ADDED_TOOLS_PROMPT,
-    EMPTY_WORKSPACE,
-    ImportFailure,
-    import_bfcl,
-    import_shellper,
-    load_suite,
-    parse_python_call,
-    validate_suite,
-)
+from harness.eval import EMPTY_WORKSPACE, ImportFailure, import_shellper, load_suite, validate_suite
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPO = Path(__file__).resolve().parents[2]
@@ -154,8 +146,8 @@ def test_bfcl_refuses_with_the_true_reason(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_bfcl_long_context_needs_bfcls_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.eval.data import BfclDataError
-    from harness.eval.data import bfcl_import as importers
+    from harness.bfcl import BfclDataError
+    from harness.bfcl import multi_import as importers
 
     def missing() -> None:
         raise BfclDataError("long-context entries need BFCL's expansion data from its package: pip install ...")

@@ -74,7 +74,7 @@ def no_plots(monkeypatch: pytest.MonkeyPatch) -> None:
 def bfcl_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """The oracle on the first two entries of the BFCL fixture (BFCL's own classes), one lane."""
     pytest.importorskip("bfcl_eval", reason="BFCL's reference package is not installed: pip install --no-deps bfcl-eval")
-    from harness.eval.data import import_bfcl
+    from harness.bfcl import import_bfcl
 
     root = tmp_path_factory.mktemp("bfcl-details")
     import_bfcl(DATA / "bfcl_fs_sample.json", DATA / "bfcl_fs_sample_answers.json", root / "suite")

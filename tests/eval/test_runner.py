@@ -388,7 +388,8 @@ STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]
 async def test_imported_upstream_files_replay_perfectly_under_every_strategy(tmp_path: Path) -> None:
     # The bar: imported data run with the oracle scores 1.0; a grammar that rejects a gold
     # answer is a bug, not a score.
-    from harness.eval.data import import_bfcl, import_shellper
+    from harness.bfcl import import_bfcl
+    from harness.eval.data import import_shellper
 
     data = ROOT / "tests" / "data"
     import_bfcl(data / "bfcl_fs_sample.json", data / "bfcl_fs_sample_answers.json", tmp_path / "bfcl")

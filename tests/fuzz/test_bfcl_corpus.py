@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("bfcl_eval", reason="BFCL's package is not installed: pip install --no-deps bfcl-eval==2026.3.23")
 
 from harness.agents import ToolSchema
-from harness.eval.data.bfcl_data import distinct_tools, load_entries
+from harness.bfcl.data import distinct_tools, load_entries
 from harness.fuzz import FuzzOptions, Outcome, fuzz
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]

@@ -125,7 +125,7 @@ def shellper_tools() -> list[ToolSchema]:
 
 
 def bfcl_chunks() -> list[list[ToolSchema]]:
-    from harness.eval.data.bfcl_data import distinct_tools
+    from harness.bfcl.data import distinct_tools
 
     tools = [ToolSchema.from_openai(t) for t in distinct_tools()]
     return [tools[i:i + CHUNK] for i in range(0, len(tools), CHUNK)]

@@ -33,7 +33,7 @@ from bfcl_reference import (
 )
 from bfcl_side import bfcl_from_state, fs_only_entries
 
-from harness.eval.data import parse_python_call
+from harness.bfcl import parse_python_call
 from harness.sandbox import FileSystemState
 
 RANDOM_CALLS = 3000

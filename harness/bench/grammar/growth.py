@@ -7,9 +7,9 @@
   5000 characters of prose (``series: "string_chars"``), and 1 .. 8 parallel calls in one answer
   (``series: "parallel_calls"``, grammars built with ``allow_parallel_calls``); per point the whole
   walk's time (median of ``WALK_REPEATS``), tokens, mask p50/p99.
-- ``growth_corpus`` (``--growth-tools PATH|bfcl``): the tool-count curve on a real corpus, the user's
-  tools or BFCL's single-turn function documents (``bfcl``: ~1,700 distinct tools, converted as BFCL
-  converts them): the first 10, 100, 400 and 1,000 tools that build in every cell measured, valid
+- ``growth_corpus`` (``--growth-tools PATH|NAME``): the tool-count curve on a real corpus, the user's
+  tools or a benchmark's (``NAME``, the ``corpus`` seam of ``harness.benchmarks``: ~1,700 distinct
+  single-turn tools in the one there is): the first 10, 100, 400 and 1,000 tools that build in every cell measured, valid
   calls drawn from the real schemas (kept when the schema's validator accepts them), and the compiled
   grammar's size (xgrammar's ``memory_size_bytes``) as the memory figure.
 
@@ -183,11 +183,11 @@ CORPUS_COUNTS_QUICK = (10, 100)
 
 
 def load_corpus(source: str) -> list[ToolSchema]:
-    """The corpus's tools: ``bfcl`` for BFCL's function documents, else a path the fuzz reads."""
-    if source == "bfcl":
-        from harness.eval.data import distinct_tools
+    """The corpus's tools: a benchmark's by its name (``harness.benchmarks``), else a path the fuzz reads."""
+    from harness.benchmarks import CORPUS, seam, with_seam
 
-        return [ToolSchema.from_openai(t) for t in distinct_tools()]
+    if source in with_seam(CORPUS):
+        return [ToolSchema.from_openai(t) for t in seam(source, CORPUS)()]
     from harness.bench.inputs import load_tool_schemas
 
     path = Path(source)

@@ -35,7 +35,7 @@ class GrammarBenchConfig(BenchRecord):
     growth: bool = True
     """Also measure growth with the number of tools and the output length."""
     growth_corpus: str | None = None
-    """Measure the tool-count growth on this real corpus (a tools path, or ``bfcl``) at 10 ... 1,000
+    """Measure the tool-count growth on this real corpus (a tools path, or a benchmark's name: ``harness.benchmarks``) at 10 ... 1,000
     tools instead of on synthetic tools (``harness.bench.grammar.corpus``)."""
     repeats: int = 0
     """Compile repeats (0: 5, or 3 with ``quick``)."""

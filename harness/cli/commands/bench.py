@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from harness.benchmarks import BENCHMARKS, CORPUS, with_seam
 from harness.cli.errors import fail, make_app
 from harness.cli.options import (
     CONSTRAINED,
@@ -25,6 +26,10 @@ from harness.cli.options import (
 
 if TYPE_CHECKING:
     from harness.bench import ScoreFigure
+
+CORPORA = with_seam(CORPUS)
+"""The benchmarks whose tools ``--growth-tools`` takes by name (``harness.benchmarks``)."""
+CORPORA_HELP = "; ".join(f"{name}: {BENCHMARKS[name].label}'s function documents" for name in CORPORA)
 
 app = make_app(help="Benchmarks: sandboxed tool calls, grammar overhead per strategy, the embedded engine, the client at scale, harness serve under attack.")
 
@@ -197,7 +202,7 @@ def _value(score: ScoreFigure | None) -> float | None:
 
 @app.command("grammar", epilog=example(
     "harness bench grammar --quick --family qwen --strategy ebnf --grammar-engine xgrammar",
-    "harness bench grammar --growth-tools bfcl --grammar-engine xgrammar",
+    f"harness bench grammar --growth-tools {CORPORA[0]} --grammar-engine xgrammar",
 ))
 def grammar(
     family: BenchFamilies = None,
@@ -214,7 +219,7 @@ def grammar(
     grammar_engine: GrammarEngines = None,
     growth: Annotated[bool, typer.Option("--growth/--no-growth", show_default=False, help="Also measure growth with tools and output length (default: on).")] = True,
     repeats: Annotated[int, typer.Option("--repeats", min=0, metavar="N", help="Compile repeats (0: 5, quick 3).")] = 0,
-    growth_tools: Annotated[str | None, typer.Option("--growth-tools", metavar="PATH|bfcl", help="Measure the tool-count growth on a real corpus (a tools JSON, .pym folder or bundle; bfcl: BFCL's function documents) at 10, 100, 400 and 1,000 tools.")] = None,
+    growth_tools: Annotated[str | None, typer.Option("--growth-tools", metavar="|".join(("PATH", *CORPORA)), help=f"Measure the tool-count growth on a real corpus (a tools JSON, .pym folder or bundle; {CORPORA_HELP}) at 10, 100, 400 and 1,000 tools.")] = None,
 ) -> None:
     """Strategy overhead per family and grammar engine: compile cold/cached, mask and accept time per
     token, mask application, gold acceptance; growth with tools and output length. Writes bench.json,

@@ -14,7 +14,7 @@ import typer
 
 from harness.cli.errors import ExitCode, fail
 from harness.cli.options import Engine, Families, GrammarBackendOpt, Names, Strategies, Target
-from harness.vocabulary import SAMPLE_METRICS, STRATEGIES, GrammarBackend
+from harness.vocabulary import BENCHMARK_METRICS, SAMPLE_METRICS, STRATEGIES, GrammarBackend
 
 if TYPE_CHECKING:
     from harness.eval.run import RunOutcome
@@ -358,8 +358,8 @@ def print_summary(summary: list[SummaryRow]) -> None:
     for row in summary:
         if row.metric in SAMPLE_METRICS:
             table.setdefault((row.family, row.strategy), {})[row.metric] = row
-    # BFCL's verdicts only where a suite scores them
-    shown = [m for m in SAMPLE_METRICS if not m.startswith("bfcl_") or any(m in cells for cells in table.values())]
+    # a benchmark's own verdicts only where a suite scores them
+    shown = [m for m in SAMPLE_METRICS if m not in BENCHMARK_METRICS or any(m in cells for cells in table.values())]
     typer.echo(f"{'family':16} {'strategy':15} " + " ".join(f"{m:>18}" for m in shown))
     order: dict[str, int] = {s: i for i, s in enumerate(STRATEGIES)}  # the canonical order, as report.md and the plots
     for (fam, strat), metrics in sorted(table.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99), kv[0][1])):

@@ -150,7 +150,7 @@ def import_bfcl_cmd(
     BFCL loads them, miss_func tools added at their turn; counts per class set). Single-turn: each entry
     with its own tools, judged by BFCL's own checker; entries whose listed answers do not fit the
     converted schema are kept and tagged bad_entry."""
-    from harness.eval.data import (
+    from harness.bfcl import (
         ALL,
         MULTI_TURN,
         SINGLE_TURN,

@@ -10,7 +10,7 @@ own tools, one answer, BFCL's possible answers. Every model forbids unknown fiel
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -214,6 +214,12 @@ class EpisodeCase(_CaseBase):
     def gold_calls(self) -> list[CallSpec]:
         return [c for turn in self.ground_truth for c in turn]
 
+    @property
+    def checker(self) -> tuple[str, list[list[str]]] | None:
+        """The benchmark whose own checker judges this episode (its key in ``harness.benchmarks``) with
+        that checker's ground truth, or None: the harness's episode verdict."""
+        return None if self.bfcl_ground_truth is None else ("bfcl", self.bfcl_ground_truth)
+
     def offered(self, names: Iterable[str], turn: int) -> list[str]:
         """Of ``names`` (in their order), the tools offered in user turn ``turn``: neither excluded
         nor held out until a later turn."""
@@ -237,7 +243,7 @@ cannot be left out)."""
 
 
 class SingleTurnCase(_CaseBase):
-    """An entry of BFCL's single-turn categories (``harness.eval.bfcl_single``): one answer to
+    """An entry of BFCL's single-turn categories (``harness.bfcl.single_import``): one answer to
     ``messages``, judged by BFCL's own checker against ``possible_answer``.
 
     The tools are the entry's own: ``functions`` are BFCL's function docs as its package holds them
@@ -257,12 +263,16 @@ class SingleTurnCase(_CaseBase):
     note: str = ""
     """Why the entry is tagged (a bad entry: which value fails the converted schema)."""
     _schemas: tuple[ToolSchema, ...] = PrivateAttr(default=())
+    BENCHMARK: ClassVar[str] = "bfcl"
+    """The benchmark whose function docs, verdict and scoring these cases take (``harness.benchmarks``)."""
+    ACCEPTED_BY: ClassVar[str] = "BFCL"
+    """Who accepts the listed answers, as report.html says it."""
 
     @model_validator(mode="after")
     def _convert(self) -> SingleTurnCase:
-        from harness.eval.data.bfcl_data import tool_schemas
+        from harness.benchmarks import FUNCTION_DOCS, seam
 
-        self._schemas = tuple(tool_schemas(self.functions))  # ValueError naming the function
+        self._schemas = tuple(seam(self.BENCHMARK, FUNCTION_DOCS)(self.functions))  # ValueError naming the function
         names = [t.name for t in self._schemas]
         if len(set(names)) != len(names):
             raise ValueError(f"functions: two tools are named alike once '.' is replaced: {names}")

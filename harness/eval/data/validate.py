@@ -163,33 +163,14 @@ def check_calls(case: Case, tools: dict[str, ToolSchema | None]) -> list[tuple[s
         if schema is not None:
             out.extend((f"{field}.{suffix}", msg) for suffix, msg in check_arguments(call, schema))
     if isinstance(case, EpisodeCase):
-        out.extend(_bfcl_truth_problems(case, tools))
+        if case.checker is not None:  # the benchmark's own ground truth: its calls checked its way
+            from harness.benchmarks import TRUTH_PROBLEMS, seam
+
+            out.extend(seam(case.checker[0], TRUTH_PROBLEMS)(case, tools, lambda name: _unknown_tool(name, tools)))
         named = [(f"excluded_tools[{k}]", name) for k, name in enumerate(case.excluded_tools)]
         named += [(f"held_out_tools.{t}[{k}]", name) for t, held in case.held_out_tools.items()
                   for k, name in enumerate(held)]
         out.extend((where, _unknown_tool(name, tools)) for where, name in named if name not in tools)
-    return out
-
-
-def _bfcl_truth_problems(case: EpisodeCase, tools: dict[str, ToolSchema | None]) -> list[tuple[str, str]]:
-    """Each ``bfcl_ground_truth`` string that is not a call of a known tool with literal arguments. BFCL's
-    checker runs these strings; the worker reads them with ``ast`` and runs only such calls, so any
-    other string is a mistake in the suite (or code smuggled into it), refused before a run."""
-    from harness.eval.data.bfcl_import import CallSyntaxError, parse_python_call
-
-    order = {name: list((schema.parameters.get("properties") or {}) if schema is not None else ())
-             for name, schema in tools.items()}
-    out: list[tuple[str, str]] = []
-    for t, turn in enumerate(case.bfcl_ground_truth or []):
-        for k, text in enumerate(turn):
-            said = f"case {case.id!r}, turn {t}: {text[:200]!r} is not a call of a known function with literal arguments"
-            try:
-                call = parse_python_call(text, order)
-            except CallSyntaxError as exc:
-                out.append((f"bfcl_ground_truth[{t}][{k}]", f"{said} ({exc})"))
-                continue
-            if call.name not in tools:
-                out.append((f"bfcl_ground_truth[{t}][{k}]", f"{said} ({_unknown_tool(call.name, tools)})"))
     return out
 
 

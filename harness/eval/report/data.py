@@ -26,7 +26,7 @@ from harness.eval.store import (
     scores_frame,
     typed_rows,
 )
-from harness.vocabulary import ACCURACY_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
+from harness.vocabulary import ACCURACY_METRICS, HEADLINE_METRICS, STRATEGIES, ErrorKind, Metric, Strategy
 
 ACCURACY = ACCURACY_METRICS
 RATES: tuple[Metric, ...] = (*ACCURACY, Metric.grammar_rejection, Metric.truncated, Metric.not_enforced,
@@ -153,8 +153,8 @@ class Point:
     family: str
     strategy: str
     metric: str
-    """The accuracy shown: ``bfcl_match`` (BFCL's suites), else ``state_match`` where measured, else
-    ``exact_match``."""
+    """The accuracy shown: the first of ``HEADLINE_METRICS`` the run measured (a benchmark's own verdict,
+    else ``state_match``, else ``exact_match``)."""
     accuracy: float
     ci_low: float | None
     ci_high: float | None
@@ -213,9 +213,7 @@ def tradeoff(run: Run, family_names: Sequence[str], strategy_names: Sequence[str
     points = []
     for family in family_names:
         for strategy in strategy_names:
-            row = (run.summary_row(family, strategy, Metric.bfcl_match)
-                   or run.summary_row(family, strategy, Metric.state_match)
-                   or run.summary_row(family, strategy, Metric.exact_match))
+            row = next((r for m in HEADLINE_METRICS if (r := run.summary_row(family, strategy, m)) is not None), None)
             if row is None or row.value is None:
                 continue
             points.append(Point(family, strategy, row.metric, row.value, row.ci_low, row.ci_high, row.n or 0,

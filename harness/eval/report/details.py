@@ -150,9 +150,9 @@ def _step_view(step: StepRecord) -> StepView:
 
 
 def case_view(case: NextCallCase | EpisodeCase | SingleTurnCase, gold: list[GoldView]) -> CaseView:
-    if isinstance(case, SingleTurnCase):  # BFCL's: the replayed answer; BFCL accepts every listed value
+    if isinstance(case, SingleTurnCase):  # the replayed answer; the case's benchmark accepts every listed value
         calls = ["; ".join(_call(c) for c in case.expected) or "(no call: a plain answer)"]
-        calls += [f"(BFCL accepts) {_json(a)}" for a in case.possible_answer] + [case.note] * bool(case.note)
+        calls += [f"({case.ACCEPTED_BY} accepts) {_json(a)}" for a in case.possible_answer] + [case.note] * bool(case.note)
         return CaseView(messages=[_message(m) for m in case.messages], gold=calls, gold_outputs=gold)
     if isinstance(case, NextCallCase):
         calls = [_call(case.expected), *(f"(also accepted) {_call(c)}" for c in case.expected_alternatives)]

@@ -6,7 +6,6 @@ checker for BFCL's cases (``bfcl_multi``), the gold side of the state checks onc
 details.jsonl keeps of it (``golds``), summary.json and errors.json (``summary``), and a whole run directory scored
 or re-scored (``score_dir``: ``harness score`` and the end of every run)."""
 
-from harness.eval.score.bfcl_ast import BfclVerdict, bfcl_verdict
 from harness.eval.score.score_dir import run_suite_of, score_run, score_samples
 from harness.eval.score.scoring import CUT, Scorer, Verdict
 from harness.eval.score.summary import (
@@ -19,22 +18,38 @@ from harness.eval.score.summary import (
     summarize,
     wilson,
 )
+from harness.eval.score.verdicts import (
+    NOT_APPLICABLE,
+    PASS,
+    Call,
+    call_difference,
+    fail,
+    steps_validity,
+    unparsed,
+    was_cut,
+)
 
 __all__ = [
     "CUT",
+    "NOT_APPLICABLE",
+    "PASS",
     "RATE_METRICS",
     "TARGET_METRIC",
     "TIMING_METRICS",
-    "BfclVerdict",
+    "Call",
     "Scorer",
     "Verdict",
-    "bfcl_verdict",
+    "call_difference",
     "error_counts",
+    "fail",
     "per_token",
     "run_suite_of",
     "score_run",
     "score_samples",
     "steps_frame",
+    "steps_validity",
     "summarize",
+    "unparsed",
+    "was_cut",
     "wilson",
 ]

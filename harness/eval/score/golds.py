@@ -21,11 +21,11 @@ from harness.eval.data import Case, EchoMode, EpisodeCase, FsCase, NextCallCase,
 from harness.eval.score.verdicts import Call
 from harness.eval.store import CallRecord, CaseDetail, GoldOutput, StateDifference
 from harness.tools import StateKind, ToolSource, ToolUnavailable
-from harness.vocabulary import ErrorKind, bfcl_error_kind
+from harness.vocabulary import BENCHMARK_STATE_DIFFERENCES, ErrorKind
 
 STATE_DIFFERENCES = frozenset({
     ErrorKind.state_tree_differs, ErrorKind.state_cwd_differs, ErrorKind.state_instance_differs,
-    bfcl_error_kind("multi_turn:instance_state_mismatch"),
+    *BENCHMARK_STATE_DIFFERENCES,
 })
 """The state failures whose sample gets a ``StateDifference``: the states compared were not equal (an
 empty turn or a missing response shows in the sample's own steps)."""

@@ -107,11 +107,11 @@ class Scorer:
         echo_mode: EchoMode = "overwrite",
         audited: bool = False,
     ) -> None:
-        from harness.eval.score.bfcl_score import SingleTurnScoring
+        from harness.benchmarks import SINGLE_TURN, seam
         from harness.sandbox import argument_check
 
-        self.single_turn = SingleTurnScoring()
-        """Single-turn cases bring their own tools and BFCL's verdict."""
+        self.single_turn = seam(SingleTurnCase.BENCHMARK, SINGLE_TURN)()
+        """Single-turn cases bring their own tools and their benchmark's verdict."""
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
         self.owners: dict[str, str] = tool_owners(source) if source is not None else dict(owners or {})
@@ -324,13 +324,14 @@ class Scorer:
                              steps: Sequence[Sequence[Sequence[Call]]]) -> Checked:
         """BFCL's checker for BFCL's cases (``bfcl_multi``), the harness's episode verdict for every
         other (``episodes``), on the run's tool source."""
-        from harness.eval.score.bfcl_multi import bfcl_multi_turn_verdict
+        from harness.benchmarks import EPISODE_VERDICT, seam
 
         assert self.source is not None
         source = self.source
-        if case.bfcl_ground_truth is not None:
+        if case.checker is not None:
+            benchmark, truth = case.checker
             async with self._limit:
-                verdict = await bfcl_multi_turn_verdict(source, case, case.bfcl_ground_truth, steps)
+                verdict = await seam(benchmark, EPISODE_VERDICT)(source, case, truth, steps)
             if verdict.error_kind not in STATE_DIFFERENCES:
                 return verdict, None
             try:  # BFCL's checker answers a verdict only: where the states part ways is found here

@@ -64,10 +64,11 @@ class WorkerSettings:
     """Seconds one call may take, the worker's answer included."""
     max_output: int = 1 << 20
     """Bytes of a result's JSON text."""
-    bfcl: bool = False
-    """Execute as BFCL's ``execute_multi_turn_func_call`` does, its ``eval`` replaced (``bfcl_exec``)."""
+    execution: str = "python"
+    """``python``: call the classes' methods; another name: that benchmark's execution mode in the worker
+    (``execution:`` in bundle.yaml; the table ``harness.benchmarks``)."""
     check_wall_clock: float = 120.0
-    """Seconds a whole BFCL check (every call of a sample, re-executed) may take."""
+    """Seconds a whole check of the execution mode (every call of a sample, re-executed) may take."""
 
     @property
     def open_wall_clock(self) -> float:
@@ -135,7 +136,7 @@ class WorkerClient:
         self._stderr = _Tail(self._process.stderr)  # the tools' prints and a dying worker's last words
         self._buffer = b""
         try:
-            answer = self._exchange({"op": "load", "classes": dict(self.settings.classes), "bfcl": self.settings.bfcl,
+            answer = self._exchange({"op": "load", "classes": dict(self.settings.classes), "execution": self.settings.execution,
                                      "max_output": self.settings.max_output}, 60.0)
         except WorkerFailure:  # an import that hangs or kills the worker leaves nothing behind
             self._stop()
@@ -345,7 +346,7 @@ class _Tail:
         self._pipe.close()
 
 ANSWER_FIELDS: dict[str, str | None] = {"call": "output_json", "describe": "tools", "snapshot": "state_json",
-                                        "bfcl_check": "valid", "load": None, "open": None, "close": None}
+                                        "check": "valid", "load": None, "open": None, "close": None}
 """What an answer to each request carries when it is not an error."""
 
 

@@ -41,7 +41,7 @@ def load_python_source(file: Path, config: BundleConfig) -> PythonClassSource:
     settings = WorkerSettings(
         classes=python.classes, search_path=(file.parent,), memory=memory,
         wall_clock=limits.wall_clock or 5.0, max_output=limits.max_output or (1 << 20),
-        bfcl=python.execution == "bfcl",
+        execution=python.execution,
     )
     try:
         return PythonClassSource(settings, tools_json)

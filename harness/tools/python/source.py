@@ -25,7 +25,7 @@ from harness.vocabulary import ErrorKind
 
 
 def call_text(name: str, arguments: Mapping[str, Any]) -> str:
-    """A call as Python source, the way BFCL's decoding writes a model's call: ``cd(folder='x')``. Values
+    """A call as Python source, the way a checker that reads call source takes a model's call: ``cd(folder='x')``. Values
     are JSON values, so each ``repr`` is a Python literal. ValueError unless the name and every key are
     identifiers that are not Python keywords: a key is never spliced into the text as it came (a model's
     key ``a=__import__('os')...,b`` would be code there; the worker reads the text with ``ast``)."""
@@ -62,7 +62,7 @@ class PythonSession:
     async def run(self, name: str, arguments: Mapping[str, Any]) -> tuple[Any, str | None, str | None]:
         """(output, error kind, error message) of one call."""
         request: dict[str, Any] = {"op": "call", "session": self.id, "name": name, "arguments": dict(arguments)}
-        if self.source.settings.bfcl:
+        if self.source.settings.execution != "python":  # the mode runs the call from its source text
             try:
                 request["text"] = call_text(name, arguments)
             except ValueError as exc:
@@ -105,7 +105,7 @@ class WorkerTool:
 
 
 class PythonClassSource:
-    """A bundle's Python classes behind one worker: their tools, sessions, and BFCL's checker (a
+    """A bundle's Python classes behind one worker: their tools, sessions, and their execution mode's checker (a
     ``harness.tools.ToolSource``)."""
 
     state_kind: StateKind = "instances"
@@ -158,10 +158,10 @@ class PythonClassSource:
         return all(snapshot.get(cls, {}).get(attr) == value for cls, attrs in expected.items()
                    for attr, value in attrs.items())
 
-    async def bfcl_check(self, entry: Mapping[str, Any], model: Sequence[Sequence[Sequence[str]]],
-                         truth: Sequence[Sequence[str]]) -> tuple[bool, str | None]:
-        """BFCL's ``multi_turn_checker`` then its irrelevance checker, run in the worker: (valid, error type)."""
-        request = {"op": "bfcl_check", "entry": dict(entry), "model": model, "truth": truth}
+    async def check(self, entry: Mapping[str, Any], model: Sequence[Sequence[Sequence[str]]],
+                    truth: Sequence[Sequence[str]]) -> tuple[bool, str | None]:
+        """The execution mode's own checker on a sample's calls, run in the worker: (valid, error type)."""
+        request = {"op": "check", "entry": dict(entry), "model": model, "truth": truth}
         answer = await self.client.arequest(request, self.settings.check_wall_clock)
         if "error" in answer:
             raise WorkerFailure(str(answer["error"]), str(answer.get("message")))

@@ -15,17 +15,14 @@ requests the worker exits without waiting for threads a tool left running.
 Requests (one JSON object a line on stdin; one answer a line on the protocol pipe, which is the
 original stdout: a tool's ``print`` goes to stderr instead):
 
-- ``load``: import the classes (``module:Class``); ``bfcl``: execute as BFCL's own
-  ``execute_multi_turn_func_call`` does (results and error texts as BFCL makes them), with its ``eval``
-  replaced by reading each call with ``ast`` (``harness.tools.python.bfcl_exec``): no call string,
-  a suite's or a model's, runs as Python.
+- ``load``: import the classes (``module:Class``); ``execution``: ``python`` (the default) calls their
+  methods, another name is a benchmark's own execution mode (``harness.benchmarks.ExecutionMode``, the
+  table's ``execution`` seam), which opens sessions and runs each call from its source text.
 - ``open`` / ``close``: a session (one sample's instances) with the case's classes and initial configs,
-  loaded the way BFCL loads them (``_load_scenario(config, long_context=...)``).
-- ``call``: one method of a session's instances (the later class wins a name two classes share, as in
-  BFCL).
-- ``snapshot``: each instance's public attributes (what BFCL's ``state_checker`` compares).
-- ``bfcl_check``: BFCL's ``multi_turn_checker`` on the model's calls, as BFCL's runner calls it (its
-  executor the same ``bfcl_exec`` one, set on the checker's module in this process only).
+  each given to the instance's ``_load_scenario(config, long_context=...)``.
+- ``call``: one method of a session's instances (the later class wins a name two classes share).
+- ``snapshot``: each instance's public attributes.
+- ``check``: the execution mode's own verdict on the model's calls.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ import contextlib
 import copy
 import importlib
 import inspect
-import itertools
 import json
 import os
 import resource
@@ -44,9 +40,7 @@ import threading
 import traceback
 from typing import Any, BinaryIO, NoReturn
 
-from harness.tools.python import bfcl_exec
-
-_checks = itertools.count(1)
+from harness.benchmarks import EXECUTION, ExecutionMode, seam
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
@@ -72,13 +66,13 @@ class Worker:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.classes: dict[str, type] = {}
-        self.bfcl = False
+        self.mode: ExecutionMode | None = None
         self.max_output = 1 << 20
         self.sessions: dict[str, dict[str, Any]] = {}
 
     # -- requests --------------------------------------------------------------------------------
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.bfcl = bool(request.get("bfcl"))
+        execution = str(request.get("execution") or "python")
         self.max_output = int(request.get("max_output") or self.max_output)
         problems = []
         for name, target in request["classes"].items():
@@ -86,15 +80,13 @@ class Worker:
                 self.classes[name] = _import(target)
             except BaseException as exc:  # any import failure is the user's, reported by name
                 problems.append(f"{name} ({target}): {type(exc).__name__}: {exc}")
-        if self.bfcl:
+        if execution != "python":
             try:
-                bfcl_exec.install()
-                known = bfcl_exec.bfcl_classes()
-                problems += [f"{name} ({target}): execution: bfcl runs BFCL's own classes (its executable backend's "
-                             f"table names {', '.join(sorted(known))}), not {name}"
-                             for name, target in request["classes"].items() if name not in known]
-            except ImportError as exc:
-                problems.append(f"BFCL's package: {exc}")
+                self.mode = seam(execution, EXECUTION)
+            except LookupError as exc:
+                problems.append(f"execution: {exc}")
+            else:
+                problems += self.mode.problems(request["classes"])
         return _error("tool:load_error", "; ".join(problems)) if problems else {"ok": True}
 
     def describe(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -110,9 +102,8 @@ class Worker:
             return _error("tool:unknown", f"no class {', '.join(unknown)} in the bundle")
         session: dict[str, Any] = {"names": names, "config": config, "long_context": bool(request.get("long_context")),
                                    "entry": request.get("entry", "case"), "tag": f"harness_{request['session']}"}
-        if self.bfcl:
-            _, instances = self._bfcl_execute(session, [])
-            session["instances"] = instances
+        if self.mode is not None:
+            session["instances"] = self.mode.open(session)
         else:
             instances = {}
             for name in names:
@@ -133,16 +124,10 @@ class Worker:
         self.sessions[request["session"]] = session
         return {"ok": True}
 
-    def _bfcl_execute(self, session: dict[str, Any], calls: list[str]) -> tuple[list[str], dict[str, Any]]:
-        return bfcl_exec.execute_multi_turn_func_call(
-            calls, session["config"], session["names"], session["tag"], session["entry"],
-            long_context=session["long_context"],
-        )
-
     def close(self, request: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.pop(request["session"], None)
-        if session is not None and self.bfcl:
-            _forget(importlib.import_module(bfcl_exec.BFCL_UTILS), session["tag"])
+        if session is not None and self.mode is not None:
+            self.mode.close(session)
         return {"ok": True}
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -153,9 +138,8 @@ class Worker:
         method = session["methods"].get(name)
         if method is None:
             return _error("tool:unknown", f"no tool {name!r} among the case's classes")
-        if self.bfcl:
-            outputs, _ = self._bfcl_execute(session, [request["text"]])
-            return self._output(outputs[0])
+        if self.mode is not None:
+            return self._output(self.mode.call(session, request["text"]))
         try:
             inspect.signature(method).bind(**arguments)
         except TypeError as exc:
@@ -184,23 +168,10 @@ class Worker:
         state = {name: _public(instance) for name, instance in session["instances"].items()}
         return {"state_json": json.dumps(state, ensure_ascii=False, sort_keys=True, default=repr)}
 
-    def bfcl_check(self, request: dict[str, Any]) -> dict[str, Any]:
-        utils, checker = bfcl_exec.install()
-        tag = f"harness_check_{next(_checks)}"
-        entry, model, truth = request["entry"], request["model"], request["truth"]
-        try:  # BFCL's runner calls multi_turn_checker alone (it imports its irrelevance checker, unused)
-            result = checker.multi_turn_checker(model, truth, entry, entry["id"].rsplit("_", 1)[0], tag)
-        finally:
-            _forget(utils, tag)
-        return {"valid": bool(result.get("valid")), "error_type": result.get("error_type"),
-                "error_message": result.get("error_message")}
-
-
-def _forget(utils: Any, tag: str) -> None:
-    """Drop the instances BFCL's executor keeps in its module globals under ``tag`` (it keys them by a
-    model name, which the harness makes unique per session and per check)."""
-    for key in [k for k in vars(utils) if k.startswith(f"{tag}_") and k.endswith("_instance")]:
-        del vars(utils)[key]
+    def check(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.mode is None:
+            return _error("tool:internal_error", "no execution mode with a check is loaded")
+        return self.mode.check(request)
 
 
 def _children() -> list[Any]:
@@ -252,7 +223,7 @@ class _Pid:
 def _handle(worker: Worker, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     handler = {"load": worker.load, "open": worker.open, "close": worker.close, "call": worker.call,
-               "snapshot": worker.snapshot, "describe": worker.describe, "bfcl_check": worker.bfcl_check}.get(str(op))
+               "snapshot": worker.snapshot, "describe": worker.describe, "check": worker.check}.get(str(op))
     if handler is None:
         return _error("tool:internal_error", f"unknown request {op!r}")
     try:

@@ -34,11 +34,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.agents import ToolSchema
-from harness.eval.data.bfcl_answers import NoValidAnswer, answer_arguments, fits, resolve
-from harness.eval.data.bfcl_data import FILE_PREFIX, SINGLE_TURN, BfclDataError, data_dir, openai_name
-from harness.eval.data.cases import BAD_ENTRY, NO_VALID_ANSWER, UNPASSABLE, CallSpec, SingleTurnCase
-from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, suite_name
-from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
+from harness.bfcl.answers import NoValidAnswer, answer_arguments, fits, resolve
+from harness.bfcl.data import FILE_PREFIX, SINGLE_TURN, BfclDataError, data_dir, openai_name
+from harness.eval.data import (
+    BAD_ENTRY,
+    NO_VALID_ANSWER,
+    UNPASSABLE,
+    CallSpec,
+    ImportFailure,
+    ImportReport,
+    SingleTurnCase,
+    SuiteSpec,
+    check_new_suite,
+    format_loc,
+    read_lines,
+    suite_name,
+    write_suite,
+)
 
 AST_CATEGORIES: tuple[str, ...] = (
     "simple_python", "multiple", "parallel", "parallel_multiple",
@@ -100,7 +112,7 @@ def answer_calls(ground_truth: Sequence[Mapping[str, Any]], tools: Mapping[str, 
 
 
 def _first_problem(calls: Sequence[CallSpec], tools: Mapping[str, ToolSchema]) -> str | None:
-    from harness.eval.data.validate import check_arguments
+    from harness.eval.data import check_arguments
 
     for k, call in enumerate(calls):
         tool = tools.get(call.name)

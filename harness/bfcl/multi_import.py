@@ -13,7 +13,7 @@ order) for what the oracle replays and for ``exact_match``.
 
 - Long-context entries (BFCL's rule: the id's category names ``long_context``) load their instances with
   ``long_context=True``, as BFCL's loader does. GorillaFileSystem-only entries also keep their file
-  system (``initial_fs``, expanded as BFCL expands it: ``harness.eval.data.bfcl_data``), so the ``.pym``
+  system (``initial_fs``, expanded as BFCL expands it: ``harness.bfcl.data``), so the ``.pym``
   file-system tools can run them too.
 - ``missed_function`` (miss_func): those tools are held out until the turn that adds them
   (``EpisodeCase.held_out_tools``); that turn has no user message in the data, and BFCL says, as the
@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.eval.data.bfcl_data import (
+from harness.bfcl.data import (
     CATEGORIES,
     BfclDataError,
     LongContextData,
@@ -45,10 +45,21 @@ from harness.eval.data.bfcl_data import (
     multi_turn_classes,
     tool_schemas,
 )
-from harness.eval.data.cases import BAD_ENTRY, CallSpec, Case, EpisodeCase
-from harness.eval.data.fs_tools import PARAM_ORDER
-from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, suite_name
-from harness.eval.data.suite import SuiteSpec, format_loc, write_suite
+from harness.eval.data import (
+    BAD_ENTRY,
+    PARAM_ORDER,
+    CallSpec,
+    Case,
+    EpisodeCase,
+    ImportFailure,
+    ImportReport,
+    SuiteSpec,
+    check_new_suite,
+    format_loc,
+    read_lines,
+    suite_name,
+    write_suite,
+)
 
 GORILLA_CLASS = "GorillaFileSystem"
 BFCL_ADDED_TOOLS_PROMPT = "I have updated some more functions you can choose from. What about now?"

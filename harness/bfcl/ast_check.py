@@ -12,7 +12,7 @@ calls become ``[{name: arguments}, ...]``; an answer without calls (plain text) 
 
 ``bfcl_verdict`` gives that verdict; its error type is recorded as ``bfcl:<BFCL's type>``. The checker
 is BFCL's own function: ``ast_checker.py`` is executed from the installed package's source
-(``harness.eval.data.bfcl_data.load_bfcl_module``) with one import replaced: ``bfcl_eval.constants.model_config``, which
+(``harness.bfcl.data.load_bfcl_module``) with one import replaced: ``bfcl_eval.constants.model_config``, which
 imports every model handler and its SDK, and from which the checker reads one flag of the model it
 scores, ``underscore_to_dot`` (the model was sent names with ``.`` replaced by ``_``: the checker maps
 the expected name the same way). The harness sends names that way, so its stand-in model config says
@@ -81,7 +81,7 @@ def is_irrelevance(category: str) -> bool:
 @functools.cache
 def ast_checker() -> Callable[..., dict[str, Any]]:
     """BFCL's ``ast_checker``, loaded once (see the module doc); BfclDataError when not installed."""
-    from harness.eval.data import load_bfcl_module
+    from harness.bfcl.data import load_bfcl_module
 
     module = load_bfcl_module(
         CHECKER_MODULE, {MODEL_CONFIG_MODULE: {"MODEL_CONFIG_MAPPING": {MODEL_NAME: ModelConfig()}}}

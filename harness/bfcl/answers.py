@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.agents import ToolSchema
-from harness.eval.data.bfcl_data import openai_name
+from harness.bfcl.data import openai_name
 
 
 class NoValidAnswer(Exception):

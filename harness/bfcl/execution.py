@@ -1,5 +1,6 @@
-"""BFCL's ``execute_multi_turn_func_call`` without ``eval``: the executor of the worker's ``bfcl`` mode, and
-the one BFCL's ``multi_turn_checker`` calls in the worker process (``install`` sets it there).
+"""BFCL's ``execute_multi_turn_func_call`` without ``eval``: the executor of the worker's ``bfcl`` mode
+(``MODE``, the ``execution`` seam of ``harness.benchmarks``), and the one BFCL's ``multi_turn_checker``
+calls in the worker process (``install`` sets it there).
 
 BFCL's own executor prefixes each method name in a call string with its instance's name and hands the
 string to ``eval``: a suite's ground-truth string, or a model's argument key spliced into a call, would
@@ -19,8 +20,10 @@ import ast
 import copy
 import importlib
 import inspect
+import itertools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 BFCL_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
@@ -129,4 +132,58 @@ def _as_text(result: Any) -> str:
     return str(result)
 
 
-__all__ = ["BFCL_CHECKER", "BFCL_UTILS", "CallRefused", "execute_multi_turn_func_call", "install"]
+class BfclMode:
+    """The worker's ``execution: bfcl`` mode (``harness.benchmarks.ExecutionMode``): calls run as BFCL's
+    own ``execute_multi_turn_func_call`` runs them (results and error texts as BFCL makes them), read
+    with ``ast``; sessions loaded the way BFCL loads them; ``check`` is BFCL's ``multi_turn_checker``."""
+
+    def __init__(self) -> None:
+        self._checks = itertools.count(1)
+
+    def problems(self, classes: Mapping[str, str]) -> list[str]:
+        try:
+            install()
+            known = bfcl_classes()
+        except ImportError as exc:
+            return [f"BFCL's package: {exc}"]
+        return [f"{name} ({target}): execution: bfcl runs BFCL's own classes (its executable backend's "
+                f"table names {', '.join(sorted(known))}), not {name}"
+                for name, target in classes.items() if name not in known]
+
+    def _execute(self, session: dict[str, Any], calls: list[str]) -> tuple[list[str], dict[str, Any]]:
+        return execute_multi_turn_func_call(calls, session["config"], session["names"], session["tag"], session["entry"],
+                                            long_context=session["long_context"])
+
+    def open(self, session: dict[str, Any]) -> dict[str, Any]:
+        return self._execute(session, [])[1]
+
+    def call(self, session: dict[str, Any], text: str) -> Any:
+        return self._execute(session, [text])[0][0]
+
+    def close(self, session: dict[str, Any]) -> None:
+        _forget(importlib.import_module(BFCL_UTILS), session["tag"])
+
+    def check(self, request: dict[str, Any]) -> dict[str, Any]:
+        utils, checker = install()
+        tag = f"harness_check_{next(self._checks)}"
+        entry, model, truth = request["entry"], request["model"], request["truth"]
+        try:  # BFCL's runner calls multi_turn_checker alone (it imports its irrelevance checker, unused)
+            result = checker.multi_turn_checker(model, truth, entry, entry["id"].rsplit("_", 1)[0], tag)
+        finally:
+            _forget(utils, tag)
+        return {"valid": bool(result.get("valid")), "error_type": result.get("error_type"),
+                "error_message": result.get("error_message")}
+
+
+def _forget(utils: Any, tag: str) -> None:
+    """Drop the instances BFCL's executor keeps in its module globals under ``tag`` (it keys them by a
+    model name, which the harness makes unique per session and per check)."""
+    for key in [k for k in vars(utils) if k.startswith(f"{tag}_") and k.endswith("_instance")]:
+        del vars(utils)[key]
+
+
+MODE = BfclMode()
+"""The mode the worker loads for ``execution: bfcl`` (one per worker process: the checks' counter)."""
+
+
+__all__ = ["BFCL_CHECKER", "BFCL_UTILS", "MODE", "BfclMode", "CallRefused", "execute_multi_turn_func_call", "install"]

@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from harness.bfcl.ast_check import bfcl_verdict, is_irrelevance
 from harness.eval.data import BAD_ENTRY, CallSpec, SingleTurnCase
-from harness.eval.score.bfcl_ast import bfcl_verdict, is_irrelevance
-from harness.eval.score.verdicts import (
+from harness.eval.score import (
     CUT,
     NOT_APPLICABLE,
     PASS,
