@@ -27,9 +27,9 @@ import yaml
 
 MIB = 1024 * 1024
 MAX_FILE_BYTES = 256 * MIB
-"""Largest input file read (the largest the project reads, BFCL's data files, are under 4 MB)."""
+"""Largest input file read (the largest the project reads, the imported benchmark's data files, are under 4 MB)."""
 MAX_JSON_BYTES = 16 * MIB
-"""Largest JSON document or JSON line (the longest case line of the shipped and BFCL data is 24 KB)."""
+"""Largest JSON document or JSON line (the longest case line of the shipped and imported data is 24 KB)."""
 MAX_YAML_NODES = 100_000
 """Most YAML nodes a document may hold once its aliases are expanded (suite.yaml and bundle.yaml hold
 a few hundred): anchors and aliases stay usable, a "billion laughs" of nested aliases is refused at once."""

@@ -29,7 +29,7 @@ SKIP_REASON = "BFCL's reference package is not installed: pip install --no-deps 
 
 def bfcl_from_state(state: FileSystemState) -> GorillaFileSystem:
     fs = GorillaFileSystem()
-    fs._load_scenario(copy.deepcopy(state.to_bfcl()))
+    fs._load_scenario(copy.deepcopy(state.to_nodes()))
     for name in state.cwd:
         fs._current_dir = fs._current_dir.contents[name]
     return fs

@@ -584,3 +584,40 @@ def test_the_architecture_page_package_table_is_the_tree() -> None:
     for package, held in listed.items():  # every module the table names is there
         for name in (n for n in held.split("`")[1::2] if n.endswith(".py")):
             assert (PACKAGE.parent / package / name).exists() or list((PACKAGE.parent / package).rglob(name)), (package, name)
+
+
+# -- BFCL in one folder --------------------------------------------------------------------------------
+
+NAMES_BFCL: dict[str, str] = {
+    "harness.vocabulary": "the words scores.parquet and summary.json hold: bfcl_match, bfcl_match_bad_entry, bfcl:<error>",
+    "harness.benchmarks": "the table's bfcl entry, its seams by import path",
+    "harness.agents.bundle": "execution: bfcl in bundle.yaml",
+    "harness.eval.data.cases": "bfcl_ground_truth in cases.jsonl; the single-turn cases' benchmark",
+    "harness.cli.commands.suites": "harness import bfcl",
+}
+"""The modules of ``harness/`` outside ``harness/bfcl`` that name BFCL, and why (docs/architecture.md lists
+them). A mention is any occurrence of ``bfcl``, case-insensitive: code, strings, comments and docstrings
+alike, so the claim is what ``grep -rli bfcl harness`` says."""
+MAX_NAMING_BFCL = 6
+
+
+def names_bfcl(source: str) -> bool:
+    return "bfcl" in source.lower()
+
+
+def test_bfcl_is_named_in_its_folder_and_at_most_six_modules_besides() -> None:
+    outside = {name for name, path in MODULES.items()
+               if name.partition(".")[2].split(".")[0] != "bfcl" and names_bfcl(path.read_text(encoding="utf-8"))}
+    assert outside == set(NAMES_BFCL), "a module outside harness/bfcl names BFCL: ask harness.benchmarks instead"
+    assert len(NAMES_BFCL) <= MAX_NAMING_BFCL
+
+
+def test_a_mention_of_bfcl_counts_in_a_comment_too() -> None:
+    assert names_bfcl("x = 1  # as BFCL's checker") and names_bfcl('m = "bfcl_match"') and not names_bfcl("Gorilla")
+
+
+def test_the_architecture_page_lists_the_modules_naming_bfcl() -> None:
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("### BFCL in one folder", 1)[1].split("\n#", 1)[0]
+    listed = {line.split("`")[1] for line in section.splitlines() if line.startswith("- `harness/")}
+    assert listed == {MODULES[name].relative_to(PACKAGE.parent).as_posix() for name in NAMES_BFCL}

@@ -96,14 +96,14 @@ GORILLA_TYPES: dict[str, str] = {
     "ArrayList": "array", "Array": "array", "Queue": "array", "Stack": "array",
     "HashMap": "object", "Hashtable": "object",
 }
-"""Type names of BFCL's function docs that JSON Schema lacks -> the JSON-schema type BFCL sends for them."""
+"""Type names of Gorilla function docs that JSON Schema lacks -> the JSON-schema type their benchmark sends for them."""
 
 _NESTED_ONE = ("items", "additionalProperties", "not")
 _NESTED_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
 
 
 def json_schema_types(schema: Any) -> Any:
-    """``schema`` with BFCL's type names (``GORILLA_TYPES``) replaced everywhere they can occur; a new
+    """``schema`` with Gorilla's type names (``GORILLA_TYPES``) replaced everywhere they can occur; a new
     object when anything changed, JSON-schema type names and unknown names left as they are."""
     if not isinstance(schema, dict):
         return schema
@@ -143,8 +143,8 @@ class ToolSchema:
     def from_openai(cls, tool: dict[str, Any]) -> ToolSchema:
         """Read an OpenAI-style tool (``{"type": "function", "function": {...}}`` or the bare function).
 
-        BFCL's own function docs (``{"name", "description", "parameters": {"type": "dict", ...}}``)
-        are read too: their type names become JSON-schema ones (``GORILLA_TYPES``), as BFCL converts
+        Gorilla function docs (``{"name", "description", "parameters": {"type": "dict", ...}}``)
+        are read too: their type names become JSON-schema ones (``GORILLA_TYPES``), as their benchmark converts
         them before it sends tools to a model."""
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):

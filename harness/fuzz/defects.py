@@ -216,7 +216,7 @@ def shrink(schema: dict[str, Any], value: Any, kind: Kind) -> tuple[dict[str, An
 
 def label_of(schema: Mapping[str, Any]) -> str:
     """The most specific keyword of ``schema`` (``format:<name>`` for a format a validator checks; an
-    unknown format, BFCL's ``float``, is an annotation and names nothing)."""
+    unknown format, Gorilla's ``float``, is an annotation and names nothing)."""
     from harness.fuzz.values import validator
 
     checked = validator(dict(schema)).FORMAT_CHECKER.checkers

@@ -2,7 +2,7 @@
 
 ``defects.find_defects`` asks xgrammar about one tool's arguments at a time. Some defects need other
 tools beside it: with xgrammar 0.2.8, two tools whose arguments differ only by a property named
-``title`` compile to one rule, so the second tool loses that property (found on BFCL's corpus:
+``title`` compile to one rule, so the second tool loses that property (found on the benchmark corpus:
 ``library_search_books`` beside ``concert_find_nearby``). The ``json_schema`` strategy's schema holds
 every tool, one ``anyOf`` branch each, so the whole call is checked against it here, the same way (the
 call's JSON text matched character by character, against the validator's verdict), and, where the

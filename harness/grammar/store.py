@@ -59,7 +59,7 @@ from harness.agents import ConstraintArtifact
 from harness.files import InputFileError, read_open
 
 DEFAULT_LIMIT_BYTES = 2 * 1024**3
-"""2 GiB: a 1,000-tool grammar serializes to tens of MiB; a few hundred BFCL tool sets fit."""
+"""2 GiB: a 1,000-tool grammar serializes to tens of MiB; a few hundred single-turn tool sets fit."""
 MAX_ENTRY_BYTES = 512 * 1024**2
 """Largest file read back (or the store's bound, when smaller): several times the largest plausible
 grammar; a larger file (a sparse file, a file that grew) is removed unread."""

@@ -3,7 +3,7 @@
 In a checkout, ``harness/packaged/suites`` and ``harness/packaged/bundles`` are links to the
 repository's ``suites/`` and ``bundles/``; a wheel (``pip install .``, editable or not) holds them as
 package data under the same names. So ``harness run shellper`` and ``harness suites list`` work from
-any folder and after any install, and a suite added under ``suites/`` (any depth: ``suites/bfcl/simple``)
+any folder and after any install, and a suite added under ``suites/`` (any depth: ``suites/group/name``)
 is found without being listed anywhere. A suite's name here is its folder's path below ``suites/``.
 
 Imports nothing of the harness: every layer may ask where a shipped suite or bundle is.
@@ -27,7 +27,7 @@ class PackagedSuite:
     """A suite that ships with the harness."""
 
     name: str
-    """Its folder below ``suites/`` (``smoke``, ``bfcl/simple``): what ``harness run NAME`` takes."""
+    """Its folder below ``suites/`` (``smoke``, ``group/name``): what ``harness run NAME`` takes."""
     path: Path
     """Its folder."""
 

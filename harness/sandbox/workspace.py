@@ -72,7 +72,7 @@ class FileSystemBridge:
     a file's content or a folder's dict, in listing order), and ``root``, the whole tree: the state in
     one input each, copied into the sandbox with the call (one round trip, ~0.03 ms for 20 files,
     instead of ~0.1-0.2 ms per virtual-file operation); ``cwd``, the current directory's virtual path
-    (what mutations name); and ``echo_mode``: ``"overwrite"`` (BFCL: ``echo`` replaces an existing
+    (what mutations name); and ``echo_mode``: ``"overwrite"`` (GorillaFileSystem: ``echo`` replaces an existing
     file's content, a missing file is an error) or ``"append"`` (SHELLper's bash mapping ``echo "..."
     >> file``: creates the file if needed and appends the content and a newline). The tree is also
     served read-only as virtual files under ``/fs/<root name>``, for scripts that read files.
@@ -100,7 +100,7 @@ class Workspace:
     script can read (``os.getenv``); the host's is never visible.
 
     Calls on one workspace run one at a time, in the order they were made (``lock``): a call reads the
-    state the previous call's mutations left, as BFCL executes a turn's calls, even when the kernel
+    state the previous call's mutations left, as the multi-turn benchmark executes a turn's calls, even when the kernel
     runs a step's calls concurrently.
     """
 

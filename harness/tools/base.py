@@ -38,7 +38,7 @@ class SessionSetup:
     entry: str
     """The case's id (a session's name in the worker; the key of a cached history state)."""
     tree: Mapping[str, Any] | None = None
-    """The file system before the first message, as BFCL writes one (``.pym`` tools)."""
+    """The file system before the first message, as GorillaFileSystem nodes (``.pym`` tools)."""
     cwd: str = ""
     """Start directory relative to the root ("docs/old")."""
     classes: tuple[str, ...] = ()
@@ -76,7 +76,7 @@ class ToolSource(Protocol):
 
     state_kind: StateKind
     unwanted_calls_fail: bool
-    """An episode's turn without ground truth must make no call (BFCL's irrelevance rule). The
+    """An episode's turn without ground truth must make no call (the multi-turn benchmark's irrelevance rule). The
     ``.pym`` file-system episodes run such a turn's calls and check nothing, as they always have."""
 
     @property
@@ -84,7 +84,7 @@ class ToolSource(Protocol):
 
     def owner(self, tool: Tool) -> str | None:
         """The class one of its tools belongs to (None: a tool of no class). Per tool, not per name:
-        two classes may share a method name (a case's later class wins it, as in BFCL)."""
+        two classes may share a method name (a case's later class wins it)."""
         ...
 
     async def open(self, setup: SessionSetup) -> ToolSession:

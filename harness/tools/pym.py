@@ -2,7 +2,7 @@
 
 Calls run through the bundle's real ``.pym`` tools (``PymTool.execute``) on a ``Workspace`` over a
 ``FileSystemState``; nothing here reimplements a tool. A snapshot is a copy of the state, and two are
-the same state when their trees (BFCL's comparison) and, where asked, their current folders are equal.
+the same state when their trees (GorillaFileSystem's comparison) and, where asked, their current folders are equal.
 The state a next-call point's history leaves is computed once per case and copied per session.
 """
 
@@ -64,7 +64,7 @@ class PymSource:
     def initial(setup: SessionSetup) -> Any:
         from harness.sandbox import FileSystemState
 
-        state = FileSystemState.from_bfcl(dict(setup.tree or {"workspace": {"type": "directory", "contents": {}}}))
+        state = FileSystemState.from_nodes(dict(setup.tree or {"workspace": {"type": "directory", "contents": {}}}))
         if setup.cwd:
             state = FileSystemState(state.root_name, state.tree, [p for p in setup.cwd.split("/") if p])
         return state
@@ -88,7 +88,7 @@ class PymSource:
         return PymSession(self, self._after_history[key].copy(), setup.echo_mode)
 
     def difference(self, gold: Any, model: Any, *, cwd: bool = True) -> str | None:
-        if gold != model:  # FileSystemState equality compares the trees (BFCL's)
+        if gold != model:  # FileSystemState equality compares the trees (GorillaFileSystem's)
             return ErrorKind.state_tree_differs
         if cwd and tuple(gold.cwd) != tuple(model.cwd):
             return ErrorKind.state_cwd_differs

@@ -60,7 +60,7 @@ def parse(text: str) -> tuple[CallSpec, bool]:
 
 def session(tools: list[Tool], fs: dict[str, Any]) -> GorillaSession:
     """The bundle's tools on a fresh state of the BFCL-shaped tree ``fs`` (left untouched)."""
-    return GorillaSession(tools, FileSystemState.from_bfcl(fs))
+    return GorillaSession(tools, FileSystemState.from_nodes(fs))
 
 
 def run_checked(fs: GorillaSession, call: CallSpec, fails: bool, where: str) -> None:

@@ -27,7 +27,7 @@ def test_shellper_bundle_discovers_its_18_tools() -> None:
 
 
 async def test_shellper_agent_runs_real_tools_on_a_workspace() -> None:
-    state = FileSystemState.from_bfcl(
+    state = FileSystemState.from_nodes(
         {
             "root": {
                 "home": {
@@ -55,7 +55,7 @@ async def test_shellper_agent_runs_real_tools_on_a_workspace() -> None:
     outputs = [r for s in result.steps for r in s.tool_results]
     assert not any(r.is_error for r in outputs), outputs
     assert "drafts" in outputs[1].content() and "notes.txt" in outputs[1].content()
-    assert "drafts" in str(state.to_bfcl())  # the mutation reached the workspace
+    assert "drafts" in str(state.to_nodes())  # the mutation reached the workspace
     assert client.requests[0].model == "google/functiongemma-270m-it"
     assert "structured_outputs" in client.requests[0].extra_body
     end = rec.events[-1]

@@ -78,7 +78,7 @@ def test_initial_states_are_what_bfcls_loader_builds(entries: list[FsEntry], cas
     """Long-context entries expanded as BFCL's own loader expands them (30 image files in each
     directory without subdirectories, a block of text after most files), the others as they are."""
     for entry in entries:
-        imported = FileSystemState.from_bfcl(cases[entry.id].initial_fs.to_bfcl())
+        imported = FileSystemState.from_nodes(cases[entry.id].initial_fs.to_nodes())
         assert imported.root_name == entry.state.root_name
         assert json.dumps(imported.tree) == json.dumps(entry.state.tree), entry.id  # insertion order too
 

@@ -55,7 +55,7 @@ def test_shellper_points_have_no_file_system_and_no_state_check(tmp_path: Path) 
     assert suite.spec.echo_mode == "append"  # SHELLper runs `echo "..." >> file` in bash
     for case in suite.next_call_cases():
         assert case.state_check is False
-        assert case.initial_fs.to_bfcl() == EMPTY_WORKSPACE
+        assert case.initial_fs.to_nodes() == EMPTY_WORKSPACE
         assert case.conversation is not None
 
 

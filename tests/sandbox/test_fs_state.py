@@ -23,9 +23,9 @@ def bfcl_configs() -> list[dict]:
 
 @pytest.mark.parametrize("config", bfcl_configs(), ids=lambda c: next(iter(c["GorillaFileSystem"]["root"])))
 def test_bfcl_round_trip(config: dict) -> None:
-    state = FileSystemState.from_bfcl(config)
-    assert state.to_bfcl() == config["GorillaFileSystem"]
-    assert FileSystemState.from_bfcl(state.to_bfcl()) == state
+    state = FileSystemState.from_nodes(config)
+    assert state.to_nodes() == config["GorillaFileSystem"]
+    assert FileSystemState.from_nodes(state.to_nodes()) == state
     assert state.cwd == () and state.pwd == f"/{state.root_name}"
 
 
@@ -41,10 +41,10 @@ def test_from_bfcl_reads_files_and_directories() -> None:
             }
         }
     }
-    state = FileSystemState.from_bfcl(config)
+    state = FileSystemState.from_nodes(config)
     assert state.root_name == "alex"
     assert state.tree == {"a.txt": "hi", "d": {"e": {}}}
-    assert state.to_bfcl() == config
+    assert state.to_nodes() == config
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_from_bfcl_reads_files_and_directories() -> None:
 )
 def test_from_bfcl_rejects_malformed(config: dict) -> None:
     with pytest.raises(ValueError):
-        FileSystemState.from_bfcl(config)
+        FileSystemState.from_nodes(config)
 
 
 def test_equality_is_the_tree_like_bfcl() -> None:
@@ -215,7 +215,7 @@ def test_the_deepest_allowed_tree_is_copied_compared_and_listed() -> None:
     s = FileSystemState("alex", _deep(63))
     twin = s.copy()
     assert twin == s and twin.tree is not s.tree
-    assert FileSystemState.from_bfcl(s.to_bfcl()) == s
+    assert FileSystemState.from_nodes(s.to_nodes()) == s
     very = FileSystemState("alex", _deep(1500), limits=TreeLimits(max_depth=2000))
     assert very.copy().get("/".join(["d"] * 1500) + "/f") == "x"  # iterative copy: no RecursionError
 

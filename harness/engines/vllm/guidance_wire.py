@@ -30,7 +30,7 @@ from harness.agents import (
 )
 
 CONVERSIONS_KEPT = 256
-"""Lark texts remembered (a BFCL suite brings a tool set per case)."""
+"""Lark texts remembered (a single-turn suite brings a tool set per case)."""
 
 
 class GuidanceWireClient:

@@ -110,8 +110,8 @@ class FsTree(_Strict):
             node = child
         return node
 
-    def to_bfcl(self) -> dict[str, Any]:
-        """Plain dict in BFCL's shape, for ``FileSystemState.from_bfcl``."""
+    def to_nodes(self) -> dict[str, Any]:
+        """Plain dict in BFCL's shape, for ``FileSystemState.from_nodes``."""
         return self.model_dump(mode="json")
 
 
@@ -300,7 +300,7 @@ def session_setup(case: FsCase, echo_mode: Literal["overwrite", "append"] = "ove
     history = case.history_calls() if isinstance(case, NextCallCase) else []
     episode = case if isinstance(case, EpisodeCase) else None
     return SessionSetup(
-        entry=case.id, tree=case.initial_fs.to_bfcl(), cwd=case.cwd, echo_mode=echo_mode,
+        entry=case.id, tree=case.initial_fs.to_nodes(), cwd=case.cwd, echo_mode=echo_mode,
         classes=tuple(episode.involved_classes) if episode else (),
         config=episode.initial_config if episode else {}, long_context=episode.long_context if episode else False,
         history=tuple(HistoryCall(c.name, c.arguments) for c in history),

@@ -1,6 +1,6 @@
 """What every importer shares: its failure (every problem listed), its report, and reading its input.
 
-The importers (``shellper_import``, ``bfcl_import``) turn upstream data into suite directories
+The importers (``shellper_import``, and each benchmark folder's, ``harness.benchmarks``) turn upstream data into suite directories
 (suite.yaml + cases.jsonl); the project ships loaders, not the upstream files.
 """
 

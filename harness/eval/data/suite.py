@@ -12,7 +12,7 @@ suite.yaml::
     description: ...
     source: ...                    # where the cases come from
     licence: ...
-    echo_mode: overwrite           # overwrite (BFCL, default) | append (SHELLper's bash `>>`)
+    echo_mode: overwrite           # overwrite (GorillaFileSystem, default) | append (SHELLper's bash `>>`)
     max_tokens: 64                 # bound per model response (default: derived from the longest gold answer)
     temperature: 1.0               # sampling defaults of the suite's runs (flags override): default 0, greedy
     top_p: 0.95                    #   default 1
@@ -61,7 +61,7 @@ class SuiteSpec(BaseModel):
     licence: str = ""
     echo_mode: EchoMode = "overwrite"
     """What the file-system tool ``echo`` does with a file name, in runs and in scoring: ``overwrite``
-    (BFCL's GorillaFileSystem: replace an existing file's content; a missing file is an error) or
+    (the GorillaFileSystem's: replace an existing file's content; a missing file is an error) or
     ``append`` (SHELLper's bash mapping ``echo "..." >> file``: create the file if needed, append the
     text and a newline)."""
     max_tokens: int | None = Field(default=None, ge=1)
@@ -80,7 +80,7 @@ class SuiteSpec(BaseModel):
     names one (``--model``, ``--config``); engines that serve no model (oracle, local) ignore it."""
     allow_text_answer: bool | None = None
     """Whether constrained grammars also allow a plain-text answer (no call). None: only in episode
-    suites (a turn must end); BFCL's single-turn suites say so explicitly (``bfcl_single``)."""
+    suites (a turn must end); imported single-turn suites say so explicitly."""
 
     @field_validator("version", mode="before")
     @classmethod

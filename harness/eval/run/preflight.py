@@ -127,7 +127,7 @@ def _first_prompt(agent: Agent, case: Case) -> list[Message]:
 
 
 def _tools(agent: Agent, case: Case) -> Sequence[Tool]:
-    """The tools the case's samples offer: a BFCL single-turn entry brings its own."""
+    """The tools the case's samples offer: a single-turn case brings its own."""
     if isinstance(case, SingleTurnCase):
         return schema_only_tools(case)
     return agent.tools

@@ -8,7 +8,7 @@ Generation only: nothing here scores. A next-call sample is one ``kernel.step`` 
 its calls executed in the sandbox on the state the history leaves (so the transcript holds real tool
 results and timings). An episode is one ``kernel.run`` per user turn, tools executed in the sandbox on a
 workspace built from the case's initial file system, at most ``max_steps`` model calls a turn (an
-episode whose model still calls tools at the bound ends there, as BFCL's force quit; see
+episode whose model still calls tools at the bound ends there, as the multi-turn benchmark's force quit; see
 ``run_episode``). Scoring later re-executes calls from the saved record on its own copies, so it never
 needs the engine.
 """
@@ -52,7 +52,7 @@ def gold_answers(
     """What the oracle answers, request by request: a next-call case's expected call; a single-turn
     case's expected calls in one answer (none: a plain answer); an episode's ground-truth calls, then a
     closing message per turn. With ``parallel_calls`` (the agent's grammar allows several calls per
-    answer) a turn's calls come in one answer, as BFCL lists them; else one answer each."""
+    answer) a turn's calls come in one answer, as the imported benchmark lists them; else one answer each."""
     if isinstance(case, NextCallCase):
         return [[case.expected.to_tool_call(f"{case.id}-gold")]]
     if isinstance(case, SingleTurnCase):
@@ -90,7 +90,7 @@ class SampleOutcome:
     """Time spent building the sample's workspace (a next-call point replays its history in the
     sandbox, once per case): sandbox time, not harness time."""
     max_steps_turns: list[int] = field(default_factory=list)
-    """The episode's user turn whose model kept calling tools past the step bound (BFCL's force quit:
+    """The episode's user turn whose model kept calling tools past the step bound (a force quit:
     the episode ended there)."""
     requests: list[CompletionRequest] = field(default_factory=list)
     """The request of each step, in step order (their prompts are kept in prompts.jsonl)."""
@@ -156,7 +156,7 @@ async def _one_step(
 
 @dataclass(frozen=True, slots=True)
 class SchemaOnlyTool:
-    """A tool the model may call that nothing executes: BFCL's single-turn categories judge the call,
+    """A tool the model may call that nothing executes: single-turn cases judge the call,
     not its result (their functions have no implementation)."""
 
     schema: ToolSchema
@@ -203,7 +203,7 @@ def NO_OWNER(_tool: Tool) -> str | None:
 def episode_tools(case: EpisodeCase, tools: Sequence[Tool], turn: int, owner: Owner = NO_OWNER) -> list[Tool]:
     """The tools user turn ``turn`` offers: those of the case's classes (``owner``: a tool's class, as
     the tool source says; tools of no class when the case names none; a later class wins a name two
-    classes share, as in BFCL), neither excluded nor held out."""
+    classes share), neither excluded nor held out."""
     order = {name: i for i, name in enumerate(case.involved_classes)}
     mine = [t for t in tools if case.uses(owner(t))]
     by_name = {t.schema.name: t for t in sorted(mine, key=lambda t: order.get(owner(t) or "", 0))}
@@ -237,8 +237,8 @@ async def run_episode(
     class, as the tool source says). A turn allows at most
     ``max_steps`` model calls (default: the bundle's ``kernel.max_steps``), the last of which should
     end the turn with a plain answer. When that last one calls tools too, the episode ends there
-    (BFCL's force quit, scored ``state:force_terminated``). BFCL allows 20 responses with calls and
-    one more to answer, which is ``max_steps`` 21 (``bundles/bfcl``)."""
+    (a force quit, scored ``state:force_terminated``). The multi-turn benchmark allows 20 responses with
+    calls and one more to answer, which is ``max_steps`` 21 in its shipped bundle."""
     if (refused := refused_gold(agent, agent.tools, case)) is not None:
         return refused
     kernel, recorder = _kernel(agent, client, draw, observers, episode=True)

@@ -1,8 +1,8 @@
 """Scoring a run from its saved samples alone, never an engine: each sample against its case
 (``scoring``: validity, exact_match, state_match, grammar_rejection, truncated; ``verdicts``: what every
-scorer shares; BFCL's single-turn verdict: ``bfcl_ast``, BFCL's own checker, and ``bfcl_score``), calls executed on the
-bundle's tool source (``harness.tools``), the one episode verdict (``episodes``) and BFCL's multi-turn
-checker for BFCL's cases (``bfcl_multi``), the gold side of the state checks once per case and what
+scorer shares; a single-turn case's verdict and a benchmark's own episode checker are asked of the
+table ``harness.benchmarks``), calls executed on the bundle's tool source (``harness.tools``), the one
+episode verdict (``episodes``), the gold side of the state checks once per case and what
 details.jsonl keeps of it (``golds``), summary.json and errors.json (``summary``), and a whole run directory scored
 or re-scored (``score_dir``: ``harness score`` and the end of every run)."""
 

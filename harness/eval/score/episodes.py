@@ -1,15 +1,16 @@
-"""The state verdict of an episode, one for every tool source: BFCL's multi-turn rules, turn by turn.
+"""The state verdict of an episode, one for every tool source: the multi-turn benchmark's rules, turn by turn.
 
 The model's calls and the ground truth run turn by turn in two sessions of the case's state (the gold
 side once per case: ``Golds.trace``). A turn with ground truth needs calls (``state:empty_turn``), the
 same state after it by the source's own verdict (``ToolSource.difference``, the current folder not
-compared: BFCL compares the file system's public attributes; ``state:tree_differs``,
+compared: the benchmark compares the file system's public attributes; ``state:tree_differs``,
 ``state:instance_differs``), and the gold results an unordered subset of the model's results so far
 (``state:response_missing``). A turn without ground truth must make no call where the source says so
-(``state:unwanted_call``: BFCL's irrelevance rule; ``.pym`` file-system episodes run such a turn's
+(``state:unwanted_call``: the benchmark's irrelevance rule; ``.pym`` file-system episodes run such a turn's
 calls and check nothing). At the end, the case's ``expected_state`` must hold (``state:instance_differs``).
 
-A case with BFCL's own ground truth is judged by BFCL's checker instead (``bfcl_multi``).
+A case with a benchmark's own ground truth (``EpisodeCase.checker``) is judged by that benchmark's checker
+instead (the ``episode_verdict`` seam of ``harness.benchmarks``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def _canonical(output: Any) -> str:
 
 
 def unordered_subset(needles: Iterable[Any], haystack: Iterable[Any]) -> bool:
-    """Every needle is found in the haystack, each haystack item used at most once (BFCL compares the
-    outputs as text: a string as it is, any other value as its JSON)."""
+    """Every needle is found in the haystack, each haystack item used at most once (the benchmark compares
+    the outputs as text: a string as it is, any other value as its JSON)."""
     pool: dict[str, int] = {}
     for item in haystack:
         key = _canonical(item)

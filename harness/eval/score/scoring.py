@@ -16,7 +16,7 @@ null where it does not apply:
   (``harness.tools``) from the case's state, leave the same state by the source's verdict (``.pym``
   tools: the same tree and working directory; Python classes: the same public attributes). Next-call
   points replay the history's calls first. Episodes: an episode the step bound cut short fails
-  (``state:force_terminated``); then BFCL's checker judges BFCL's cases (``bfcl_multi``) and the one
+  (``state:force_terminated``); then a benchmark's own checker judges its cases (``harness.benchmarks``) and the one
   turn-by-turn episode verdict every other (``episodes``). Null when the case has no known state
   (``state_check: false``).
 - ``grammar_rejection``: 1 when the oracle engine found a gold token the grammar forbids. Only the
@@ -196,7 +196,7 @@ class Scorer:
                 value=verdicts[metric].value, error_kind=verdicts[metric].error_kind,
             )
             for metric in METRICS
-            if metric in verdicts  # BFCL's verdicts only where they apply
+            if metric in verdicts  # a benchmark's verdicts only where they apply
         ]
 
     def _state_applies(self, case: Case) -> bool:
@@ -312,7 +312,7 @@ class Scorer:
                 break
         if not self._state_applies(case):
             state = NOT_APPLICABLE
-        elif sample.max_steps_turns:  # BFCL fails a force-quit episode before any check
+        elif sample.max_steps_turns:  # a force-quit episode fails before any check, as upstream
             state = fail(ErrorKind.state_force_terminated)
         else:
             steps = _steps_by_turn(sample.steps, len(case.ground_truth))
@@ -322,7 +322,7 @@ class Scorer:
 
     async def _episode_state(self, case: EpisodeCase, per_turn: Sequence[Sequence[Call]],
                              steps: Sequence[Sequence[Sequence[Call]]]) -> Checked:
-        """BFCL's checker for BFCL's cases (``bfcl_multi``), the harness's episode verdict for every
+        """A benchmark's own checker for its cases (``case.checker``), the harness's episode verdict for every
         other (``episodes``), on the run's tool source."""
         from harness.benchmarks import EPISODE_VERDICT, seam
 
@@ -334,7 +334,7 @@ class Scorer:
                 verdict = await seam(benchmark, EPISODE_VERDICT)(source, case, truth, steps)
             if verdict.error_kind not in STATE_DIFFERENCES:
                 return verdict, None
-            try:  # BFCL's checker answers a verdict only: where the states part ways is found here
+            try:  # the benchmark's checker answers a verdict only: where the states part ways is found here
                 return verdict, first_difference(source, await self.golds.trace(case), await self.golds.run(case, per_turn))
             except ToolUnavailable:
                 return verdict, None

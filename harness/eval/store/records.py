@@ -188,7 +188,7 @@ class SampleRecord(SampleKey, OmitsAbsent):
     """Tries (a sample whose model call timed out or lost its connection is run once more)."""
     max_steps_turns: tuple[int, ...] = ()
     """Episode user turns that ended because they reached the step bound, not by a text answer. The
-    episode ends at such a turn (BFCL's force quit: ``state:force_terminated``), so since then it holds
+    episode ends at such a turn (a force quit: ``state:force_terminated``), so since then it holds
     one turn at most; files written before may list several."""
     duration_ms: float
     """Wall time of the sample."""

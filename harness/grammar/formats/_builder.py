@@ -10,7 +10,7 @@ the compile (``harness bench grammar``'s growth figures). The structural tag is 
 ``end``, whose content grammar holds every tool, rather than one tag per tool (xgrammar's built-in
 ``qwen_3`` style): the same language, but xgrammar compiles each tag's content as a grammar of its own,
 with its own copy of the string rules and their token masks, which cost ~4x the compile at 100 tools
-and grew to 6.2 s and an 84 MiB compiled grammar at 1,000 BFCL tools (docs/compile-cost.md).
+and grew to 6.2 s and an 84 MiB compiled grammar at 1,000 of the benchmark corpus's tools (docs/compile-cost.md).
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def build_artifact(fmt: CallFormat, tools: Sequence[ToolSchema], constraint: Dec
     is per tool: a tool whose schema uses a keyword the strategy's builder would not enforce
     (``keywords.tool_problem``), or that fails to build alone, is left out and named in the artifact's
     ``refused``; the rest are constrained. ConstraintError when every tool is refused. With no tool and
-    a plain answer allowed, the language is that answer alone (a BFCL entry may offer no function)."""
+    a plain answer allowed, the language is that answer alone (a single-turn entry may offer no function)."""
     if not tools and constraint.allow_text_answer and constraint.strategy.constrained:
         return _text_only(constraint.strategy)
     if constraint.strategy == Strategy.none:

@@ -63,7 +63,7 @@ ANY_JSON_SCHEMA: dict[str, Any] = {"anyOf": [
 """Any JSON value, spelt as a schema. xgrammar 0.2.8 compiles an open value (``{}``, an object with no
 ``properties``, an array with no ``items``) with built-in rules that write ``", "`` between items even
 when compiled with ``separators=(",", ":")``, so a compact call holding such an object with two
-members was rejected (found by ``harness fuzz`` on BFCL's tools); this definition compiles through
+members was rejected (found by ``harness fuzz`` on the benchmark corpus); this definition compiles through
 its ordinary object and array rules, which honour the separators."""
 
 

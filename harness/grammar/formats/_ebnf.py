@@ -118,7 +118,7 @@ class EbnfBuilder:
         if "const" in schema or "enum" in schema:
             values = [schema["const"]] if "const" in schema else list(schema["enum"] or ())
             fitting = [v for v in values if fits_type(v, schema)]
-            if not fitting:  # an enum of strings on a boolean (BFCL has some): no value is valid
+            if not fitting:  # an enum of strings on a boolean (the benchmark corpus has some): no value is valid
                 raise NoValue(f"no value of the enum or const at {hint} has the schema's type {schema.get('type')!r}")
             return self.literal(fitting, hint)
         for key in ("anyOf", "oneOf"):

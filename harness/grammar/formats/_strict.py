@@ -39,7 +39,7 @@ def strict_schema(schema: Any, *, closed: bool = True, close_objects: bool = Tru
         types = out["type"] if isinstance(out["type"], list) else [out["type"]]
         out["type"] = types if "null" in types else [*types, "null"]  # OpenAPI's nullable, as JSON Schema
     if isinstance(out.get("enum"), list) and "type" in out:
-        # values outside the type: xgrammar's converter lets them through (BFCL has strings on booleans)
+        # values outside the type: xgrammar's converter lets them through (the benchmark corpus has strings on booleans)
         out["enum"] = [v for v in out["enum"] if fits_type(v, out)]
     is_object = out.get("type") == "object" or "properties" in out
     extra = out.get("additionalProperties")
@@ -80,7 +80,7 @@ def satisfiable_schema(tool: Any, close_objects: bool = True) -> Any:
 
 def _check_satisfiable(tool: Any, schema: Any) -> None:
     """ConstraintError naming the place when a required value has no possible value (an enum of
-    which no value has the declared type: BFCL has arrays whose enum holds strings)."""
+    which no value has the declared type: the benchmark corpus has arrays whose enum holds strings)."""
 
     def empty(node: Any, where: str) -> str | None:
         if not isinstance(node, Mapping):

@@ -1,6 +1,6 @@
 """JSON types of values against a schema's ``type``: what the EBNF builder keeps of an enum or a const.
 
-BFCL's documents hold enums whose values are not of the declared type (strings on a ``boolean``, on an
+Gorilla function documents hold enums whose values are not of the declared type (strings on a ``boolean``, on an
 ``array``): no value satisfies such a schema, and the builder must not let the enum's values through.
 """
 

@@ -130,7 +130,7 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", ro
         if applies and kinds is not None and not kinds & set(applies):
             continue  # e.g. minItems on an integer: constrains nothing
         if keyword == "format" and not _checked_format(schema[keyword]):
-            continue  # an unknown format is an annotation (BFCL's "float")
+            continue  # an unknown format is an annotation (Gorilla's "float")
         if keyword == "propertyNames" and noop_property_names(schema[keyword]):
             continue  # every key is a string: zod's records say so
         if keyword == "format" and builder == "harness" and (problem := format_problem(schema[keyword])):

@@ -1,5 +1,5 @@
-"""The Gorilla file system (BFCL's ``GorillaFileSystem``) on the host, defined once: its state and
-mutations (``state``), its tree and BFCL's format (``tree``), its 18 tools' signatures (``tools``) and
+"""The Gorilla file system (``GorillaFileSystem``) on the host, defined once: its state and
+mutations (``state``), its tree and its node format (``tree``), its 18 tools' signatures (``tools``) and
 a session running calls through the real ``.pym`` tools (``session``). The tools themselves are the
 bundle's ``.pym`` scripts; the sandbox runs them, a run scores with them, and the suite generator
 (``suites/_make``) checks every call it writes with them.

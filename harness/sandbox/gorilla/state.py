@@ -1,9 +1,9 @@
-"""The Gorilla file system's state on the host: a tree, a current directory, mutations, BFCL's format.
+"""The Gorilla file system's state on the host: a tree, a current directory, mutations, its node format.
 
 The tree (``harness.sandbox.gorilla.tree``) is nested dicts. The scripts in ``bundles/shellper/tools``
 get it as inputs (``here``, ``root``; paths under ``/fs/<root name>/...``) and return mutations;
 ``apply`` performs them, all or none, each within the tree's bounds. Equality compares the trees only
-(names and contents, order-free), like BFCL's ``GorillaFileSystem.__eq__``; the current directory is
+(names and contents, order-free), like ``GorillaFileSystem.__eq__``; the current directory is
 not part of it.
 """
 
@@ -26,14 +26,14 @@ from harness.sandbox.gorilla.tree import (
     read_directory,
     scan_tree,
     tree_diff,
-    tree_from_bfcl,
+    tree_from_nodes,
     tree_height,
-    tree_to_bfcl,
+    tree_to_nodes,
 )
 
 
 class FileSystemState:
-    """A BFCL GorillaFileSystem state: ``root_name``, the ``tree`` below it, and ``cwd`` (names below root).
+    """A GorillaFileSystem state: ``root_name``, the ``tree`` below it, and ``cwd`` (names below root).
 
     ``limits`` bound the tree (``TreeLimits``); a tree given that breaks them, holds a name no path can
     reach or a string that is not valid text is refused with ValueError naming where.
@@ -58,9 +58,9 @@ class FileSystemState:
         if not isinstance(self._node(self.cwd), dict):
             raise ValueError(f"current directory {'/'.join(self.cwd)!r} is not a directory of the tree")
 
-    # ------------------------------------------------------------ BFCL's format
+    # ------------------------------------------------------------ the node format
     @classmethod
-    def from_bfcl(cls, config: Mapping[str, Any]) -> FileSystemState:
+    def from_nodes(cls, config: Mapping[str, Any]) -> FileSystemState:
         """From ``{"root": {NAME: {"type": "directory", "contents": {...}}}}`` (or an ``initial_config``
         holding it under ``"GorillaFileSystem"``). Files are ``{"type": "file", "content": "..."}``."""
         if "GorillaFileSystem" in config:
@@ -71,11 +71,11 @@ class FileSystemState:
         name, node = next(iter(root.items()))
         if not isinstance(node, Mapping) or node.get("type") != "directory":
             raise ValueError(f"the root {name!r} must be a directory")
-        return cls(name, tree_from_bfcl(node.get("contents") or {}, name))
+        return cls(name, tree_from_nodes(node.get("contents") or {}, name))
 
-    def to_bfcl(self) -> dict[str, Any]:
-        """The state as BFCL's ``{"root": {NAME: {"type": "directory", "contents": ...}}}``."""
-        return {"root": {self.root_name: {"type": "directory", "contents": tree_to_bfcl(self.tree)}}}
+    def to_nodes(self) -> dict[str, Any]:
+        """The state as ``GorillaFileSystem``'s ``{"root": {NAME: {"type": "directory", "contents": ...}}}``."""
+        return {"root": {self.root_name: {"type": "directory", "contents": tree_to_nodes(self.tree)}}}
 
     @classmethod
     def from_directory(
@@ -108,7 +108,7 @@ class FileSystemState:
 
     @property
     def pwd(self) -> str:
-        """The current directory as BFCL's ``pwd`` reports it (``/alex/docs``)."""
+        """The current directory as ``GorillaFileSystem``'s ``pwd`` reports it (``/alex/docs``)."""
         return "/" + "/".join((self.root_name, *self.cwd))
 
     def virtual_files(self) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The 18 Gorilla file-system tools' signatures: names, parameters in order, types and defaults.
 
 The bundle's ``.pym`` tools (``bundles/shellper/tools``) are the tools; this table is what checks that
-need no sandbox read (validating a suite before a bundle exists, the parameter order BFCL's positional
+need no sandbox read (validating a suite before a bundle exists, the parameter order Gorilla's positional
 ground-truth calls need, the defaults that make two spellings of a call equal). A test checks it
 against the ``.pym`` tools' own schemas. Names, parameters, types and defaults follow the Gorilla file
 system; the descriptions are our own.

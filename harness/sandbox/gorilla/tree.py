@@ -1,6 +1,6 @@
-"""The Gorilla file system's tree: nested dicts, bounded, walked without recursion, in BFCL's format.
+"""The Gorilla file system's tree: nested dicts, bounded, walked without recursion, in GorillaFileSystem's node format.
 
-A directory is ``{name: node}`` (insertion order = listing order, as in BFCL's ``Directory.contents``),
+A directory is ``{name: node}`` (insertion order = listing order, as in GorillaFileSystem's ``Directory.contents``),
 a file is its content string. A tree is bounded (``TreeLimits``: depth, entries, characters), when a
 state is built and before each mutation is applied, so that no script can grow the host's memory
 without bound (a copy into a sibling doubles a tree: 74 such copies took a host to +256 MB before
@@ -168,12 +168,12 @@ def copy_tree(tree: Tree) -> Tree:
     return root
 
 
-def tree_from_bfcl(contents: Mapping[str, Any], where: str) -> Tree:
+def tree_from_nodes(contents: Mapping[str, Any], where: str) -> Tree:
     out: Tree = {}
     for name, node in contents.items():
         kind = node.get("type") if isinstance(node, Mapping) else None
         if kind == "directory":
-            out[name] = tree_from_bfcl(node.get("contents") or {}, f"{where}/{name}")
+            out[name] = tree_from_nodes(node.get("contents") or {}, f"{where}/{name}")
         elif kind == "file":
             content = node.get("content", "")
             if not isinstance(content, str):
@@ -184,9 +184,9 @@ def tree_from_bfcl(contents: Mapping[str, Any], where: str) -> Tree:
     return out
 
 
-def tree_to_bfcl(tree: Tree) -> dict[str, Any]:
+def tree_to_nodes(tree: Tree) -> dict[str, Any]:
     return {
-        name: {"type": "directory", "contents": tree_to_bfcl(node)}
+        name: {"type": "directory", "contents": tree_to_nodes(node)}
         if isinstance(node, dict)
         else {"type": "file", "content": node}
         for name, node in tree.items()
@@ -225,7 +225,7 @@ __all__ = [
     "read_directory",
     "scan_tree",
     "tree_diff",
-    "tree_from_bfcl",
+    "tree_from_nodes",
     "tree_height",
-    "tree_to_bfcl",
+    "tree_to_nodes",
 ]

@@ -1,6 +1,6 @@
 """A sample's working folder: seeded from the case's tree, read back as the state compared.
 
-A case gives its files as the ``.pym`` tools' cases do (``initial_fs``: one top folder, BFCL's shape);
+A case gives its files as the ``.pym`` tools' cases do (``initial_fs``: one top folder, GorillaFileSystem's nodes);
 the top folder is created on disk with everything under it. A snapshot is the folder's tree read back:
 ``{name: {...}}`` per folder and ``{name: text}`` per file (a file that is not UTF-8 text: its size and
 SHA-256), so two samples' folders are the same state when their snapshots are equal.
@@ -18,7 +18,7 @@ Tree = dict[str, Any]
 
 
 def top_folder(tree: Mapping[str, Any] | None) -> tuple[str, Mapping[str, Any]]:
-    """The name and contents (BFCL nodes) of a case tree's one top folder (``workspace``, empty, without one)."""
+    """The name and contents (GorillaFileSystem nodes) of a case tree's one top folder (``workspace``, empty, without one)."""
     nodes: Mapping[str, Any] = (tree or {}).get("root", tree or {})
     if not nodes:
         return "workspace", {}
@@ -27,7 +27,7 @@ def top_folder(tree: Mapping[str, Any] | None) -> tuple[str, Mapping[str, Any]]:
 
 
 def seed(folder: Path, contents: Mapping[str, Any]) -> None:
-    """Write BFCL nodes (``{"type": "file", "content": ...}`` / ``{"type": "directory", "contents": ...}``)
+    """Write GorillaFileSystem nodes (``{"type": "file", "content": ...}`` / ``{"type": "directory", "contents": ...}``)
     under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, node in contents.items():
