@@ -36,9 +36,9 @@ from harness.eval.data import (  # noqa: E402
     EpisodeCase,
     NextCallCase,
     SuiteSpec,
-    parse_python_call,
     write_suite,
 )
+from harness.bfcl import parse_python_call  # noqa: E402
 from harness.sandbox import FileSystemState, discover_tools  # noqa: E402
 from harness.vocabulary import STRATEGIES  # noqa: E402
 from harness.sandbox.gorilla import FS_TOOL_NAMES, TOOL_DEFAULTS, GorillaSession, builtin_fs_schemas  # noqa: E402

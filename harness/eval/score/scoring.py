@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from harness.agents import ToolSchema
 from harness.eval.data import Case, EchoMode, EpisodeCase, NextCallCase, SingleTurnCase
@@ -90,6 +91,14 @@ def _not_enforced(sample: SampleRecord) -> Verdict:
 # -- the scorer ---------------------------------------------------------------------------------------
 
 
+class SingleTurnScoring(Protocol):
+    """What the ``single_turn`` seam of ``harness.benchmarks`` makes: the verdicts of single-turn samples."""
+
+    def validity(self, case: SingleTurnCase, steps: Sequence[StepRecord]) -> Verdict: ...
+
+    def verdicts(self, case: SingleTurnCase, sample: SampleRecord) -> dict[Metric, Verdict]: ...
+
+
 class Scorer:
     """Scores saved samples of one suite. ``tools`` are the schemas the bundle offers; ``engine`` is
     the run's engine (only the oracle measures grammar rejections); ``source`` the bundle's tool source
@@ -110,7 +119,7 @@ class Scorer:
         from harness.benchmarks import SINGLE_TURN, seam
         from harness.sandbox import argument_check
 
-        self.single_turn = seam(SingleTurnCase.BENCHMARK, SINGLE_TURN)()
+        self.single_turn: SingleTurnScoring = seam(SingleTurnCase.BENCHMARK, SINGLE_TURN)()
         """Single-turn cases bring their own tools and their benchmark's verdict."""
         self.cases = {c.id: c for c in cases}
         self.schemas = {t.name: t for t in tools}
@@ -331,7 +340,7 @@ class Scorer:
         if case.checker is not None:
             benchmark, truth = case.checker
             async with self._limit:
-                verdict = await seam(benchmark, EPISODE_VERDICT)(source, case, truth, steps)
+                verdict: Verdict = await seam(benchmark, EPISODE_VERDICT)(source, case, truth, steps)
             if verdict.error_kind not in STATE_DIFFERENCES:
                 return verdict, None
             try:  # the benchmark's checker answers a verdict only: where the states part ways is found here
