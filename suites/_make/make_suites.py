@@ -30,6 +30,7 @@ from shellper_specs import CONVERSATIONS, SMOKE_POINTS  # noqa: E402
 from trees import tree  # noqa: E402
 
 from harness.agents.tools import Tool  # noqa: E402
+from harness.bfcl import parse_python_call  # noqa: E402
 from harness.eval.data import (  # noqa: E402
     CallSpec,
     ChatMessage,
@@ -38,7 +39,6 @@ from harness.eval.data import (  # noqa: E402
     SuiteSpec,
     write_suite,
 )
-from harness.bfcl import parse_python_call  # noqa: E402
 from harness.sandbox import FileSystemState, discover_tools  # noqa: E402
 from harness.vocabulary import STRATEGIES  # noqa: E402
 from harness.sandbox.gorilla import FS_TOOL_NAMES, TOOL_DEFAULTS, GorillaSession, builtin_fs_schemas  # noqa: E402
