@@ -26,6 +26,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from harness.benchmarks import ExecutionMode
+
 BFCL_UTILS = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils"
 BFCL_CHECKER = "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker"
 BFCL_BACKEND = "bfcl_eval.constants.executable_backend_config"
@@ -182,7 +184,7 @@ def _forget(utils: Any, tag: str) -> None:
         del vars(utils)[key]
 
 
-MODE = BfclMode()
+MODE: ExecutionMode = BfclMode()
 """The mode the worker loads for ``execution: bfcl`` (one per worker process: the checks' counter)."""
 
 
