@@ -37,7 +37,7 @@ async def bfcl_multi_turn_verdict(source: ToolSource, case: EpisodeCase, truth: 
     except ValueError:  # a key that is not an identifier: never spliced into a call's source
         return fail(ErrorKind.state_bad_call)
     try:
-        valid, error_type = await source.check(bfcl_entry(case), model, truth)
+        valid, error_type = await source.check("bfcl", bfcl_entry(case), model, truth)
     except WorkerFailure as exc:
         return fail(exc.kind)
     return PASS if valid else fail(bfcl_error_kind(str(error_type)))

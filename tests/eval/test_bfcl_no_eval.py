@@ -157,7 +157,7 @@ async def test_the_worker_reads_a_spliced_call_as_data(suite: Path, source: Any,
     marker = tmp_path / "X"
     case = the_case(suite)
     model = [[[f"ls({hostile_key(marker)}=True)"]], *[[list(turn)] for turn in case.bfcl_ground_truth or []][1:]]
-    valid, error = await source.check(bfcl_entry(case), model, case.bfcl_ground_truth or [])
+    valid, error = await source.check("bfcl", bfcl_entry(case), model, case.bfcl_ground_truth or [])
     assert not marker.exists()
     assert (valid, error) == (False, "multi_turn:instance_state_mismatch")
 

@@ -111,7 +111,7 @@ class FsTree(_Strict):
         return node
 
     def to_nodes(self) -> dict[str, Any]:
-        """Plain dict in BFCL's shape, for ``FileSystemState.from_nodes``."""
+        """Plain dict in GorillaFileSystem's node shape, for ``FileSystemState.from_nodes``."""
         return self.model_dump(mode="json")
 
 

@@ -158,10 +158,11 @@ class PythonClassSource:
         return all(snapshot.get(cls, {}).get(attr) == value for cls, attrs in expected.items()
                    for attr, value in attrs.items())
 
-    async def check(self, entry: Mapping[str, Any], model: Sequence[Sequence[Sequence[str]]],
+    async def check(self, execution: str, entry: Mapping[str, Any], model: Sequence[Sequence[Sequence[str]]],
                     truth: Sequence[Sequence[str]]) -> tuple[bool, str | None]:
-        """The execution mode's own checker on a sample's calls, run in the worker: (valid, error type)."""
-        request = {"op": "check", "entry": dict(entry), "model": model, "truth": truth}
+        """The checker of execution mode ``execution`` (a benchmark's, ``harness.benchmarks``) on a sample's
+        calls, run in the worker: (valid, error type)."""
+        request = {"op": "check", "execution": execution, "entry": dict(entry), "model": model, "truth": truth}
         answer = await self.client.arequest(request, self.settings.check_wall_clock)
         if "error" in answer:
             raise WorkerFailure(str(answer["error"]), str(answer.get("message")))

@@ -22,7 +22,7 @@ original stdout: a tool's ``print`` goes to stderr instead):
   each given to the instance's ``_load_scenario(config, long_context=...)``.
 - ``call``: one method of a session's instances (the later class wins a name two classes share).
 - ``snapshot``: each instance's public attributes.
-- ``check``: the execution mode's own verdict on the model's calls.
+- ``check``: a named execution mode's own verdict on the model's calls (whatever mode the calls ran in).
 """
 
 from __future__ import annotations
@@ -169,9 +169,12 @@ class Worker:
         return {"state_json": json.dumps(state, ensure_ascii=False, sort_keys=True, default=repr)}
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self.mode is None:
-            return _error("tool:internal_error", "no execution mode with a check is loaded")
-        return self.mode.check(request)
+        """The named execution mode's own checker (whichever mode the bundle's calls run in)."""
+        try:
+            mode: ExecutionMode = seam(str(request.get("execution")), EXECUTION)
+        except LookupError as exc:
+            return _error("tool:internal_error", f"execution: {exc}")
+        return mode.check(request)
 
 
 def _children() -> list[Any]:
