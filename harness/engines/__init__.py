@@ -13,7 +13,7 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.dialects import DIALECT_NAMES, detect_dialect
-    from harness.engines.limits import ServeLimits
+    from harness.engines.serve.limits import ServeLimits
     from harness.engines.local import LocalEngine
     from harness.engines.openers import SharedClient
     from harness.engines.oracle import CLOSING_TEXT, OracleEngine, ServedOracle
@@ -30,18 +30,18 @@ if TYPE_CHECKING:
         open_engine,
     )
     from harness.engines.remote.client import OpenAICompatibleClient
-    from harness.engines.server import ServeError, run_server
+    from harness.engines.serve.server import ServeError, run_server
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "ServeLimits": "limits",
+    "ServeLimits": "serve.limits",
     "DIALECT_NAMES": "dialects",
     "detect_dialect": "dialects",
     "CLOSING_TEXT": "oracle",
     "Endpoint": "registry",
     "REGISTRY": "registry",
     "SampleContext": "registry",
-    "ServeError": "server",
-    "run_server": "server",
+    "ServeError": "serve.server",
+    "run_server": "serve.server",
     "SharedClient": "openers",
     "LocalEngine": "local",
     "OpenAICompatibleClient": "remote.client",

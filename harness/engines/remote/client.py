@@ -24,7 +24,7 @@ import openai
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from harness.agents import CompletionRequest, CompletionResponse, ModelCallError, openai_tools
-from harness.engines.limits import ClientLimits
+from harness.engines.serve.limits import ClientLimits
 from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
 
 if TYPE_CHECKING:
