@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from harness.engines.serve.limits import ServeLimits
     from harness.engines.local import LocalEngine
     from harness.engines.openers import SharedClient
-    from harness.engines.oracle import CLOSING_TEXT, OracleEngine, ServedOracle
+    from harness.engines.oracle.engine import CLOSING_TEXT, OracleEngine, ServedOracle
     from harness.engines.registry import (
         ENGINE_NAMES,
         REGISTRY,
@@ -36,7 +36,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "ServeLimits": "serve.limits",
     "DIALECT_NAMES": "dialects",
     "detect_dialect": "dialects",
-    "CLOSING_TEXT": "oracle",
+    "CLOSING_TEXT": "oracle.engine",
     "Endpoint": "registry",
     "REGISTRY": "registry",
     "SampleContext": "registry",
@@ -45,8 +45,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "SharedClient": "openers",
     "LocalEngine": "local",
     "OpenAICompatibleClient": "remote.client",
-    "OracleEngine": "oracle",
-    "ServedOracle": "oracle",
+    "OracleEngine": "oracle.engine",
+    "ServedOracle": "oracle.engine",
     **{
         name: "registry"
         for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineContext", "RunEngine", "get_engine", "open_engine")

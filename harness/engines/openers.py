@@ -206,7 +206,7 @@ def _no_server_options(name: str, options: RunOptions) -> None:
 def open_oracle(options: RunOptions, context: EngineContext) -> tuple[PerSampleClients, list[str] | None]:
     """A fresh OracleEngine per sample; compiled grammars shared by the whole run. With ``target`` vllm,
     each grammar is compiled by vLLM's own backend and the steps where it differs are counted."""
-    from harness.engines.oracle import NOTE, OracleEngine
+    from harness.engines.oracle.engine import NOTE, OracleEngine
 
     _no_server_options("oracle", options)
     if options.target not in (None, "vllm"):
@@ -299,7 +299,7 @@ def open_openai(options: RunOptions, context: EngineContext) -> tuple[SharedClie
     then the bundle (``server_settings``); the model: ``--model``, else the one the server lists (the
     bundle's ``model.id`` when it lists several); the family: ``--family``, else what the model id says
     (or the bundle's)."""
-    from harness.engines.oracle import SERVED_PREFIX
+    from harness.engines.oracle.engine import SERVED_PREFIX
     from harness.engines.remote.client import NO_KEY, OpenAICompatibleClient
     from harness.engines.remote.replicas import ReplicaClient
 

@@ -154,7 +154,7 @@ REGISTRY: dict[str, EngineInfo] = {
         # CPU-bound on the event loop: more samples in flight only add noise to the mask times it measures.
         EngineInfo(
             "oracle", "gold replay through the grammar, no model (measures grammars)",
-            opener="harness.engines.openers:open_oracle", server="harness.engines.oracle:ServedOracle",
+            opener="harness.engines.openers:open_oracle", server="harness.engines.oracle.engine:ServedOracle",
             serve_options=("grammar_backend",),
         ),
         # One llama.cpp context: requests are serialized anyway.

@@ -163,7 +163,7 @@ KNOWN_ANSWERS: dict[str, tuple[str, Any, str]] = {
 """Per strategy the harness sends: (constraint kind, a constraint admitting one answer, that answer)."""
 ENFORCE_TOKENS = 16
 ORACLE_MODEL_PREFIX = "oracle-"
-"""The model ids ``harness serve --engine oracle`` serves (``harness.engines.oracle.SERVED_PREFIX``)."""
+"""The model ids ``harness serve --engine oracle`` serves (``harness.engines.oracle.engine.SERVED_PREFIX``)."""
 
 
 def _same(kind: str, answer: str, expected: str) -> bool:
