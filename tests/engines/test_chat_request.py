@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.engines.serve.chat_request import BadRequest, parse_body
 from harness.engines.oracle import ServedOracle
+from harness.engines.serve.chat_request import BadRequest, parse_body
 
 ENGINE = ServedOracle()
 TOOL = {"type": "function", "function": {"name": "ls", "description": "list", "parameters": {"type": "object", "properties": {}}}}

@@ -15,9 +15,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from harness.bench.serve import doubling_schema, nested_schema, rules_grammar
+from harness.engines.oracle import ServedOracle
 from harness.engines.serve.compile_guard import CompileGuard
 from harness.engines.serve.limits import ServeLimits
-from harness.engines.oracle import ServedOracle
 from harness.engines.serve.server import create_app
 
 ENGINE = ServedOracle()

@@ -359,8 +359,8 @@ def run_server(
     ``limits`` (default: ``ServeLimits()``, from the environment) until SIGINT/SIGTERM."""
     import uvicorn
 
-    from harness.engines.serve.connections import uvicorn_options
     from harness.engines.registry import EngineError, build_served
+    from harness.engines.serve.connections import uvicorn_options
     from harness.grammar import set_cache_limit
 
     limits = limits or ServeLimits()
