@@ -292,6 +292,96 @@ def test_a_grammar_builder_breach_is_found() -> None:
     assert grammar_part("harness.agents.kernel") is None
 
 
+ENGINE_SIDEWAYS_RULE = """
+Inside ``harness/engines``, a *part* is a top-level module or subpackage (``registry``, ``vllm/``,
+``serve/``). Three kinds of part:
+
+- an *engine*: the part holding one registry line's code (its opener, and its server, availability
+  check and grammar target if any): ``oracle/``, ``local/``, ``openai_engine.py``, ``vllm/``. Each
+  engine is its own part; no two engines share one;
+- ``serve/``, the HTTP server of ``harness serve``;
+- a *shared* part: everything else (``registry``, ``shapes``, ``served``, ``tool_choice``, ``dialects/``,
+  ``remote/``: what several engines use).
+
+An import runs *sideways* when an engine imports another engine or ``serve``, when ``serve`` imports an
+engine, or when a shared part imports an engine or ``serve``. None does: an engine uses another
+engine's work only through a shared part (vLLM attached to a server you run goes through
+``remote.attach``, as ``openai`` does) or through the registry's import paths (``--target``, the
+engines ``harness serve`` runs). The package's face (``harness/engines/__init__.py``) re-exports and
+is outside the rule.
+"""
+
+
+def engine_part(name: str) -> str | None:
+    """``vllm`` for ``harness.engines.vllm.opener``, ``registry`` for ``harness.engines.registry``,
+    ``__init__`` for ``harness.engines``; None outside ``harness.engines``."""
+    parts = name.split(".")
+    if parts[:2] != ["harness", "engines"]:
+        return None
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def _engine_parts() -> dict[str, str]:
+    """Each registered engine -> the part its registry line's import paths lie in (one part each)."""
+    from harness.engines import REGISTRY
+
+    found: dict[str, str] = {}
+    for name, info in REGISTRY.items():
+        paths = [info.opener, info.server, info.availability, info.grammar_target]
+        parts = {engine_part(p.partition(":")[0]) for p in paths if p is not None}
+        assert len(parts) == 1, f"engine {name}'s code is spread over {sorted(map(str, parts))}: one part per engine"
+        found[name] = parts.pop() or ""
+    return found
+
+
+ENGINE_PARTS = _engine_parts()
+
+
+def sideways(name: str, imported: set[str], engines: set[str]) -> list[str]:
+    """The imports of module ``name`` that run sideways (``ENGINE_SIDEWAYS_RULE``), one line each."""
+    own = engine_part(name)
+    if own in (None, "__init__"):
+        return []
+    kinds = {**dict.fromkeys(engines, "engine"), "serve": "serve"}
+    found = []
+    for target in sorted(imported):
+        part = engine_part(target)
+        if part not in kinds or part == own:
+            continue  # outside engines, the face, a shared part or its own part: never sideways
+        found.append(f"{name} ({kinds.get(own or '', 'shared')}) imports {target} ({kinds[part]})")
+    return found
+
+
+def test_each_engine_is_one_part_of_its_own() -> None:
+    assert ENGINE_PARTS == {"oracle": "oracle", "local": "local", "openai": "openai_engine", "vllm": "vllm"}
+    assert len(set(ENGINE_PARTS.values())) == len(ENGINE_PARTS)
+    assert "serve" not in ENGINE_PARTS.values()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if engine_part(n) not in (None, "__init__")))
+def test_no_import_in_engines_runs_sideways(name: str) -> None:
+    assert sideways(name, GRAPH[name], set(ENGINE_PARTS.values())) == [], ENGINE_SIDEWAYS_RULE
+
+
+SIDEWAYS_CASES: list[tuple[str, set[str], int]] = [
+    ("harness.engines.vllm.opener", {"harness.engines.openai_engine"}, 1),  # an engine into another
+    ("harness.engines.vllm.opener", {"harness.engines.remote.attach", "harness.engines.shapes"}, 0),  # shared
+    ("harness.engines.vllm.opener", {"harness.engines.vllm.models", "harness.agents"}, 0),  # its own, outside
+    ("harness.engines.oracle.engine", {"harness.engines.vllm.backend"}, 1),
+    ("harness.engines.oracle.opener", {"harness.engines.serve.server"}, 1),  # an engine into serve
+    ("harness.engines.serve.server", {"harness.engines.local.engine"}, 1),  # serve into an engine
+    ("harness.engines.serve.server", {"harness.engines.registry", "harness.engines.serve.limits"}, 0),
+    ("harness.engines.remote.client", {"harness.engines.serve.limits"}, 1),  # shared into serve
+    ("harness.engines.registry", {"harness.engines.oracle"}, 1),  # shared into an engine
+    ("harness.engines", {"harness.engines.oracle.engine", "harness.engines.serve.server"}, 0),  # the face
+]
+
+
+@pytest.mark.parametrize(("name", "imported", "breaches"), SIDEWAYS_CASES)
+def test_a_sideways_import_is_found(name: str, imported: set[str], breaches: int) -> None:
+    assert len(sideways(name, imported, {"oracle", "local", "openai_engine", "vllm"})) == breaches
+
+
 REPORT_NEVER_IMPORTS = ("harness.bundles", "harness.sandbox", "harness.tools", "harness.engines")
 REPORT_MAY_USE_OF_SCORING = {"harness.eval.score.summary", "harness.eval.score.repeats", "harness.eval.score.verdicts"}
 """``harness report`` reads the run directory alone: what scoring executed (the gold calls' outputs, the

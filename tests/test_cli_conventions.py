@@ -23,7 +23,7 @@ runner = CliRunner()
 def _registries() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     from harness.agents.constraint import CONSTRAINED_STRATEGIES, STRATEGIES
     from harness.bench.grammar.cells import GRAMMAR_ENGINES
-    from harness.engines.registry import ENGINE_NAMES, SERVED_ENGINE_NAMES
+    from harness.engines.registry import ENGINE_NAMES, SERVED_ENGINE_NAMES, TARGET_NAMES
     from harness.grammar.decode import MaskPolicy
     from harness.grammar.families import FAMILIES
     from harness.sandbox.runtime.script_limits import PRESETS
@@ -34,6 +34,7 @@ def _registries() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     return [
         (values(options.Engine), ENGINE_NAMES),
         (values(options.ServedEngine), SERVED_ENGINE_NAMES),
+        (values(options.Target), TARGET_NAMES),
         (options.FAMILIES, FAMILIES),
         (values(options.Family), FAMILIES),
         (options.STRATEGIES, STRATEGIES),

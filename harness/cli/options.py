@@ -51,7 +51,8 @@ else:  # typer lists an enum's members as the choices: the constrained ones, der
 
 
 class Target(StrEnum):
-    """Whose grammar compiler the oracle replays gold through (``--target``)."""
+    """Whose grammar compiler the oracle replays gold through (``--target``):
+    ``harness.engines.registry.TARGET_NAMES``, the engines whose ``EngineInfo`` has a ``grammar_target``."""
 
     vllm = "vllm"
 

@@ -1,8 +1,10 @@
 """Engines: where tokens come from, each behind the kernel's LLMClient protocol.
 
-``harness.engines.registry`` is the one list of them (``oracle``, ``local``, ``openai``): adding an
-engine is its module plus one line there. Names are loaded on first use, so importing
-``harness.engines`` does not import ``openai`` (or, for the in-process engines, torch and xgrammar).
+``harness.engines.registry`` is the one list of them (``oracle``, ``local``, ``openai``, ``vllm``):
+adding an engine is its module (holding its opener) plus one line there. The shapes an engine takes for
+a run are ``harness.engines.shapes``; ``harness serve`` is ``harness.engines.serve``. Names are loaded
+on first use, so importing ``harness.engines`` does not import ``openai`` (or, for the in-process
+engines, torch and xgrammar).
 """
 
 from __future__ import annotations
@@ -13,44 +15,44 @@ from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.engines.dialects import DIALECT_NAMES, detect_dialect
-    from harness.engines.limits import ServeLimits
     from harness.engines.local import LocalEngine
-    from harness.engines.openers import SharedClient
-    from harness.engines.oracle import CLOSING_TEXT, OracleEngine, ServedOracle
+    from harness.engines.oracle.engine import CLOSING_TEXT, OracleEngine, ServedOracle
     from harness.engines.registry import (
         ENGINE_NAMES,
         REGISTRY,
-        Endpoint,
-        EngineContext,
-        EngineError,
         EngineInfo,
-        RunEngine,
-        SampleContext,
         get_engine,
+        layered_models,
         open_engine,
     )
     from harness.engines.remote.client import OpenAICompatibleClient
-    from harness.engines.server import ServeError, run_server
+    from harness.engines.serve.limits import ServeLimits
+    from harness.engines.serve.server import ServeError, run_server
+    from harness.engines.shapes import (
+        SERVED_PREFIX,
+        Endpoint,
+        EngineContext,
+        EngineError,
+        RunEngine,
+        SampleContext,
+        SharedClient,
+    )
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "ServeLimits": "limits",
+    "ServeLimits": "serve.limits",
     "DIALECT_NAMES": "dialects",
     "detect_dialect": "dialects",
-    "CLOSING_TEXT": "oracle",
-    "Endpoint": "registry",
+    "CLOSING_TEXT": "oracle.engine",
     "REGISTRY": "registry",
-    "SampleContext": "registry",
-    "ServeError": "server",
-    "run_server": "server",
-    "SharedClient": "openers",
+    "ServeError": "serve.server",
+    "run_server": "serve.server",
     "LocalEngine": "local",
     "OpenAICompatibleClient": "remote.client",
-    "OracleEngine": "oracle",
-    "ServedOracle": "oracle",
-    **{
-        name: "registry"
-        for name in ("ENGINE_NAMES", "EngineError", "EngineInfo", "EngineContext", "RunEngine", "get_engine", "open_engine")
-    },
+    "OracleEngine": "oracle.engine",
+    "ServedOracle": "oracle.engine",
+    **{name: "registry" for name in ("ENGINE_NAMES", "EngineInfo", "get_engine", "layered_models", "open_engine")},
+    **{name: "shapes" for name in ("SERVED_PREFIX", "Endpoint", "EngineContext", "EngineError", "RunEngine",
+                                    "SampleContext", "SharedClient")},
 })
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "DIALECT_NAMES",
     "ENGINE_NAMES",
     "REGISTRY",
+    "SERVED_PREFIX",
     "Endpoint",
     "EngineContext",
     "EngineError",
@@ -73,6 +76,7 @@ __all__ = [
     "SharedClient",
     "detect_dialect",
     "get_engine",
+    "layered_models",
     "open_engine",
     "run_server",
 ]

@@ -7,6 +7,11 @@ per run; ``harness serve`` needs a ``server(**options) -> ServedEngine`` as well
 (say ``vllm``, in ``harness/engines/vllm/``) is that module plus one line here. Openers and servers
 are named by import path and load on first use, so this table imports nothing heavy.
 
+Each engine is one unit of ``harness.engines`` (``oracle/``, ``local/``, ``openai_engine.py``,
+``vllm/``) holding its opener; the shapes they take for a run are ``harness.engines.shapes``. The CLI
+and the runner ask an engine's ``EngineInfo`` what it takes (a model, its own servers, a grammar
+target) instead of naming engines.
+
 Today: ``oracle`` (gold replay through the grammar, no model), ``local`` (the embedded llama.cpp
 engine), ``openai`` (any OpenAI-compatible server, or replicas), ``vllm`` (a real vLLM server the run
 starts and stops).
@@ -15,115 +20,16 @@ starts and stops).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from harness.agents import DecodingConstraint, LLMClient, ToolCall
+from harness.engines.shapes import EngineContext, EngineError, GrammarTarget, Opener, RunEngine
 from harness.run_options import RunOptions
+from harness.vocabulary import FAMILIES
 
 if TYPE_CHECKING:
-    from harness.agents import ModelConfig
     from harness.engines.served import ServedEngine
-
-
-class EngineError(ValueError):
-    """An engine that cannot be set up for this run (bad options, no server, no weights); says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class EngineContext:
-    """Where an engine opened for a run works, beside what the run asks of it (its ``RunOptions``:
-    ``engine``, ``base_urls``, ``model``, ``models``, ``vllm_args``, ``keep_server``, ``target``,
-    ``families``, ``sample_timeout_s``)."""
-
-    run_dir: Path | None = None
-    """The run's directory, for files an engine keeps (a vLLM server's log)."""
-    log: Callable[[str], None] = field(default=lambda _m: None, compare=False)
-    """Where an engine reports what it is doing before samples start (a server starting)."""
-    engine_log: Callable[[str], None] | None = field(default=None, compare=False)
-    """Where an in-process engine's own log lines go (llama.cpp's): the run's log file, not the
-    terminal (None: Python's logging, logger ``harness.engines``)."""
-    bundle_model: ModelConfig | None = None
-    """The bundle's ``model`` section: defaults for the server, its key, the model id and its family."""
-
-
-@dataclass(frozen=True, slots=True)
-class SampleContext:
-    """What an engine may know of the sample it answers, given to ``RunEngine.client_for``. A model
-    engine needs the family and constraint at most; a replay (the oracle) answers from ``gold``."""
-
-    sample_id: str
-    """``<case_id>/<family>/<strategy>/<epoch>``, as samples.jsonl names it."""
-    family: str
-    """The model family the requests are formatted for."""
-    constraint: DecodingConstraint
-    """The sample's decoding constraint (its strategy, parallel calls, text answers)."""
-    gold: tuple[tuple[ToolCall, ...], ...] = ()
-    """The sample's gold answers, request by request (an empty answer is a closing plain message):
-    what the oracle replays; an engine that is not a replay ignores them."""
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """A server a run's requests go to, as its preflight checks it before the first sample."""
-
-    family: str
-    """The family whose requests it answers."""
-    base_url: str
-    """``http://host:port/v1``."""
-    model: str
-    """The served model id the family's requests carry."""
-    api_key: str | None = None
-    """The key sent (None: none configured)."""
-
-
-class RunEngine(Protocol):
-    """An engine set up for one run: one client per sample (the oracle, which replays that sample's
-    gold) or one shared client (a server, the embedded engine)."""
-
-    name: str
-    """The registry name (``oracle``, ``local``, ``openai``...)."""
-    note: str
-    """What the engine is, in words, for run.json and reports."""
-    base_url: str | None
-    model_id: str
-    """The served model id, for run.json (the requests carry ``model_for(family)``)."""
-    stream: bool
-    """Requests stream (a server: time to first token is then measured as a client sees it)."""
-
-    @property
-    def audits_answers(self) -> bool:
-        """Each answer to a harness constraint is walked through it (``constraint:not_enforced``): every
-        engine but the oracle, which replays gold through the grammar itself."""
-        ...
-
-    def model_for(self, family: str) -> str:
-        """The served model id the requests of ``family`` carry (one server per family: its own)."""
-        ...
-
-    def prepare(self, families: list[str]) -> None:
-        """Load what every sample needs (tokenizers, weights, a started server) before samples are timed."""
-        ...
-
-    def describe(self) -> dict[str, Any]:
-        """What run.json records beyond the note once the engine ran (servers, replicas); may be empty."""
-        ...
-
-    def endpoints(self, families: list[str]) -> list[Endpoint]:
-        """The servers the families' requests go to, once ``prepare`` ran ([]: an in-process engine)."""
-        ...
-
-    def client_for(self, sample: SampleContext) -> LLMClient:
-        """The client of one sample (see ``SampleContext``)."""
-        ...
-
-    async def aclose(self) -> None: ...
-
-
-Opener = Callable[[RunOptions, EngineContext], tuple[RunEngine, list[str] | None]]
-"""``(options, context) -> (engine, families)``: the families to run, or None for the suite's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +51,14 @@ class EngineInfo:
     serve_options: tuple[str, ...] = field(default=())
     """The ``harness serve`` options it takes (``mask_policy``, ``n_ctx``...)."""
     serves_models: bool = False
-    """It runs the model a run names (``--model``, a suite's ``models``): a server engine."""
+    """It runs the model a run names (``--model``, a suite's ``models``, a config file's): a server engine."""
+    starts_servers: bool = False
+    """It starts its own servers: it takes ``--vllm-arg``, ``--keep-server`` and a config file's ``server`` section."""
+    grammar_target: str | None = None
+    """``module:function`` giving its grammar compiler for a family (a ``GrammarTarget``), for
+    ``--engine oracle --target NAME``; None: no target."""
+    target_note: str = ""
+    """What ``--target NAME`` adds to the oracle's note."""
 
 
 REGISTRY: dict[str, EngineInfo] = {
@@ -154,19 +67,19 @@ REGISTRY: dict[str, EngineInfo] = {
         # CPU-bound on the event loop: more samples in flight only add noise to the mask times it measures.
         EngineInfo(
             "oracle", "gold replay through the grammar, no model (measures grammars)",
-            opener="harness.engines.openers:open_oracle", server="harness.engines.oracle:ServedOracle",
+            opener="harness.engines.oracle.opener:open_oracle", server="harness.engines.oracle.engine:ServedOracle",
             serve_options=("grammar_backend",),
         ),
         # One llama.cpp context: requests are serialized anyway.
         EngineInfo(
             "local", "Gemma 3 270M (base) on llama.cpp, in FunctionGemma's format",
-            opener="harness.engines.openers:open_local", server="harness.engines.local:LocalEngine",
-            availability="harness.engines.openers:local_unavailable", serve_options=("mask_policy", "n_ctx"),
+            opener="harness.engines.local.opener:open_local", server="harness.engines.local:LocalEngine",
+            availability="harness.engines.local.opener:local_unavailable", serve_options=("mask_policy", "n_ctx"),
         ),
         # A server gains from requests in flight.
         EngineInfo(
             "openai", "any OpenAI-compatible server (vLLM first); several --base-url = replicas",
-            opener="harness.engines.openers:open_openai", concurrency=4, serves_models=True,
+            opener="harness.engines.openai_engine:open_openai", concurrency=4, serves_models=True,
         ),
         # A real vLLM server per family, started and stopped by the run; it batches requests in flight:
         # 8 at a time ran the main job's 150 samples in 75 s against 110 s at 4, every answer the same
@@ -175,11 +88,16 @@ REGISTRY: dict[str, EngineInfo] = {
             "vllm", "a real vLLM server the harness starts and stops (Gemma 3 270M base weights)",
             opener="harness.engines.vllm.opener:open_vllm",
             availability="harness.engines.vllm.launch:vllm_unavailable", concurrency=8, serves_models=True,
+            starts_servers=True, grammar_target="harness.engines.vllm.backend:grammar_target",
+            target_note=("target vllm: grammars compiled by vLLM's own xgrammar backend (its tokenizer view, "
+                         "whitespace setting and stop tokens), as a server the harness starts compiles them"),
         ),
     )
 }
 ENGINE_NAMES: tuple[str, ...] = tuple(REGISTRY)
 SERVED_ENGINE_NAMES: tuple[str, ...] = tuple(n for n, info in REGISTRY.items() if info.server)
+TARGET_NAMES: tuple[str, ...] = tuple(n for n, info in REGISTRY.items() if info.grammar_target)
+"""The engines ``--engine oracle --target`` can replay gold through (their own grammar compilers)."""
 
 
 def _load(path: str) -> Any:
@@ -222,19 +140,64 @@ def build_served(name: str, **options: Any) -> ServedEngine:
     return _load(info.server)(**given)  # type: ignore[no-any-return]
 
 
+def grammar_target(name: str, family: str) -> GrammarTarget:
+    """Engine ``name``'s own grammar compiler for ``family`` (not loaded yet): ``--target NAME``."""
+    info = get_engine(name)
+    if info.grammar_target is None:
+        raise EngineError(f"unknown --target {name!r}: expected {', '.join(TARGET_NAMES)}")
+    return _load(info.grammar_target)(family)  # type: ignore[no-any-return]
+
+
+def layered_models(info: EngineInfo, bare: str | None, given: Mapping[str, str],
+                   lower: Mapping[str, str]) -> dict[str, str]:
+    """The ``--model FAMILY=NAME`` table once a lower source is layered under the one ``given``: ``lower``
+    (a config file's ``models``, a suite's) fills the families ``given`` leaves out, and only for an engine
+    that runs the model a run names (``serves_models``) and only without a bare ``--model`` (which names
+    every family's model)."""
+    if bare is not None or not info.serves_models:
+        return dict(given)
+    return {**lower, **given}
+
+
+def model_asked(family: str, models: Mapping[str, str], bare: str | None) -> str | None:
+    """The model ``family`` runs on, as the run asks: ``--model FAMILY=NAME`` (``models``: a config file's
+    and a suite's layered in by ``layered_models``), else a bare ``--model``; None: the engine's own choice
+    (the one model a server lists, vLLM's default folder for the family). Every engine asks this one
+    function."""
+    return models.get(family) or bare
+
+
+def families_named(options: RunOptions) -> list[str]:
+    """The families a run names: ``--family``, else those ``--model FAMILY=NAME`` names, in the registry's
+    order of families ([] when neither says)."""
+    return [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models]
+
+
+def refuse_server_options(name: str, options: RunOptions) -> None:
+    """EngineError for a server's option given to engine ``name``, which runs no server."""
+    if options.dialect is not None:
+        raise EngineError(f"--dialect is for --engine openai (a server the harness speaks to), not {name}")
+    if options.base_urls or options.model or options.models:
+        raise EngineError(f"--base-url and --model are for a server engine (openai, vllm), not {name}")
+    if options.target is not None and name != "oracle":
+        raise EngineError("--target is for --engine oracle (whose grammar compiler the gold is replayed through)")
+    if (options.grammar_backend or "xgrammar") != "xgrammar" and name != "oracle":
+        raise EngineError(f"--grammar-backend is for --engine oracle or vllm, not {name}")
+
+
 __all__ = [
     "ENGINE_NAMES",
     "REGISTRY",
     "SERVED_ENGINE_NAMES",
-    "Endpoint",
-    "EngineContext",
-    "EngineError",
+    "TARGET_NAMES",
     "EngineInfo",
-    "Opener",
-    "RunEngine",
-    "SampleContext",
     "build_served",
+    "families_named",
     "get_engine",
+    "grammar_target",
+    "layered_models",
+    "model_asked",
     "open_engine",
+    "refuse_server_options",
     "unavailable",
 ]

@@ -1,4 +1,4 @@
-"""``harness serve``'s request body (``harness.engines.chat_request``): every refusal names its field,
+"""``harness serve``'s request body (``harness.engines.serve.chat_request``): every refusal names its field,
 checked in process against the served oracle (the HTTP path is tests/engines/test_server.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.engines.chat_request import BadRequest, parse_body
 from harness.engines.oracle import ServedOracle
+from harness.engines.serve.chat_request import BadRequest, parse_body
 
 ENGINE = ServedOracle()
 TOOL = {"type": "function", "function": {"name": "ls", "description": "list", "parameters": {"type": "object", "properties": {}}}}

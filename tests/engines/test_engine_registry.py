@@ -7,15 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.agents.bundle import ModelConfig
-from harness.engines.registry import (
-    ENGINE_NAMES,
-    SERVED_ENGINE_NAMES,
-    EngineContext,
-    EngineError,
-    build_served,
-    get_engine,
-    open_engine,
-)
+from harness.engines.registry import ENGINE_NAMES, SERVED_ENGINE_NAMES, build_served, get_engine, open_engine
+from harness.engines.shapes import EngineContext, EngineError
 from harness.run_options import RunOptions
 
 BUNDLE_MODEL = ModelConfig(family="qwen", id="org/served-7b", base_url="http://127.0.0.1:9/v1", api_key_env="K_API_KEY")
@@ -120,7 +113,7 @@ def test_openai_settings_come_from_flags_then_environment_then_bundle(
     flags: tuple[str, ...], environ: dict[str, str], bundle: ModelConfig | None, urls: tuple[str, ...],
     source: str, key: str | None,
 ) -> None:
-    from harness.engines.openers import server_settings
+    from harness.engines.remote.attach import server_settings
 
     got = server_settings(RunOptions(engine="openai", base_urls=flags), bundle, environ)
     assert (got.base_urls, got.source, got.api_key) == (urls, source, key)
@@ -131,7 +124,7 @@ def test_listing_the_served_models_sends_the_key() -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from harness.engines.openers import served_models
+    from harness.engines.remote.attach import served_models
 
     seen: list[str] = []
 
@@ -159,7 +152,7 @@ def test_listing_the_served_models_sends_the_key() -> None:
 
 
 def test_an_unreachable_server_is_a_clear_engine_error() -> None:
-    from harness.engines.openers import served_models
+    from harness.engines.remote.attach import served_models
 
     with pytest.raises(EngineError, match=r"cannot list the models of http://127.0.0.1:9/v1/models: .*is the server running"):
         served_models("http://127.0.0.1:9/v1", timeout_s=2.0)
@@ -171,7 +164,7 @@ def test_an_engine_that_cannot_load_is_refused_never_replaced(monkeypatch: pytes
     command that installs it; the oracle never stands in for a model."""
     from typer.testing import CliRunner
 
-    import harness.engines.openers as setup
+    import harness.engines.local.opener as setup
     from harness.cli.main import app
 
     real = setup.local_unavailable()

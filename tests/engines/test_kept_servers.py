@@ -209,7 +209,7 @@ def test_a_run_does_not_take_a_stale_state_file_for_its_server(stranger: psutil.
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """``harness run --engine vllm``'s path (VllmServers): the stale file is removed and a server is started
     (the start is a fake raising at once: this seam is the question, not vLLM)."""
-    from harness.engines.registry import EngineError
+    from harness.engines.shapes import EngineError
     from harness.engines.vllm import launch
 
     setup = VllmServers(log_dir=tmp_path, model_args={"qwen": str(tmp_path / "my-qwen")}, log=(lines := []).append)

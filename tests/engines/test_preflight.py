@@ -15,7 +15,7 @@ from servers import Server
 from typer.testing import CliRunner
 
 from harness.cli.main import app
-from harness.engines.registry import Endpoint
+from harness.engines.shapes import Endpoint
 from harness.eval.run import RunError
 from harness.eval.run.preflight import fits_family
 

@@ -15,10 +15,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from harness.bench.serve import doubling_schema, nested_schema, rules_grammar
-from harness.engines.compile_guard import CompileGuard
-from harness.engines.limits import ServeLimits
 from harness.engines.oracle import ServedOracle
-from harness.engines.server import create_app
+from harness.engines.serve.compile_guard import CompileGuard
+from harness.engines.serve.limits import ServeLimits
+from harness.engines.serve.server import create_app
 
 ENGINE = ServedOracle()
 TINY = ServeLimits(max_body_bytes=64 * 1024, max_json_depth=16, max_constraint_bytes=8 * 1024)

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from harness.bench.lockout import ATTACKS, LockoutAttack, health, run_attack
-from harness.engines.connections import Admission
-from harness.engines.limits import ServeLimits
+from harness.engines.serve.connections import Admission
+from harness.engines.serve.limits import ServeLimits
 from tests.servers import Server
 
 # Short bounds so every attack ends within seconds; the defaults are in the README.
@@ -118,8 +118,8 @@ def bounded_uvicorn(app: Any, limits: ServeLimits) -> Iterator[int]:
 
     import uvicorn
 
-    from harness.engines.connections import uvicorn_options
-    from harness.engines.server import listen_socket
+    from harness.engines.serve.connections import uvicorn_options
+    from harness.engines.serve.server import listen_socket
 
     sock = listen_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, loop="uvloop", log_level="warning", **uvicorn_options(limits)))

@@ -279,7 +279,7 @@ def test_connections_are_accepted_with_nodelay() -> None:
     # response waited ~40 ms (Nagle against delayed ACK) and all latencies through the server carried it.
     import socket
 
-    from harness.engines.server import listen_socket
+    from harness.engines.serve.server import listen_socket
 
     sock = listen_socket("127.0.0.1", 0)
     try:

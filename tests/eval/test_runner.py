@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient, ModelCallError
 from harness.bundles import load_agent
 from harness.cli.main import app
-from harness.engines.registry import EngineContext, RunEngine, SampleContext, open_engine
+from harness.engines.registry import open_engine
+from harness.engines.shapes import EngineContext, RunEngine, SampleContext
 from harness.eval.data import load_suite
 from harness.eval.run import RunError, RunOptions, RunPlace, run_suite
 from harness.eval.store import (

@@ -17,7 +17,8 @@ import yaml
 from pydantic import ValidationError
 
 from harness.agents.client import CompletionRequest, CompletionResponse, LLMClient
-from harness.engines.registry import EngineContext, RunEngine, SampleContext, open_engine
+from harness.engines.registry import open_engine
+from harness.engines.shapes import EngineContext, RunEngine, SampleContext
 from harness.eval.run import RunOptions, RunPlace, run_suite
 from harness.eval.run.resolved import sample_seed
 from harness.eval.store import load_samples, read_run

@@ -296,6 +296,7 @@ def _run_options(*, engine: Engine, base_url: list[str] | None, model: list[str]
     server engines use)."""
     from pydantic import ValidationError
 
+    from harness.engines import get_engine, layered_models
     from harness.eval.run import ConfigError, ConfigFile, load_config_file, parse_models, split_vllm_args
     from harness.run_options import RunOptions, problems
     from harness.vocabulary import Family, Strategy
@@ -306,9 +307,9 @@ def _run_options(*, engine: Engine, base_url: list[str] | None, model: list[str]
         args = split_vllm_args(vllm_arg) if vllm_arg else split_vllm_args(file.server.vllm_args, "server.vllm_args")
     except ConfigError as exc:
         fail(str(exc))
-    if engine.value in ("openai", "vllm") and bare is None:
-        models = {**file.models, **models}
-    if engine.value == "vllm":
+    info = get_engine(engine.value)  # what the engine takes, from its registry line, never its name
+    models = layered_models(info, bare, models, file.models)
+    if info.starts_servers:
         keep_server = keep_server or file.server.keep
     elif not vllm_arg:
         args = []

@@ -36,7 +36,7 @@ def serve(
     from pydantic import ValidationError
 
     from harness.agents import validation_problems
-    from harness.engines import ServeError, ServeLimits, run_server
+    from harness.engines import ServeError, ServeLimits, get_engine, run_server
     from harness.files import InputFileError
 
     try:
@@ -46,7 +46,8 @@ def serve(
     except ValidationError as exc:
         fail(f"{config or 'HARNESS_SERVE_* environment'}: {'; '.join(validation_problems(exc))}")
     grammar_backend = grammar_backend or GrammarBackend.xgrammar
-    if grammar_backend != GrammarBackend.xgrammar and engine != ServedEngine.oracle:
+    takes = get_engine(engine.value).serve_options  # what the engine takes, from its registry line
+    if grammar_backend != GrammarBackend.xgrammar and "grammar_backend" not in takes:
         fail(f"--grammar-backend {grammar_backend} is for --engine oracle (the local engine decodes with xgrammar)")
     options = {"mask_policy": mask_policy.value, "n_ctx": n_ctx, "grammar_backend": grammar_backend.value}
     try:

@@ -21,10 +21,11 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import openai
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from harness.agents import CompletionRequest, CompletionResponse, ModelCallError, openai_tools
-from harness.engines.limits import ClientLimits
 from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
 
 if TYPE_CHECKING:
@@ -34,6 +35,18 @@ NO_KEY = "EMPTY"
 """Sent when no API key is configured (what vLLM's docs use; a server without --api-key accepts it)."""
 TOO_LARGE = "model:response_too_large"
 """The error kind of an answer over ``max_response_bytes`` (never retried: the server would send it again)."""
+
+
+class ClientLimits(BaseSettings):
+    """Named bounds of the OpenAI-compatible client (environment: ``HARNESS_CLIENT_<NAME>``)."""
+
+    model_config = SettingsConfigDict(env_prefix="HARNESS_CLIENT_", extra="forbid", frozen=True)
+
+    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    """Most bytes read of one answer (its whole body, streamed or not): beyond, reading stops and the
+    model call fails with ``model:response_too_large`` (not retried), so a huge or endless answer
+    costs at most this much memory and never reaches samples.jsonl. 4 MiB holds a streamed answer of
+    well over 10,000 tokens."""
 
 
 class ResponseTooLarge(Exception):
@@ -292,4 +305,4 @@ class OpenAICompatibleClient:
         return answer.finish(latency_ms, ttft_ms, stream.response.headers.get("content-type", ""))
 
 
-__all__ = ["TOO_LARGE", "BoundedTransport", "OpenAICompatibleClient", "ResponseTooLarge"]
+__all__ = ["TOO_LARGE", "BoundedTransport", "ClientLimits", "OpenAICompatibleClient", "ResponseTooLarge"]

@@ -24,13 +24,9 @@ from typing import Any
 import numpy as np
 
 from harness.agents import ConstraintArtifact, ConstraintError
+from harness.engines.shapes import MaskDifference
 from harness.engines.vllm.models import ModelFolder
 from harness.files import read_json
-
-TARGET_NOTE = (
-    "target vllm: grammars compiled by vLLM's own xgrammar backend (its tokenizer view, whitespace "
-    "setting and stop tokens), as a server the harness starts compiles them"
-)
 
 
 @dataclass
@@ -108,19 +104,9 @@ class VllmGrammarTarget:
 
         return xgr.GrammarMatcher(compiled, override_stop_tokens=self._stop_ids)
 
-
-@dataclass(frozen=True, slots=True)
-class MaskDifference:
-    """Where vLLM's grammar and the harness's allow different tokens along one token stream."""
-
-    steps: int
-    """Steps compared (every token of the stream, and the end)."""
-    differing_steps: int
-    """Steps where the two allowed sets differ."""
-    target_only: tuple[int, ...]
-    """A few ids only vLLM allows (e.g. special tokens as text)."""
-    harness_only: tuple[int, ...]
-    """A few ids only the harness allows."""
+    def difference(self, target_grammar: Any, harness_grammar: Any, ids: list[int]) -> MaskDifference:
+        """``GrammarTarget.difference``: see :func:`mask_difference`."""
+        return mask_difference(self, target_grammar, harness_grammar, ids)
 
 
 def mask_difference(target: VllmGrammarTarget, target_grammar: Any, harness_grammar: Any, ids: list[int],
@@ -152,4 +138,11 @@ def mask_difference(target: VllmGrammarTarget, target_grammar: Any, harness_gram
     return MaskDifference(steps, differing, tuple(sorted(t_only)[:examples]), tuple(sorted(o_only)[:examples]))
 
 
-__all__ = ["TARGET_NOTE", "MaskDifference", "VllmGrammarTarget", "mask_difference"]
+def grammar_target(family: str) -> VllmGrammarTarget:
+    """The registry's ``grammar_target`` for vllm: vLLM's backend on ``family``'s default model folder."""
+    from harness.engines.vllm.models import default_model
+
+    return VllmGrammarTarget(default_model(family))
+
+
+__all__ = ["VllmGrammarTarget", "grammar_target", "mask_difference"]

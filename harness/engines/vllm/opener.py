@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import LLMClient
-from harness.engines.registry import Endpoint, EngineContext, EngineError, SampleContext
+from harness.engines.registry import families_named, model_asked
+from harness.engines.shapes import Endpoint, EngineContext, EngineError, SampleContext, SharedClient
 from harness.engines.vllm.models import ModelFolder
 from harness.run_options import RunOptions
-from harness.vocabulary import FAMILIES
 
 STATUS_EVERY_S = 15.0
 """How often a line says the servers are still starting."""
@@ -92,7 +92,7 @@ class VllmServers:
         from harness.engines.vllm.models import default_model
 
         if family not in self.models:
-            given = self.model_args.get(family) or self.model_arg
+            given = model_asked(family, self.model_args, self.model_arg)
             try:
                 self.models[family] = user_model(given, family) if given else default_model(family)
             except (ValueError, RuntimeError) as exc:
@@ -197,24 +197,23 @@ class VllmServers:
                 server.stop()
 
 
-def _attach(options: RunOptions, context: EngineContext, url: str, source: str) -> tuple[Any, list[str] | None]:
-    """A vLLM server the user runs (``--base-url`` or ``$VLLM_BASE_URL``): used through the OpenAI client,
-    as ``--engine openai`` would, recorded as vllm."""
-    from harness.engines.openers import open_openai
+def _attach(options: RunOptions, context: EngineContext, url: str, source: str) -> tuple[SharedClient, list[str] | None]:
+    """A vLLM server the user runs (``--base-url`` or ``$VLLM_BASE_URL``): attached as ``--engine openai``
+    attaches (``harness.engines.remote.attach``), in vLLM's dialect, recorded as vllm."""
+    from harness.engines.remote.attach import attach
     from harness.engines.vllm.guidance_wire import GuidanceWireClient
 
-    opened, families = open_openai(options.model_copy(update={"base_urls": (url,), "grammar_backend": None,
-                                                              "dialect": "vllm"}), context)
+    servers = attach(options.model_copy(update={"base_urls": (url,), "grammar_backend": None, "dialect": "vllm"}),
+                     context.bundle_model)
+    client = servers.client
     if options.grammar_backend == "guidance":  # the user says the server runs llguidance: grammars as it reads them
-        served = families or [str(f) for f in options.families or ()]
-        if not served:
-            raise EngineError("--grammar-backend guidance with a vLLM server you run: name the family (--family), "
-                              "whose tokenizer the grammars are written for")
-        opened.client = GuidanceWireClient(opened.client, {opened.model_for(f): f for f in served})
-    opened.name = "vllm"
-    opened.note = (f"vllm: a vLLM server you run at {url} ({source}) serving {opened.model_id}; timings as its "
-                  "client sees them")
-    return opened, families
+        client = GuidanceWireClient(client, {model: family for family, model in servers.by_family.items()})
+    model_id = ", ".join(servers.models)
+    note = f"vllm: a vLLM server you run at {url} ({source}) serving {model_id}; timings as its client sees them"
+    opened = SharedClient("vllm", note, url, model_id, client, relay_gold=servers.relay_gold, stream=True,
+                          models=servers.by_family, base_urls=(url,), api_key=servers.settings.api_key,
+                          dialect=servers.dialect)
+    return opened, list(servers.by_family)
 
 
 def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[str] | None]:
@@ -238,7 +237,7 @@ def open_vllm(options: RunOptions, context: EngineContext) -> tuple[Any, list[st
         launch_plan_here(tuple(options.vllm_args or ()))
     except VllmError as exc:
         raise EngineError(f"--engine vllm: {exc}") from None
-    families = [str(f) for f in options.families or ()] or [f for f in FAMILIES if f in options.models] or None
+    families = families_named(options) or None
     if options.model and (not families or len(families) != 1):
         raise EngineError("--model NAME with --engine vllm serves one model: pass one --family (its prompt and "
                           "call format), or name each family's model: --model FAMILY=NAME")

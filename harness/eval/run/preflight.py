@@ -41,7 +41,7 @@ from harness.agents import (
     ModelCallError,
     Tool,
 )
-from harness.engines import Endpoint, RunEngine, SampleContext
+from harness.engines import SERVED_PREFIX, Endpoint, RunEngine, SampleContext
 from harness.eval.data import Case, NextCallCase, SingleTurnCase
 from harness.eval.run.resolved import RunError
 from harness.eval.run.sample import gold_answers, schema_only_tools
@@ -162,8 +162,6 @@ KNOWN_ANSWERS: dict[str, tuple[str, Any, str]] = {
 }
 """Per strategy the harness sends: (constraint kind, a constraint admitting one answer, that answer)."""
 ENFORCE_TOKENS = 16
-ORACLE_MODEL_PREFIX = "oracle-"
-"""The model ids ``harness serve --engine oracle`` serves (``harness.engines.oracle.SERVED_PREFIX``)."""
 
 
 def _same(kind: str, answer: str, expected: str) -> bool:
@@ -181,7 +179,7 @@ async def enforces(agent: Agent, engine: RunEngine, endpoint: Endpoint, timeout_
     from harness.engines import detect_dialect
 
     strategy = agent.constraint.strategy
-    if strategy not in KNOWN_ANSWERS or endpoint.model.startswith(ORACLE_MODEL_PREFIX):
+    if strategy not in KNOWN_ANSWERS or endpoint.model.startswith(SERVED_PREFIX):
         return None  # a served oracle replays gold answers: it answers no probe of its own
     kind, value, expected = KNOWN_ANSWERS[strategy]
     request = CompletionRequest(

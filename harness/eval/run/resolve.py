@@ -19,7 +19,15 @@ from pathlib import Path
 from types import MappingProxyType
 
 from harness.agents import Agent
-from harness.engines import EngineContext, EngineError, EngineInfo, RunEngine, get_engine, open_engine
+from harness.engines import (
+    EngineContext,
+    EngineError,
+    EngineInfo,
+    RunEngine,
+    get_engine,
+    layered_models,
+    open_engine,
+)
 from harness.eval.data import Suite, SuiteError, ToolSet, load_suite, validate_loaded
 from harness.eval.run.resolved import CaseSelection, ResolvedRun, RunError
 from harness.eval.run.run_log import RunLog
@@ -113,11 +121,8 @@ def model_args(options: RunOptions, suite: Suite, info: EngineInfo) -> dict[str,
     """The model asked for per family: ``--model FAMILY=NAME`` (and the config file's), then a bare
     ``--model`` (every family), then the suite's ``models`` (server engines only: the oracle and the
     embedded engine run no model a suite could name)."""
-    models = dict(options.models)
-    if options.model is None and info.serves_models:
-        models = {**{str(f): m for f, m in suite.spec.models.items()
-                     if options.families is None or f in options.families}, **models}
-    return models
+    suite_models = {str(f): m for f, m in suite.spec.models.items() if options.families is None or f in options.families}
+    return layered_models(info, options.model, options.models, suite_models)
 
 
 def _open_engine(options: RunOptions, agent: Agent, run_dir: Path, log: RunLog,

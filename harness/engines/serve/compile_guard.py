@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents import ConstraintArtifact, ConstraintError
-from harness.engines.limits import MIB, ServeLimits
+from harness.engines.serve.limits import MIB, ServeLimits
 
 READY_TIMEOUT_S = 300.0
 """How long a new worker may take to load xgrammar and the tokenizers (seconds, cold caches)."""

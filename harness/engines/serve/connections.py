@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from harness.engines.limits import MIB, ServeLimits
+from harness.engines.serve.limits import MIB, ServeLimits
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

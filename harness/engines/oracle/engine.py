@@ -35,17 +35,16 @@ from harness.agents import (
     ToolRequest,
     server_constraint,
 )
+from harness.engines.shapes import SERVED_PREFIX
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
 from harness.grammar.families import get_adapter
 from harness.vocabulary import GrammarBackend, Strategy
 
 if TYPE_CHECKING:
-    from harness.engines.vllm.backend import MaskDifference
+    from harness.engines.shapes import GrammarTarget, MaskDifference
 
 NOTE = "oracle: replays gold answers through the grammar with the real tokenizer; it measures grammars, not a model"
-SERVED_PREFIX = "oracle-"
-"""Model ids of the served oracle: ``oracle-<family>``."""
 CLOSING_TEXT = "Done."
 """What the oracle answers when a turn's gold calls are all made: the plain answer that ends the turn."""
 
@@ -71,7 +70,7 @@ class OracleEngine:
         answers: Iterable[Sequence[ToolCall]] = (),
         constraint: DecodingConstraint | None = None,
         grammar_cache: dict[Any, Any] | None = None,
-        target: Any = None,
+        target: GrammarTarget | None = None,
         backend: GrammarBackend = GrammarBackend.xgrammar,
     ) -> None:
         self.family = family
@@ -79,8 +78,8 @@ class OracleEngine:
         """The grammar library the gold walks through: xgrammar (the decode loop) or llguidance
         (``harness.grammar.guidance``, as vLLM's ``guidance`` backend runs it)."""
         self.target = target
-        """None: the harness's own grammars. Else a grammar target such as
-        :class:`~harness.engines.vllm.backend.VllmGrammarTarget`: gold is replayed through the target's
+        """None: the harness's own grammars. Else another engine's grammar compiler (``--target``, asked
+        of the registry: vLLM's xgrammar backend): gold is replayed through the target's
         compile path and the steps where its masks differ from the harness's are counted."""
         self.adapter = get_adapter(family)
         self.answers: list[list[ToolCall]] = [list(a) for a in answers]
@@ -146,10 +145,10 @@ class OracleEngine:
                 _STOP_IDS[key] = cached
         return cached
 
-    def _target_compiled(self, artifact: Any) -> tuple[Any, float, bool]:
+    def _target_compiled(self, target: GrammarTarget, artifact: Any) -> tuple[Any, float, bool]:
         """The target's compiled grammar (cached by the target); a grammar it refuses ends the sample."""
         try:
-            return self.target.compile(artifact)  # type: ignore[no-any-return]
+            return target.compile(artifact)
         except ConstraintError as exc:
             raise ModelCallError("model:bad_request", f"the target refuses the constraint: {exc}") from exc
 
@@ -188,10 +187,8 @@ class OracleEngine:
         found: str | None = None
         compiled: Any = None
         if artifact is not None and self.target is not None:
-            from harness.engines.vllm.backend import mask_difference
-
-            compiled, compile_ms, cached = self._target_compiled(artifact)
-            diff = mask_difference(self.target, compiled, self._compiled(artifact)[0], ids)
+            compiled, compile_ms, cached = self._target_compiled(self.target, artifact)
+            diff = self.target.difference(compiled, self._compiled(artifact)[0], ids)
             result = decode(
                 compiled, GoldSource(ids), tokenizer, max_tokens=walk, mask_policy="always",
                 stop_ids=self.target.stop_ids, matcher_stop_ids=self.target.stop_ids,
@@ -395,4 +392,4 @@ def _read_oracle(raw: Any) -> tuple[list[Any], Any]:
     return calls, constraint
 
 
-__all__ = ["NOTE", "SERVED_PREFIX", "OracleEngine", "ServedOracle"]
+__all__ = ["CLOSING_TEXT", "NOTE", "OracleEngine", "ServedOracle"]

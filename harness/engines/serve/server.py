@@ -8,16 +8,16 @@ Requests are read as vLLM reads them (``structured_outputs``, ``response_format`
 Stricter than vLLM where vLLM fails open: an unknown request field, an unknown or removed
 constraint field, two constraints at once, a constraint of the wrong type or one xgrammar cannot
 compile is HTTP 400 with a message, checked before any token is generated (so also before a stream
-starts; the body is a pydantic model, ``harness.engines.chat_request``). The server never answers
+starts; the body is a pydantic model, ``harness.engines.serve.chat_request``). The server never answers
 unconstrained when a constraint was asked for. The constraint is passed on in one canonical form,
 ``structured_outputs: {grammar|json|structural_tag: text}``.
 
-Bounded (``harness.engines.limits.ServeLimits``, named in every refusal): the body's size (413) and
+Bounded (``harness.engines.serve.limits.ServeLimits``, named in every refusal): the body's size (413) and
 nesting, the constraint's size, a new grammar's compile time and memory (compiled first in a worker
-process that is killed at either bound: ``harness.engines.compile_guard``), the compiled-grammar cache,
+process that is killed at either bound: ``harness.engines.serve.compile_guard``), the compiled-grammar cache,
 chat completions in flight (503), shutdown (generations in flight are told to stop), and each
 connection's time and header size, with a connection cap idle sockets cannot fill
-(``harness.engines.connections``).
+(``harness.engines.serve.connections``).
 
 Tool calls: when the request has ``tools`` (and ``tool_choice`` is not ``"none"``) the family
 adapter's ``parse_response`` reads the output; when every call in it parses cleanly the answer comes
@@ -49,9 +49,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from harness.agents import CompletionResponse, ConstraintArtifact, ConstraintError, ModelCallError
-from harness.engines.chat_request import BadRequest, Parsed, parse_body
-from harness.engines.compile_guard import CompileGuard
-from harness.engines.limits import MIB, ServeLimits
+from harness.engines.serve.chat_request import BadRequest, Parsed, parse_body
+from harness.engines.serve.compile_guard import CompileGuard
+from harness.engines.serve.limits import MIB, ServeLimits
 from harness.files import InputFileError, load_json
 from harness.vllm_schemas import json_text_refusal
 
@@ -172,10 +172,10 @@ class _Lifetime:
 
 
 def _middleware(limits: ServeLimits) -> list[Any]:
-    """Chat completions beyond ``max_requests`` in flight get 503 (``harness.engines.connections.Admission``)."""
+    """Chat completions beyond ``max_requests`` in flight get 503 (``harness.engines.serve.connections.Admission``)."""
     from starlette.middleware import Middleware
 
-    from harness.engines.connections import Admission
+    from harness.engines.serve.connections import Admission
 
     return [Middleware(Admission, max_requests=limits.max_requests)]
 
@@ -190,7 +190,7 @@ def _refuse_as_vllm(artifact: ConstraintArtifact) -> None:
 def create_app(engine: ServedEngine, limits: ServeLimits | None = None, guard: CompileGuard | None = None) -> Starlette:
     """The ASGI app serving ``engine`` (loaded by the caller or on first request) under ``limits``. With
     a ``guard``, a grammar the server has not seen compiles first in its worker process (see
-    ``harness.engines.compile_guard``); without one it compiles in the server (tests, library use)."""
+    ``harness.engines.serve.compile_guard``); without one it compiles in the server (tests, library use)."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
@@ -359,8 +359,8 @@ def run_server(
     ``limits`` (default: ``ServeLimits()``, from the environment) until SIGINT/SIGTERM."""
     import uvicorn
 
-    from harness.engines.connections import uvicorn_options
     from harness.engines.registry import EngineError, build_served
+    from harness.engines.serve.connections import uvicorn_options
     from harness.grammar import set_cache_limit
 
     limits = limits or ServeLimits()

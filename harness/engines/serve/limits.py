@@ -1,8 +1,8 @@
 """Named bounds, as settings models with documented defaults.
 
 ``ServeLimits``: the bounds of ``harness serve``, read from ``HARNESS_SERVE_*`` environment variables
-(``HARNESS_SERVE_COMPILE_TIMEOUT_S=5``) or a YAML file given to ``harness serve --config``.
-``ClientLimits``: the bounds of the OpenAI-compatible client (``HARNESS_CLIENT_*``).
+(``HARNESS_SERVE_COMPILE_TIMEOUT_S=5``) or a YAML file given to ``harness serve --config``. (The
+OpenAI-compatible client's, ``HARNESS_CLIENT_*``, are ``harness.engines.remote.client.ClientLimits``.)
 
 Every request that hits a bound is refused with a 4xx whose message names the bound and its value
 (``request body is 5000000 bytes: over max_body_bytes=4194304``), so a client can tell a limit of this
@@ -87,16 +87,4 @@ class ServeLimits(BaseSettings):
         return f"{name}={getattr(self, name)!r}"
 
 
-class ClientLimits(BaseSettings):
-    """Named bounds of the OpenAI-compatible client (environment: ``HARNESS_CLIENT_<NAME>``)."""
-
-    model_config = SettingsConfigDict(env_prefix="HARNESS_CLIENT_", extra="forbid", frozen=True)
-
-    max_response_bytes: int = Field(default=4 * MIB, ge=1024)
-    """Most bytes read of one answer (its whole body, streamed or not): beyond, reading stops and the
-    model call fails with ``model:response_too_large`` (not retried), so a huge or endless answer
-    costs at most this much memory and never reaches samples.jsonl. 4 MiB holds a streamed answer of
-    well over 10,000 tokens."""
-
-
-__all__ = ["MIB", "ClientLimits", "ServeLimits"]
+__all__ = ["MIB", "ServeLimits"]
