@@ -147,7 +147,7 @@ def _seed_of(seed: int, text: str) -> int:
 def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], options: FuzzOptions) -> Grammar:
     """The constraint of ``tools`` compiled cold; tools whose build fails are named and left out."""
     from harness.fuzz.values import validator
-    from harness.grammar import clear_compile_cache, compile_artifact, get_tokenizer
+    from harness.grammar import BuildBound, clear_compile_cache, compile_artifact, get_tokenizer
     from harness.grammar.families import get_adapter
 
     adapter = get_adapter(family)
@@ -160,7 +160,8 @@ def build_grammar(family: str, strategy: str, tools: Sequence[ToolSchema], optio
         return grammar
     try:
         clear_compile_cache(family)
-        compiled = compile_artifact(built, family)
+        # a big grammar compiles first in a child bounded by the cell's time (harness.grammar.bounded)
+        compiled = compile_artifact(built, family, bound=BuildBound(timeout_s=options.cell_timeout_s))
     except ConstraintError as exc:
         grammar.build_errors["*"] = str(exc)
         return grammar

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from harness.grammar.bounded import BuildBound, set_build_bound
     from harness.grammar.compile import (
         CompiledConstraint,
         clear_compile_cache,
@@ -76,6 +77,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "cache_root": "tokenizer_files",
     "file_lock": "tokenizer_files",
     "ensure_cached": "tokenizers",
+    "BuildBound": "bounded",
+    "set_build_bound": "bounded",
     "CompiledConstraint": "compile",
     "clear_compile_cache": "compile",
     "compile_artifact": "compile",
@@ -108,6 +111,7 @@ __all__ = [
     "REJECTED_GOLD",
     "SPECIAL_IN_TEXT",
     "TOKENIZER_FAMILIES",
+    "BuildBound",
     "CompiledConstraint",
     "DecodeResult",
     "FamilyTokenizer",
@@ -141,6 +145,7 @@ __all__ = [
     "llguidance_version",
     "masked_scores",
     "needs_build",
+    "set_build_bound",
     "set_cache_limit",
     "to_llguidance",
     "vllm_guidance_field",

@@ -28,9 +28,12 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.agents import ConstraintArtifact, ConstraintError
+
+if TYPE_CHECKING:
+    from harness.grammar.bounded import BuildBound
 
 Found = Literal["compiled", "memory", "disk"]
 
@@ -124,13 +127,17 @@ def _digest(artifact: ConstraintArtifact) -> bytes:
     return hashlib.blake2b(f"{artifact.kind}\0{artifact.value}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def compile_artifact(artifact: ConstraintArtifact, family: str, *, keep: bool = False) -> CompiledConstraint:
+def compile_artifact(artifact: ConstraintArtifact, family: str, *, keep: bool = False,
+                     bound: BuildBound | Literal["engine"] | None = "engine") -> CompiledConstraint:
     """Compile ``artifact`` for ``family``'s tokenizer. Raises ConstraintError when xgrammar
     refuses the artifact (bad EBNF, bad schema, bad tag) or the kind is unknown.
 
     ``keep``: look for the grammar in the on-disk store first and keep what is compiled there
     (``harness.grammar.store``): the engines that serve runs ask for it; benchmarks of cold compiles
-    do not."""
+    do not. ``bound``: a big grammar is compiled first in a child under this bound
+    (``harness.grammar.bounded``; ConstraintError naming it when it does not compile within it);
+    ``engine``, the default: the process's bound when ``keep``, none otherwise (a benchmark's cold
+    compile); None: none."""
     compiler = get_compiler(family)
     key = _digest(artifact)
     t0 = time.perf_counter_ns()
@@ -146,14 +153,18 @@ def compile_artifact(artifact: ConstraintArtifact, family: str, *, keep: bool = 
                                   found="memory")
     kept = None if cached or not keep else _from_store(artifact, family)
     if kept is not None:
-        ms = (time.perf_counter_ns() - t0) / 1e6
-        _remember(seen, key)
-        with _LOCK:
-            _LOADED[(family, key)] = kept
-            while len(_LOADED) > LOADED_KEPT:
-                _LOADED.popitem(last=False)
-        return CompiledConstraint(compiled=kept, compile_ms=ms, cached=True, kind=artifact.kind, family=family,
-                                  found="disk")
+        return _loaded(artifact, family, key, seen, kept, t0)
+    if bound == "engine":
+        from harness.grammar.bounded import build_bound
+
+        bound = build_bound() if keep else None
+    if bound is not None and not cached:
+        from harness.grammar.bounded import check_build
+
+        check_build(artifact, family, bound, keep=keep)
+        kept = _from_store(artifact, family) if keep else None  # where the child kept it
+        if kept is not None:
+            return _loaded(artifact, family, key, seen, kept, t0)
     try:
         compiled = _compile(compiler, artifact)
     except ConstraintError:
@@ -169,6 +180,19 @@ def compile_artifact(artifact: ConstraintArtifact, family: str, *, keep: bool = 
         compiled=compiled, compile_ms=ms, cached=cached, kind=artifact.kind, family=family,
         found="memory" if cached else "compiled",
     )
+
+
+def _loaded(artifact: ConstraintArtifact, family: str, key: bytes, seen: OrderedDict[bytes, None], kept: Any,
+            t0: int) -> CompiledConstraint:
+    """A grammar read from the store, remembered in memory."""
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    _remember(seen, key)
+    with _LOCK:
+        _LOADED[(family, key)] = kept
+        while len(_LOADED) > LOADED_KEPT:
+            _LOADED.popitem(last=False)
+    return CompiledConstraint(compiled=kept, compile_ms=ms, cached=True, kind=artifact.kind, family=family,
+                              found="disk")
 
 
 def _remember(seen: OrderedDict[bytes, None], key: bytes) -> None:

@@ -39,7 +39,7 @@ from harness.engines.shapes import SERVED_PREFIX
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
 from harness.grammar.families import get_adapter
-from harness.vocabulary import GrammarBackend, Strategy
+from harness.vocabulary import ErrorKind, GrammarBackend, Strategy
 
 if TYPE_CHECKING:
     from harness.engines.shapes import GrammarTarget, MaskDifference
@@ -115,7 +115,10 @@ class OracleEngine:
         hit = self.grammar_cache.get(key)
         if hit is not None:
             return hit.compiled, (time.perf_counter() - started) * 1000.0, "memory"
-        compiled = compile_artifact(artifact, self.family, keep=True)
+        try:
+            compiled = compile_artifact(artifact, self.family, keep=True)
+        except ConstraintError as exc:  # xgrammar refuses it, or it does not build within its bound
+            raise ModelCallError(ErrorKind.constraint_refused, str(exc)) from exc
         self.grammar_cache[key] = compiled
         return compiled.compiled, float(compiled.compile_ms), compiled.found
 

@@ -178,7 +178,7 @@ class CompileGuard:
         cache; new grammars take turns, so a slow one delays only other new ones."""
         from harness.grammar import compile_artifact, is_kept, was_compiled
 
-        keep = functools.partial(compile_artifact, keep=True)
+        keep = functools.partial(compile_artifact, keep=True, bound=None)  # bounded in the worker already
         key = self.key(artifact, family)
         if key not in self._verdicts and (was_compiled(artifact, family) or is_kept(artifact, family)):
             # compiled here lately, or by an earlier server on this machine (the on-disk store)

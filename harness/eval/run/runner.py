@@ -37,6 +37,7 @@ from harness.eval.run.sample import (
     run_single_turn,
     sample_record,
     server_constraints,
+    warm_payloads,
     warm_tools,
 )
 from harness.eval.run.setup_identity import checked_identity
@@ -152,8 +153,7 @@ class Runner:
         first = self.suite.cases[0] if self.suite.cases else None
         if isinstance(first, NextCallCase | EpisodeCase):  # single-turn cases run no tool
             await warm_tools(self.source, first, self.suite.spec.echo_mode, self.resolved.options.concurrency or 1)
-        for agent in self.agents:
-            agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+        warm_payloads(self.agents, self.resolved.options.sample_timeout_s)
 
     def jobs(self) -> list[_Job]:
         cases, selection = self.resolved.selected_cases(), self.resolved.cases

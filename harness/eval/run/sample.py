@@ -16,6 +16,7 @@ needs the engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,7 @@ from harness.agents import (
 from harness.eval.data import EchoMode, EpisodeCase, FsCase, NextCallCase, SingleTurnCase, session_setup
 from harness.eval.run.recorder import SampleRecorder
 from harness.eval.store import SampleKey, SampleRecord, StepRecord
+from harness.grammar import BuildBound, set_build_bound
 from harness.tools import ToolSource
 from harness.vocabulary import ErrorKind, Strategy
 
@@ -315,6 +317,7 @@ __all__ = [
     "schema_only_tools",
     "server_constraints",
     "server_label",
+    "warm_payloads",
     "warm_tools",
 ]
 
@@ -331,12 +334,26 @@ def server_label(family: str, strategy: Strategy, requests: Sequence[CompletionR
         return None
 
 
+def warm_payloads(agents: Sequence[Agent], sample_timeout_s: float) -> None:
+    """Build each agent's payload before the clock starts (a lane whose every tool is refused is left to
+    its samples, each ``constraint:refused``), with grammar builds bounded to a sample's time at most
+    (``harness.grammar.bounded``: a big grammar compiles first in a child)."""
+    set_build_bound(replace(BuildBound(), timeout_s=min(BuildBound().timeout_s, sample_timeout_s)))
+    for agent in agents:
+        with contextlib.suppress(ConstraintError):
+            agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+
+
 def server_constraints(agents: Sequence[Agent]) -> dict[str, str] | None:
     """run.json's ``server_constraints``: per ``family/strategy`` lane of vLLM's own strategies, what
     vLLM builds for the run's tools (None when the run has none of them)."""
     out = {}
     for agent in agents:
         if agent.constraint.strategy.server_built:
-            payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+            try:
+                payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+            except ConstraintError:  # its samples are constraint:refused, each naming why
+                out[f"{agent.family}/{agent.constraint.strategy}"] = "refused"
+                continue
             out[f"{agent.family}/{agent.constraint.strategy}"] = payload.server_built or "none"
     return out or None
