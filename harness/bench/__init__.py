@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from harness.bench.grammar import GrammarBench, GrammarBenchConfig, run_grammar_bench
     from harness.bench.inputs import load_tool_schemas
     from harness.bench.jump import JumpBench, ScoreFigure, run_jump_bench
+    from harness.bench.mcp_calls import bench_mcp
     from harness.bench.records import BenchRecord
     from harness.bench.sandbox import GOAL, SandboxBench, bench_sandbox
     from harness.bench.serve import PARTS, ServeBench, bench_serve
@@ -45,6 +46,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "JumpBench": "jump",
     "SandboxBench": "sandbox",
     "ServeBench": "serve",
+    "bench_mcp": "mcp_calls",
     "bench_sandbox": "sandbox",
     "bench_serve": "serve",
     "run_client_bench": "client",
@@ -66,6 +68,7 @@ __all__ = [
     "ScoreFigure",
     "ServeBench",
     "bench_contention",
+    "bench_mcp",
     "bench_sandbox",
     "bench_serve",
     "load_tool_schemas",

@@ -22,7 +22,7 @@ from harness.fuzz.outcomes import (
     baseline,
     compare,
 )
-from harness.fuzz.run import FuzzOptions, build_grammar, fuzz
+from harness.fuzz.run import FuzzOptions, build_grammar, draw_case, fuzz
 
 __all__ = [
     "FAILING",
@@ -36,6 +36,7 @@ __all__ = [
     "baseline",
     "build_grammar",
     "compare",
+    "draw_case",
     "fuzz",
     "keep_defects",
     "load_fuzz_tools",

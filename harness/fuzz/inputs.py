@@ -68,11 +68,15 @@ def _corpus(path: Path) -> LoadedTools:
 def _bundle(path: Path) -> LoadedTools:
     from harness.agents import BundleError, bundle_file
     from harness.bundles import load_bundle
-    from harness.tools import pym_folder
+    from harness.tools import load_source, pym_folder, source_name
 
     file = bundle_file(path)
     try:
-        return _pym_folder(pym_folder(file, load_bundle(file)))
+        config = load_bundle(file)
+        if source_name(config) == "pym":
+            return _pym_folder(pym_folder(file, config))
+        # an MCP server's (or a Python class's) tools: their schemas as the source lists them
+        return _screened(LoadedTools(tools=[tool.schema for tool in load_source(file, config).tools]), file)
     except BundleError as exc:
         raise InputFileError(file, str(exc)) from None
 

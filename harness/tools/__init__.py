@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ToolUnavailable,
         owners,
     )
+    from harness.tools.mcp.probe import send_calls
     from harness.tools.pym import PymSource, pym_folder
     from harness.tools.python import (
         PythonClassSource,
@@ -35,6 +36,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     **{name: "base" for name in ("EchoMode", "HistoryCall", "SessionSetup", "StateKind", "ToolSession",
                                  "ToolSource", "ToolUnavailable", "owners")},
     "PymSource": "pym",
+    "send_calls": "mcp.probe",
     "pym_folder": "pym",
     **{name: "python" for name in ("PythonClassSource", "WorkerFailure", "WorkerSettings",
                                    "call_text")},
@@ -59,5 +61,6 @@ __all__ = [
     "load_source",
     "owners",
     "pym_folder",
+    "send_calls",
     "source_name",
 ]

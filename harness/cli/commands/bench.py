@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -52,7 +53,8 @@ def goals_line(goals: dict[str, tuple[float, float]], unit: str) -> str:
     return "goals: " + "; ".join(parts)
 
 
-@app.command("sandbox", epilog=example("harness bench sandbox --n 2000 --tool cat", "harness bench sandbox --contention 12"))
+@app.command("sandbox", epilog=example("harness bench sandbox --n 2000 --tool cat", "harness bench sandbox --contention 12",
+                                       "harness bench sandbox --mcp bundles/mcp-filesystem"))
 def sandbox(
     n: Annotated[int, typer.Option("--n", min=1, metavar="N", help="Timed tool calls (rounded up to whole cycles).")] = 1000,
     limits: Annotated[LimitsPreset, typer.Option("--limits", help="The sandbox's limits preset.")] = LimitsPreset.default,
@@ -63,6 +65,11 @@ def sandbox(
         typer.Option("--contention", min=1, metavar="N",
                      help="Instead: N slow calls at once (an endless loop, a loop that catches its cancellation, an "
                           "external that blocks the host) and a healthy call made meanwhile; when each ended."),
+    ] = None,
+    mcp: Annotated[
+        Path | None,
+        typer.Option("--mcp", metavar="BUNDLE", help="Also time the calls of this MCP bundle's server over the same "
+                     "20-file tree (its start timed apart), printed beside the sandbox's; the JSON gains an mcp object."),
     ] = None,
 ) -> None:
     """Time one tool call per tool (fresh session, a 20-file tree, mutations applied) of any .pym folder; or,
@@ -96,7 +103,20 @@ def sandbox(
     for name, us in figures.per_tool_us_p50.items():
         over = "  MISSED the goal" if name in figures.tools_over_goal else ""
         typer.echo(f"  {name:6s} p50 {us:7.0f} us  p99 {figures.per_tool_us_p99[name]:7.0f} us{over}")
-    typer.echo(json.dumps(figures.dump()))
+    if mcp is None:
+        typer.echo(json.dumps(figures.dump()))
+        return
+    from harness.agents import BundleError
+    from harness.bench import bench_mcp
+
+    try:
+        server = bench_mcp(mcp, n=figures.n)
+    except BundleError as exc:
+        fail(str(exc))
+    typer.echo(f"MCP server tool call ({server.bundle}, n={server.n}): p50 {server.tool_call_us_p50:.0f} us, "
+               f"p99 {server.tool_call_us_p99:.0f} us; its start and first call {server.first_call_ms:.0f} ms; "
+               f"{server.error_results} error results")
+    typer.echo(json.dumps({**figures.dump(), "mcp": server.dump()}))
 
 
 @app.command("serve", epilog=example("harness bench serve --attacks lockout"))

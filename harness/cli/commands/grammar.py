@@ -308,6 +308,7 @@ def fuzz(
     cell_timeout: Annotated[float, typer.Option("--cell-timeout", min=0.1, metavar="S", help="Seconds one cell may take before it stops as a timeout.")] = 60.0,
     reference: Annotated[Reference | None, typer.Option("--reference", help="Also compare every cell's token masks with this second engine, prefix by prefix along the instances checked, and classify each disagreement as over- or under-constraining (docs/fuzz.md).")] = None,
     fail_on_vllm_gaps: Annotated[bool, typer.Option("--fail-on-vllm-gaps", help="Exit 1 on the gaps vLLM's own strategies leave by design (vllm_gap: Qwen's required leaves the arguments free, FunctionGemma's strict builds no constraint), as when --strategy names required or strict.")] = False,
+    call_server: Annotated[bool, typer.Option("--call-server", help="With a bundle whose source is mcp: also send each tool's drawn valid calls to its server, and report the calls the server rejects (OUT/server_calls.jsonl).")] = False,
 ) -> None:
     """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
     rejected (or named as not enforced), random walks valid, the parser never raising. Defects of
@@ -321,6 +322,10 @@ def fuzz(
     gaps_fail = fail_on_vllm_gaps or bool(set(strategies or ()) & set(SERVER_STRATEGIES))  # named: its gaps count
     if update and expected is None:
         fail("--update needs --expected FILE (the baseline to rewrite)")
+    if call_server:
+        from harness.cli.commands.server_calls import mcp_source_of
+
+        mcp_source_of(tools_path)  # not an MCP bundle: said before the fuzz runs
     if reference is not None:
         from harness.grammar.guidance import available
 
@@ -357,6 +362,10 @@ def fuzz(
     except FuzzInterrupted as stopped:  # SIGTERM or Ctrl-C: what finished is reported, exit 130
         typer.echo(f"harness fuzz: interrupted: {len(stopped.report.cells)} of {cells} cells finished", err=True)
         _finish(stopped.report, folder, None, False, None, junit, gaps_fail, code=ExitCode.INTERRUPTED)
+    if call_server:
+        from harness.cli.commands.server_calls import call_server as send
+
+        send(tools_path, loaded.tools, options, folder)
     _finish(report, folder, expected, update, baseline, junit, gaps_fail)
 
 

@@ -84,10 +84,29 @@ def run_facts(run: Run) -> list[tuple[str, str]]:
             facts.append(("warning", f"samples.jsonl: {samples.duplicates} duplicate sample id(s); the last of each kept"))
     if run.suite_problem:
         facts.append(("warning", run.suite_problem))
+    if (url := shared_server(run)) is not None:
+        facts.append(("tools", f"a shared MCP server at {url} (mcp.url): every sample calls the same server, so "
+                               "only the calls and their results are scored; no state is compared"))
     if run.details is None and samples is not None:
         facts.append(("note", "details.jsonl absent (a run scored before scoring wrote it): report.html shows no "
                               "gold outputs and no state diffs (harness score RUN_DIR writes it)"))
     return facts
+
+
+def shared_server(run: Run) -> str | None:
+    """The URL of the MCP server the run's bundle names (``mcp.url``: one server every sample shares),
+    read from the run's copy of its bundle; None for any other tool source."""
+    import yaml
+
+    if run.suite is None:
+        return None
+    try:
+        config = yaml.safe_load((run.suite.bundle_dir / "bundle.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    mcp = config.get("mcp") if isinstance(config, dict) else None
+    url = mcp.get("url") if isinstance(mcp, dict) else None
+    return url if isinstance(url, str) else None
 
 
 def summary_columns(runs: Sequence[Run]) -> list[tuple[str, str]]:

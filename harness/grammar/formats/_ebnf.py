@@ -42,6 +42,7 @@ from harness.grammar.schema import (
     number_range,
     resolve,
     string_rule,
+    top_branches,
 )
 
 
@@ -98,11 +99,10 @@ class EbnfBuilder:
         parameters as the root its ``$ref`` pointers resolve from; closed unless the schema or the
         ``close_objects`` setting opens it."""
         self.root = schema
-        seen: set[str] = set()
-        while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
-            seen.add(schema["$ref"])  # a model at the top (pydantic's recursive models): its definition
-            schema = resolve(self.root, schema["$ref"], hint)
-        return self.members(schema, hint, closed=self._closed(schema, top=True))
+        branches = top_branches(schema, hint)  # a root $ref, a union of objects at the top: each one's members
+        alts = [self.members(b, hint if len(branches) == 1 else f"{hint}-{i}", closed=self._closed(b, top=True))
+                for i, b in enumerate(branches)]
+        return alts[0] if len(alts) == 1 else self.add(hint, " | ".join(a or _EMPTY for a in alts))
 
     def value(self, schema: Any, hint: str) -> str:
         """An expression matching the values ``schema`` allows."""

@@ -6,7 +6,7 @@ with no base case, hoisting definitions when parameters are embedded in a larger
 types of values. Nothing here imports xgrammar: grammars are text."""
 
 from harness.grammar.schema._numbers import multiple_rule, number_range
-from harness.grammar.schema._refs import check_refs, embeddable, resolve
+from harness.grammar.schema._refs import check_refs, embeddable, resolve, top_branches
 from harness.grammar.schema._regex import RegexError, regex_rule
 from harness.grammar.schema._strings import format_problem, string_rule
 from harness.grammar.schema._text import ebnf_literal
@@ -43,4 +43,5 @@ __all__ = [
     "string_rule",
     "support",
     "tool_problem",
+    "top_branches",
 ]

@@ -39,6 +39,33 @@ def resolve(root: Any, pointer: Any, where: str = "parameters") -> Any:
     return node
 
 
+def top_branches(root: Any, where: str = "parameters") -> list[Any]:
+    """The object schemas a tool's arguments may match: ``root`` itself, or what its ``$ref`` chain
+    names, and where that is a union without ``properties`` of its own (MCP's protocol schema: a root
+    ``$ref`` to an ``anyOf`` of ``$ref``'d objects; a one-element ``allOf``), each branch's, flattened
+    in order. The members of each are the arguments' alternatives; beside a ``properties`` a union
+    stays what it was (the listed properties are the arguments)."""
+    out: list[Any] = []
+
+    def walk(schema: Any, seen: frozenset[str]) -> None:
+        while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
+            seen = seen | {schema["$ref"]}  # a model at the top (pydantic's recursive models): its definition
+            schema = resolve(root, schema["$ref"], where)
+        if isinstance(schema, Mapping) and "properties" not in schema:
+            for key in ("anyOf", "oneOf"):
+                if isinstance(schema.get(key), list) and schema[key]:
+                    for branch in schema[key]:
+                        walk(branch, seen)
+                    return
+            if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+                walk(schema["allOf"][0], seen)
+                return
+        out.append(schema)
+
+    walk(root, frozenset())
+    return out
+
+
 def _children(schema: Mapping[str, Any]) -> list[tuple[Any, bool]]:
     """Sub-schemas that a value of ``schema`` must hold (True) or may hold (False)."""
     out: list[tuple[Any, bool]] = []
@@ -135,4 +162,4 @@ def embeddable(schema: Any, prefix: str, prepare: Callable[[Any], Any] = lambda 
     return prepare(rewrite(schema)), defs
 
 
-__all__ = ["check_refs", "embeddable", "pointers", "resolve"]
+__all__ = ["check_refs", "embeddable", "pointers", "resolve", "top_branches"]

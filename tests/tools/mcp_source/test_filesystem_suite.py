@@ -69,3 +69,21 @@ async def test_a_wrong_answer_fails_with_the_folders_diff(
     assert rows["state_match"].error_kind == kind
     found = scorer.differences.get(sample.sample_id)
     assert (found and [line for line in found.lines if line[:1] in "+-" and line[:2] not in ("++", "--")]) == diff
+
+
+def test_bench_times_the_servers_calls_beside_the_sandboxs() -> None:
+    """``harness bench sandbox --mcp``: the filesystem server's calls over the same tree, every one taken
+    (the cycle leaves the tree as it found it), its start timed apart, in the printed line and the JSON."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "harness.cli.main", "bench", "sandbox", "--n", "24", "--mcp",
+                           str(SUITE.parents[1] / "bundles" / "mcp-filesystem")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    server = figures["mcp"]
+    assert server["n"] == figures["n"] and server["error_results"] == 0 and server["first_call_ms"] > 0
+    assert set(server["per_tool_us_p50"]) >= {"read_text_file", "write_file", "edit_file", "move_file"}
+    assert server["tool_call_us_p50"] <= server["tool_call_us_p99"]
+    assert "MCP server tool call" in done.stdout and "sandbox tool call" in done.stdout

@@ -237,3 +237,28 @@ def test_a_server_dies_with_a_harness_killed_by_sigkill() -> None:
     while alive(server) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(server)
+
+
+def test_the_report_says_a_shared_server_scores_only_calls(tmp_path: Path) -> None:
+    """A run's header (report.html and report.md share it) names a bundle's server at a URL as shared:
+    only calls and results are scored there. Read from the bundle's files alone: no server is reached."""
+    from harness.eval.data import load_suite
+    from harness.eval.report.data import Run
+    from harness.eval.report.tables import shared_server
+
+    def suite_with(mcp: str) -> Any:
+        folder = tmp_path / mcp.split(":")[0].strip("{ ")
+        (folder / "suite").mkdir(parents=True)
+        (folder / "bundle.yaml").write_text(f"name: b\nmodel: {{family: qwen, id: m}}\nsource: mcp\nmcp: {mcp}\n")
+        (folder / "suite" / "suite.yaml").write_text("name: s\nversion: '1'\nkind: episode\nbundle: ..\n")
+        (folder / "suite" / "cases.jsonl").write_text(
+            '{"id": "c", "turns": [[{"role": "user", "content": "hi"}]], "ground_truth": [[]]}\n')
+        return load_suite(folder / "suite")
+
+    def run_of(suite: Any) -> Run:
+        return Run(label="r", data=None, steps=None, suite=suite)  # type: ignore[arg-type]  # only the suite is read
+
+    url = "http://127.0.0.1:9/mcp"
+    assert shared_server(run_of(suite_with(f"{{url: '{url}'}}"))) == url
+    assert shared_server(run_of(suite_with("{command: node}"))) is None
+    assert shared_server(run_of(None)) is None
