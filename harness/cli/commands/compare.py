@@ -149,11 +149,11 @@ def _update(result: Comparison, baseline: Path, candidate: Path) -> bool:
 def _side_by_side(run_dirs: list[Path]) -> None:
     from rich.console import Console
 
-    from harness.eval.compare import CompareError, print_side_by_side, side_by_side, side_by_side_verdict
+    from harness.eval.compare import CompareError, print_side_by_side, runs_side_by_side, side_by_side_verdict
     from harness.eval.store import RunDirError
 
     try:
-        view = side_by_side(run_dirs)
+        view = runs_side_by_side(run_dirs)
     except (RunDirError, CompareError) as exc:
         _refuse(str(exc))
     console = Console()

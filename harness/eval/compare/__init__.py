@@ -39,9 +39,8 @@ from harness.eval.compare.policy import (
 )
 from harness.eval.compare.setup_check import CompareError, SetupCheck, recorded_fields
 from harness.eval.compare.side_by_side import (
-    SideBySide,
     print_side_by_side,
-    side_by_side,
+    runs_side_by_side,
     side_by_side_verdict,
 )
 
@@ -61,7 +60,6 @@ __all__ = [
     "Policy",
     "PolicyError",
     "SetupCheck",
-    "SideBySide",
     "TimingGate",
     "Verdict",
     "append_step_summary",
@@ -74,8 +72,8 @@ __all__ = [
     "print_comparison",
     "print_side_by_side",
     "recorded_fields",
+    "runs_side_by_side",
     "sample_link",
-    "side_by_side",
     "side_by_side_verdict",
     "step_summary_target",
     "update_baseline",

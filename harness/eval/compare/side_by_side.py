@@ -90,7 +90,7 @@ def _load(path: Path) -> SideRun:
     return SideRun(path, label(path, run), run, summary, unenforced_answers(records), counted_by(records))
 
 
-def side_by_side(run_dirs: Sequence[Path]) -> SideBySide:
+def runs_side_by_side(run_dirs: Sequence[Path]) -> SideBySide:
     """The runs in columns (module doc); CompareError naming the file and field when they cannot stand
     side by side, RunDirError on unreadable input."""
     if len(run_dirs) < 2:
@@ -147,6 +147,9 @@ def print_side_by_side(view: SideBySide, console: Any) -> None:
                           "grammar (xgrammar) rejects" + (":" if r.unenforced else ""), markup=False, highlight=False)
         for a in r.unenforced:
             console.print(f"  {a.sample_id}: {a.reason}; answer {a.answer!r}", markup=False, highlight=False)
+    if any(r.run.answers_audited for r in view.runs):
+        console.print("(the reverse, an answer xgrammar allows that a server's grammar forbade, does not show in "
+                      "answers: the server steered the model elsewhere)", markup=False, highlight=False)
 
 
 def side_by_side_verdict(view: SideBySide) -> dict[str, Any]:
@@ -157,4 +160,4 @@ def side_by_side_verdict(view: SideBySide) -> dict[str, Any]:
             "tokens_counted_by": {str(r.path): r.tokens_counted_by for r in view.runs}}
 
 
-__all__ = ["SideBySide", "SideRun", "print_side_by_side", "side_by_side", "side_by_side_verdict"]
+__all__ = ["SideBySide", "SideRun", "print_side_by_side", "runs_side_by_side", "side_by_side_verdict"]
