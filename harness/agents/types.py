@@ -184,12 +184,17 @@ class TokenUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    counted_by: str | None = None
+    """None: the engine's own counts. ``harness``: the server sent no usage (llama-cpp-python's streams),
+    so the harness counted the answer's text with the family's tokenizer (``completion_tokens`` only:
+    the prompt is not counted, 0)."""
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.counted_by or other.counted_by,
         )
 
 

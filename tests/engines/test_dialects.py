@@ -3,14 +3,15 @@ needs, and the enforcement audit that walks every constrained answer through its
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
-from harness.agents import CompletionRequest, Message
+from harness.agents import CompletionRequest, CompletionResponse, Message, TokenUsage
 from harness.engines.dialects import get_dialect
-from harness.engines.dialects.audit import rejection
+from harness.engines.dialects.audit import COUNTED_BY, EnforcementAudit, rejection
 from harness.grammar import NotExpressible, ebnf_to_gbnf
 
 YES = 'root ::= "yes"'
@@ -93,3 +94,29 @@ def test_a_builtin_gbnf_lacks_is_refused_by_name() -> None:
 def test_the_audit_rejects_what_the_constraint_rejects(kind: str, value: str, text: str, finish: str,
                                                        rejected: bool) -> None:
     assert (rejection("function_gemma", kind, value, text, finish) is not None) is rejected
+
+
+class _Answers:
+    """A one-seam fake of an engine client: answers ``text``, with ``usage`` or none (llama.cpp's streams)."""
+
+    def __init__(self, text: str, usage: TokenUsage | None) -> None:
+        self.text, self.usage = text, usage
+
+    async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
+        return CompletionResponse(content=self.text, usage=self.usage, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_tokens_a_server_did_not_count_are_counted_with_the_familys_tokenizer() -> None:
+    from harness.grammar import get_tokenizer
+
+    text = "<start_function_call>call:ls{path:<escape>.<escape>}<end_function_call>"
+    counted = asyncio.run(EnforcementAudit(_Answers(text, None), "function_gemma").chat_completion(REQUEST))
+    tokens = len(get_tokenizer("function_gemma").encode(text))
+    assert counted.usage == TokenUsage(0, tokens, tokens, counted_by=COUNTED_BY)
+    assert tokens < len(text) // 2  # control tokens are one id each, as the model emits them
+    own = TokenUsage(10, 3, 13)
+    kept = asyncio.run(EnforcementAudit(_Answers(text, own), "function_gemma").chat_completion(REQUEST))
+    assert kept.usage == own  # the engine's own count is never replaced

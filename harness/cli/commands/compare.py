@@ -38,7 +38,13 @@ class TimingGateChoice(StrEnum):
 
 BaselineArg = Annotated[Path, typer.Argument(
     metavar="BASELINE", help="The baseline: a run directory, or a kept baseline (run.json, summary.json, scores.parquet).")]
-CandidateArg = Annotated[Path, typer.Argument(metavar="CANDIDATE", help="The candidate run directory.")]
+CandidateArg = Annotated[list[Path], typer.Argument(
+    metavar="CANDIDATE", help="The candidate run directory (with --side-by-side: one or more runs beside BASELINE).")]
+SideBySideOpt = Annotated[bool, typer.Option(
+    "--side-by-side",
+    help="Not the gate: show the runs (of one suite, setups that may differ: other servers, engines) in columns, "
+    "name every setup field that differs, list each run's answers its engine let through that the harness's "
+    "grammar rejects; exit 0.")]
 PolicyOpt = Annotated[Path | None, typer.Option(
     "--policy", metavar="FILE",
     help="A YAML policy: alpha, min_effect, metrics (the rates gated), timings, max_slowdown, timing_ratios, "
@@ -140,6 +146,23 @@ def _update(result: Comparison, baseline: Path, candidate: Path) -> bool:
     return True
 
 
+def _side_by_side(run_dirs: list[Path]) -> None:
+    from rich.console import Console
+
+    from harness.eval.compare import CompareError, print_side_by_side, runs_side_by_side, side_by_side_verdict
+    from harness.eval.store import RunDirError
+
+    try:
+        view = runs_side_by_side(run_dirs)
+    except (RunDirError, CompareError) as exc:
+        _refuse(str(exc))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    print_side_by_side(view, console)
+    typer.echo(json.dumps(side_by_side_verdict(view)))
+
+
 def compare(
     baseline: BaselineArg,
     candidate: CandidateArg,
@@ -153,6 +176,7 @@ def compare(
     allow_setup_change: AllowSetupOpt = False,
     junit: JunitOpt = None,
     update_baseline: UpdateOpt = False,
+    side_by_side: SideBySideOpt = False,
 ) -> None:
     """Compare a candidate run with a baseline, case by case; exit 0 pass, 1 regression, 2 bad input.
 
@@ -162,9 +186,21 @@ def compare(
     effect; with few cases the output says the smallest change the comparison could have detected.
     Timings regress above --max-slowdown times the baseline; a metric in the baseline missing in the
     candidate regresses. Runs without scores.parquet compare on summary.json (a drop over --max-drop).
-    Runs must be finished, of one suite and of one setup (unless --allow-setup-change).
+    Runs must be finished, of one suite and of one setup (unless --allow-setup-change). --side-by-side
+    shows any number of runs in columns instead, setups that differ included, and gates nothing.
     """
     from rich.console import Console
+
+    if side_by_side:
+        gate = [name for name, given in (("--policy", policy), ("--junit", junit), ("--update-baseline", update_baseline))
+                if given]
+        if gate:
+            _refuse(f"--side-by-side gates nothing: {', '.join(gate)} belong to the gate (leave --side-by-side out)")
+        _side_by_side([baseline, *candidate])
+        return
+    if len(candidate) > 1:
+        _refuse(f"the gate compares one CANDIDATE with BASELINE, got {len(candidate)}: pass --side-by-side to show "
+                "several runs in columns")
 
     from harness.eval.compare import (
         BaselineError,
@@ -177,10 +213,10 @@ def compare(
     from harness.eval.store import RunDirError
 
     try:
-        _check_outputs(baseline, candidate, junit, update_baseline)
+        _check_outputs(baseline, candidate[0], junit, update_baseline)
         settled = _policy(policy, alpha, min_effect)
         result = compare_runs(
-            baseline, candidate, policy=settled, max_drop=max_drop, max_slowdown=max_slowdown,
+            baseline, candidate[0], policy=settled, max_drop=max_drop, max_slowdown=max_slowdown,
             min_timing_n=min_timing_n, timings=None if timings is None else timings.value,
             allow_setup_change=allow_setup_change,
         )
@@ -191,7 +227,7 @@ def compare(
         console = Console(width=200)
     print_comparison(result, console)
     _outputs(result, junit)
-    updated = _update(result, baseline, candidate) if update_baseline else False
+    updated = _update(result, baseline, candidate[0]) if update_baseline else False
     typer.echo(verdict(result, baseline_updated=updated).model_dump_json())
     if result.regressions:
         raise typer.Exit(int(ExitCode.FAILED))

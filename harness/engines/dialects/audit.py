@@ -10,6 +10,11 @@ is a prefix the grammar allows, and, for a JSON schema, an answer that differs f
 compact JSON only by whitespace (llama.cpp's schema grammar allows whitespace): it is compared compacted.
 Strategies the server builds itself (``required``, ``strict``) send no harness constraint and are not
 walked here (the server parses the answer; its raw text does not come back).
+
+The same wrapper counts an answer's tokens where the server sent no ``usage`` (llama-cpp-python's
+streams carry none): the text encoded with the family's tokenizer (control tokens as single ids, as the
+model emits them; the walk's encoding), marked ``counted_by="harness"``, so tokens per second is
+measured on every server and the record says who counted.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ import dataclasses
 import functools
 import json
 
-from harness.agents import CompletionRequest, CompletionResponse, ConstraintArtifact, EngineStats, LLMClient
+from harness.agents import (
+    CompletionRequest,
+    CompletionResponse,
+    ConstraintArtifact,
+    EngineStats,
+    LLMClient,
+    TokenUsage,
+)
 from harness.vocabulary import ErrorKind
 
 NOT_ENFORCED = ErrorKind.constraint_not_enforced
@@ -54,6 +66,18 @@ def rejection(family: str, kind: str, value: str, text: str, finish_reason: str 
     return reason
 
 
+COUNTED_BY = "harness"
+"""``TokenUsage.counted_by`` of counts the harness made (the server sent none)."""
+
+
+def counted_usage(family: str, text: str) -> TokenUsage:
+    """The answer's completion tokens as the family's tokenizer encodes ``text`` (the prompt not counted)."""
+    from harness.grammar import get_tokenizer
+
+    tokens = len(get_tokenizer(family).encode(text))
+    return TokenUsage(0, tokens, tokens, counted_by=COUNTED_BY)
+
+
 class EnforcementAudit:
     """``inner`` with each constrained answer walked through its constraint (see the module doc)."""
 
@@ -62,6 +86,9 @@ class EnforcementAudit:
 
     async def chat_completion(self, request: CompletionRequest) -> CompletionResponse:
         response = await self.inner.chat_completion(request)
+        if response.usage is None and response.content:
+            usage = await asyncio.to_thread(counted_usage, self.family, response.content)
+            response = dataclasses.replace(response, usage=usage)
         outputs = (request.extra_body or {}).get("structured_outputs")
         if not isinstance(outputs, dict) or len(outputs) != 1 or response.tool_calls:
             return response
@@ -82,4 +109,4 @@ class EnforcementAudit:
         """The inner client belongs to the run."""
 
 
-__all__ = ["NOT_ENFORCED", "EnforcementAudit", "rejection"]
+__all__ = ["COUNTED_BY", "NOT_ENFORCED", "EnforcementAudit", "counted_usage", "rejection"]

@@ -65,7 +65,8 @@ class LlamaCppDialect:
 
     def describe(self, family: str) -> dict[str, str]:
         return {"endpoint": "/completions",
-                "prompt": f"{family}'s own template, rendered by the harness (the server's chat format is not used)"}
+                "prompt": f"{family}'s own template, rendered by the harness (the server's chat format is not used)",
+                "tokens": "counted by the harness with the family's tokenizer: the server's streams carry no usage"}
 
 
 @functools.lru_cache(maxsize=256)

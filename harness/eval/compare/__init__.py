@@ -2,7 +2,7 @@
 ``setup_check``: what must hold before runs compare; ``paired``: rates case by case (exact McNemar,
 paired bootstrap); ``gate``: ``compare_runs`` and the summary.json rules; ``console``, ``outputs``: the
 tables, the JSON verdict, the Markdown step summary and the JUnit file; ``baseline``: replacing the
-kept baseline atomically."""
+kept baseline atomically; ``side_by_side``: runs of setups that differ in columns, not a gate."""
 
 from harness.eval.compare.baseline import BaselineError, check_baseline_update, update_baseline
 from harness.eval.compare.console import print_comparison, sample_link
@@ -38,6 +38,11 @@ from harness.eval.compare.policy import (
     load_policy,
 )
 from harness.eval.compare.setup_check import CompareError, SetupCheck, recorded_fields
+from harness.eval.compare.side_by_side import (
+    print_side_by_side,
+    runs_side_by_side,
+    side_by_side_verdict,
+)
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -65,8 +70,11 @@ __all__ = [
     "load_policy",
     "min_detectable_effect",
     "print_comparison",
+    "print_side_by_side",
     "recorded_fields",
+    "runs_side_by_side",
     "sample_link",
+    "side_by_side_verdict",
     "step_summary_target",
     "update_baseline",
     "verdict",

@@ -69,7 +69,8 @@ def _setup_of(run: RunRecord) -> dict[str, Any]:
     return fields
 
 
-def _finished(path: Path, run: RunRecord) -> None:
+def finished(path: Path, run: RunRecord) -> None:
+    """CompareError unless ``run`` (read from ``path``) has finished."""
     if run.finished_at is None:
         raise CompareError(
             f"{path / RUN_FILE}: finished_at: the run has not finished (still running, or stopped before its "
@@ -79,8 +80,8 @@ def _finished(path: Path, run: RunRecord) -> None:
 
 def check_runs(baseline: Path, base: RunRecord, candidate: Path, cand: RunRecord, allow_setup_change: bool) -> SetupCheck:
     """Refuse what cannot compare (module doc); the setup differences, allowed or not."""
-    _finished(baseline, base)
-    _finished(candidate, cand)
+    finished(baseline, base)
+    finished(candidate, cand)
     if base.suite.name != cand.suite.name:
         raise CompareError(
             f"{candidate / RUN_FILE}: suite.name: {cand.suite.name!r}, but the baseline ({baseline / RUN_FILE}) ran "

@@ -25,7 +25,7 @@ from harness.eval.report.data import (
     tradeoff,
 )
 from harness.eval.report.figures import Figure
-from harness.eval.store import SummaryRow
+from harness.eval.store import RunRecord, SampleRecord, SummaryRow, counted_by, unenforced_answers
 from harness.vocabulary import ACCURACY_METRICS, Metric, Strategy
 
 # ---------------------------------------------------------------- formatting
@@ -82,6 +82,7 @@ def run_facts(run: Run) -> list[tuple[str, str]]:
             facts.append(("warning", f"samples.jsonl: a torn last line (from byte {samples.torn_tail_at}) was skipped"))
         if samples.duplicates:
             facts.append(("warning", f"samples.jsonl: {samples.duplicates} duplicate sample id(s); the last of each kept"))
+        facts += _engine_facts(r, rows)
     if run.suite_problem:
         facts.append(("warning", run.suite_problem))
     if (url := shared_server(run)) is not None:
@@ -107,6 +108,21 @@ def shared_server(run: Run) -> str | None:
     mcp = config.get("mcp") if isinstance(config, dict) else None
     url = mcp.get("url") if isinstance(mcp, dict) else None
     return url if isinstance(url, str) else None
+
+
+def _engine_facts(record: RunRecord, samples: list[SampleRecord]) -> list[tuple[str, str]]:
+    """Who counted the tokens where the engine did not, and each answer the engine let through that the
+    harness's grammar rejects (``constraint:not_enforced``: a server's grammar engine that is not xgrammar)."""
+    facts = []
+    if who := counted_by(samples):
+        facts.append(("tokens", f"counted by the {who} with the family's tokenizer where the server sent no usage "
+                                "(tokens/s: that count over the stream's time after the first token)"))
+    unenforced = unenforced_answers(samples) if record.answers_audited else []
+    if unenforced:  # none: the summary's not_enforced rate says 0 already
+        facts.append(("not enforced", f"{len(unenforced)} answer(s) the engine let through that the harness's grammar "
+                                      "(xgrammar) rejects:"))
+        facts += [("not enforced", f"{a.sample_id}: {a.reason}; answer {a.answer!r}") for a in unenforced]
+    return facts
 
 
 def summary_columns(runs: Sequence[Run]) -> list[tuple[str, str]]:

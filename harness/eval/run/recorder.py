@@ -91,6 +91,7 @@ def step_record(step: StepResult, response: CompletionResponse, turn: int | None
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             total_tokens=usage.total_tokens,
+            counted_by=usage.counted_by,
         ),
         stats=_stats(response),
         turn=turn,

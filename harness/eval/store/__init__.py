@@ -1,7 +1,8 @@
 """Where a run is kept: the typed records of a results directory (``records``: run.json, samples.jsonl,
 scores.parquet, summary.json, errors.json), reading and writing them (``results``), what the report
 shows of the gold calls and of state failures (``details``: details.jsonl), and where and with what a
-run was measured (``provenance``)."""
+run was measured (``provenance``), and the answers an engine let through that the harness's grammar
+rejects (``unenforced``)."""
 
 from harness.eval.store.details import (
     DETAILS_FILE,
@@ -78,6 +79,7 @@ from harness.eval.store.results import (
     write_scores,
     write_summary,
 )
+from harness.eval.store.unenforced import UnenforcedAnswer, counted_by, unenforced_answers
 
 __all__ = [
     "DETAILS_FILE",
@@ -120,8 +122,10 @@ __all__ = [
     "SuiteRef",
     "SummaryRow",
     "ToolResultRecord",
+    "UnenforcedAnswer",
     "UsageRecord",
     "Versions",
+    "counted_by",
     "default_run_id",
     "git_commit",
     "grammar_library",
@@ -144,6 +148,7 @@ __all__ = [
     "setup_differences",
     "setup_fields",
     "typed_rows",
+    "unenforced_answers",
     "utc_now",
     "versions",
     "write_details",

@@ -75,8 +75,10 @@ class ToolResultRecord(Record):
     """Host-side time of the call (0.1 us resolution), when measured."""
 
 
-class UsageRecord(Record):
+class UsageRecord(OmitsAbsent):
     """Token counts of one model call."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("counted_by",)
 
     prompt_tokens: int
     """Tokens of the prompt."""
@@ -84,6 +86,8 @@ class UsageRecord(Record):
     """Tokens generated."""
     total_tokens: int
     """Both."""
+    counted_by: str | None = None
+    """``harness``: the server sent none, the harness counted the answer (``prompt_tokens`` 0: not counted)."""
 
 
 class StepStats(Record):
