@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +237,48 @@ async def test_a_model_timeout_is_retried_once(tmp_path: Path) -> None:
     samples = list(load_samples(tmp_path / "f" / "samples.jsonl").samples.values())
     assert [(s.status, s.attempts) for s in samples] == [("ok", 2), ("ok", 2)]
 
+
+
+@dataclass
+class SlowStartingOracle:
+    """TEST DOUBLE around the real oracle, standing for a server that takes a while to start and whose
+    answers the harness audits: its ``prepare`` returns only once the harness has compiled each
+    constrained lane's grammar, which a run does while it waits (a warm-up after the start deadlocks)."""
+
+    inner: RunEngine
+    compiled: threading.Event
+    audits_answers: bool = True
+
+    def __getattr__(self, name: str) -> Any:  # name, note, base_url, model_id, client_for, aclose
+        return getattr(self.inner, name)
+
+    def prepare(self, families: list[str]) -> None:
+        assert self.compiled.wait(30), "the lanes' grammars were not compiled while the engine started"
+        self.inner.prepare(families)
+
+
+async def test_the_harness_warms_its_grammars_while_the_engine_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.grammar
+
+    real, seen, compiled = harness.grammar.compile_artifact, [], threading.Event()
+
+    def compile_artifact(artifact: Any, family: str, **kw: Any) -> Any:
+        seen.append((family, artifact.kind))
+        if len(seen) == 3:  # ebnf, structural_tag, json_schema
+            compiled.set()
+        return real(artifact, family, **kw)
+
+    monkeypatch.setattr(harness.grammar, "compile_artifact", compile_artifact)
+
+    def opener(options: RunOptions, context: EngineContext) -> tuple[Any, list[str] | None]:
+        engine, families = open_engine(options, context)
+        return SlowStartingOracle(engine, compiled), families
+
+    options = RunOptions(engine="oracle", families=["qwen"], strategies=["ebnf", "structural_tag", "json_schema"], limit=1)
+    await run_suite(SMOKE, options, RunPlace(out=tmp_path / "w"), open_engine=opener)
+    assert len(set(seen[:3])) == 3, seen  # one grammar per lane, all before the engine was ready
+    samples = load_samples(tmp_path / "w" / "samples.jsonl").samples.values()
+    assert [s.status for s in samples] == ["ok"] * 3
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*HARNESS, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)

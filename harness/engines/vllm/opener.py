@@ -94,7 +94,7 @@ class VllmServers:
         if family not in self.models:
             given = model_asked(family, self.model_args, self.model_arg)
             try:
-                self.models[family] = user_model(given, family) if given else default_model(family)
+                self.models[family] = user_model(given, family) if given else default_model(family, self.log)
             except (ValueError, RuntimeError) as exc:
                 raise EngineError(f"--engine vllm, {family}: {exc}") from None
         return self.models[family]

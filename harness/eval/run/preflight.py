@@ -266,9 +266,15 @@ async def preflight(engine: RunEngine, agents: Sequence[Agent], case: Case | Non
             await fits_family(endpoint, get_adapter(endpoint.family).native_call_start, http)
             await serves_strict_tools(endpoint, [a.constraint.strategy for a in agents if a.family == endpoint.family],
                                       http)
-    if case is not None:
-        for agent in agents:
-            await probe(agent, engine, case, min(timeout_s, PROBE_TIMEOUT_S))
+    if case is not None and agents:
+        # The first probe alone prefills the shared prompt into the server's prefix cache; the others then
+        # go at once (each is the cached prompt and its lane's grammar). The first lane's problem is named.
+        bound = min(timeout_s, PROBE_TIMEOUT_S)
+        await probe(agents[0], engine, case, bound)
+        probed = await asyncio.gather(*(probe(a, engine, case, bound) for a in agents[1:]), return_exceptions=True)
+        for failed in probed:
+            if isinstance(failed, BaseException):
+                raise failed
     unenforced = await check_enforced(engine, agents, endpoints, min(timeout_s, PROBE_TIMEOUT_S), allow_unenforced, log)
     servers = sorted({e.base_url for e in endpoints})
     log(f"preflight: {', '.join(servers)} answer, serve the run's models, took a probe request of each of "

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from harness.agents import Agent, AgentOptions, CompletionRequest, Observer
 from harness.engines import REGISTRY, EngineError, RunEngine, SampleContext, get_engine, open_engine
-from harness.eval.data import Case, EpisodeCase, NextCallCase, SingleTurnCase, Suite, session_setup
+from harness.eval.data import Case, NextCallCase, SingleTurnCase, Suite, session_setup
 from harness.eval.run.preflight import preflight
 from harness.eval.run.recorder import ObserverFactory, close_observers
 from harness.eval.run.resolve import EngineOpener, RunError, RunPlace, resolve_run
@@ -37,8 +37,7 @@ from harness.eval.run.sample import (
     run_single_turn,
     sample_record,
     server_constraints,
-    warm_payloads,
-    warm_tools,
+    warm_run,
 )
 from harness.eval.run.setup_identity import checked_identity
 from harness.eval.store import (
@@ -146,14 +145,11 @@ class Runner:
         self._server = get_engine(engine.name).serves_models if engine.name in REGISTRY else False
 
     async def prepare(self) -> None:
-        """Warm up before the clock starts: the engine's tokenizers, the sandbox's worker pool (its
-        first call starts processes) and each agent's payloads. The engine's part runs in a thread, so
-        that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start."""
-        await asyncio.to_thread(self.engine.prepare, list(self.resolved.families))
+        """Warm up before the clock starts: the engine, and meanwhile what needs none (``warm_run``)."""
         first = self.suite.cases[0] if self.suite.cases else None
-        if isinstance(first, NextCallCase | EpisodeCase):  # single-turn cases run no tool
-            await warm_tools(self.source, first, self.suite.spec.echo_mode, self.resolved.options.concurrency or 1)
-        warm_payloads(self.agents, self.resolved.options.sample_timeout_s)
+        await warm_run(self.engine, list(self.resolved.families), self.source, self.agents, first,
+                       self.suite.spec.echo_mode, self.resolved.options.concurrency or 1,
+                       self.resolved.options.sample_timeout_s)
 
     def jobs(self) -> list[_Job]:
         cases, selection = self.resolved.selected_cases(), self.resolved.cases

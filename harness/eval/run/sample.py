@@ -40,7 +40,8 @@ from harness.agents import (
     ToolSchema,
     server_constraint,
 )
-from harness.eval.data import EchoMode, EpisodeCase, FsCase, NextCallCase, SingleTurnCase, session_setup
+from harness.engines import RunEngine
+from harness.eval.data import Case, EchoMode, EpisodeCase, FsCase, NextCallCase, SingleTurnCase, session_setup
 from harness.eval.run.recorder import SampleRecorder
 from harness.eval.store import SampleKey, SampleRecord, StepRecord
 from harness.grammar import BuildBound, set_build_bound
@@ -229,6 +230,36 @@ async def warm_tools(source: ToolSource, case: FsCase, echo_mode: EchoMode, sess
             await session.close()
 
 
+
+async def warm_run(engine: RunEngine, families: list[str], source: ToolSource, agents: Sequence[Agent],
+                   case: Case | None, echo_mode: EchoMode, sessions: int, sample_timeout_s: float) -> None:
+    """A run's warm-up before its clock starts. The engine's (tokenizers, servers) runs in a thread, so
+    that Ctrl-C (asyncio cancels the run's task) ends a run still waiting for a server to start.
+    Meanwhile, what needs no engine, which a server's start (tens of seconds of imports, mostly on one
+    core) leaves room for and the first samples would pay: the tool source's workers (``warm_tools``),
+    each agent's payload and, where the engine walks answers through the harness's constraints, each
+    lane's constraint compiled (its tokenizer and compiler loaded)."""
+    ready = asyncio.ensure_future(asyncio.to_thread(engine.prepare, families))
+    try:
+        if isinstance(case, NextCallCase | EpisodeCase):  # single-turn cases run no tool
+            await warm_tools(source, case, echo_mode, sessions)
+        warm_payloads(agents, sample_timeout_s)
+        for agent in agents:
+            try:
+                payload = agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
+            except ConstraintError:  # a lane whose every tool is refused: its samples say so
+                continue
+            if engine.audits_answers and payload.artifact is not None and payload.server_built is None:
+                from harness.grammar import compile_artifact
+
+                with contextlib.suppress(ConstraintError):  # the lane's samples report it, each as its error
+                    await asyncio.to_thread(compile_artifact, payload.artifact, agent.family, keep=True)
+    except BaseException:  # a failed warm-up stops waiting for the engine (the run's aclose stops its servers)
+        ready.cancel()
+        raise
+    await ready
+
+
 async def run_episode(
     agent: Agent, case: EpisodeCase, client: LLMClient, workspace: Any, max_steps: int | None = None,
     draw: Draw = GREEDY, observers: Sequence[Observer] = (), owner: Owner = NO_OWNER,
@@ -317,7 +348,7 @@ __all__ = [
     "schema_only_tools",
     "server_constraints",
     "server_label",
-    "warm_payloads",
+    "warm_run",
     "warm_tools",
 ]
 
