@@ -239,7 +239,7 @@ NOTES: dict[tuple[str, str], str] = {
     ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
     ("xgrammar", "pattern"): "enforced (an invalid one, backreferences, lookaround refused by name)",
     ("harness", "multipleOf"): "enforced for integer steps (with bounds: up to 2,000 multiples listed)",
-    **{("harness", k): "enforced, fractions exact (a bounded number is written without exponent)"
+    **{("harness", k): "enforced, exact as the number reads back (exponents in scientific notation: `5e-324`)"
        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
     ("harness", "$ref"): "enforced, recursive ones included (a cycle with no base case refused)",
     ("xgrammar", "$ref"): "enforced (definitions hoisted when the parameters are embedded)",
