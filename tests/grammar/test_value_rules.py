@@ -60,3 +60,40 @@ def test_bounded_numbers_accept_exactly_what_reads_back_valid(family: str, schem
                                                              expected: bool) -> None:
     assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(text)) is expected or schema is DRAFT4
     assert accepts(SYNTAXES[family], schema, text) is expected
+
+
+def string_text(family: str, value: str) -> str:
+    return f"<escape>{value}<escape>" if family == "function_gemma" else json.dumps(value, ensure_ascii=False)
+
+
+CONSTR = {"type": "string", "minLength": 2, "maxLength": 8, "pattern": "^[a-z]+$"}
+ANY_URL = {"type": "string", "format": "uri", "minLength": 1}
+EMAIL8 = {"type": "string", "format": "email", "maxLength": 8}
+UUID_PATTERN = {"type": "string", "format": "uuid", "pattern": "^[0-9a-f-]+$"}
+DATE_LONG = {"type": "string", "format": "date", "minLength": 10, "maxLength": 10}
+IPV4_SHORT = {"type": "string", "format": "ipv4", "maxLength": 9}
+SEARCHED = {"type": "string", "pattern": "ab", "maxLength": 4}
+DT_PATTERN = {"type": "string", "format": "date-time", "pattern": "Z$", "minLength": 20}
+
+STRINGS: list[tuple[dict[str, Any], str, bool]] = [
+    # (schema, string, accepted): format, pattern and lengths together, as the validator judges them
+    (CONSTR, "ab", True), (CONSTR, "abcdefgh", True), (CONSTR, "a", False), (CONSTR, "aaaaaaaazz", False),
+    (CONSTR, "ab1", False), (CONSTR, "abc\n", True), (CONSTR, "abcdefgh\n", False),
+    (ANY_URL, "https://example.com/a", True), (ANY_URL, "no scheme", False),
+    (EMAIL8, "a@b.c", True), (EMAIL8, "ab@cd.ef", True), (EMAIL8, "abc@de.fg", False), (EMAIL8, "abcdefgh", False),
+    (UUID_PATTERN, "123e4567-e89b-12d3-a456-426614174000", True),
+    (UUID_PATTERN, "123E4567-E89B-12D3-A456-426614174000", False), (UUID_PATTERN, "123e4567", False),
+    (DATE_LONG, "2024-02-29", True), (DATE_LONG, "2024-02-29\n", False), (DATE_LONG, "2023-02-29", False),
+    (IPV4_SHORT, "10.0.0.1", True), (IPV4_SHORT, "192.168.0.1", False), (IPV4_SHORT, "1.2.3", False),
+    (SEARCHED, "ab", True), (SEARCHED, "xaby", True), (SEARCHED, "xxaby", False), (SEARCHED, "ba", False),
+    (DT_PATTERN, "2024-01-01T00:00:00Z", True), (DT_PATTERN, "2024-01-01T00:00:00+01:00", False),
+]
+
+
+@pytest.mark.parametrize("family", SYNTAXES)
+@pytest.mark.parametrize(("schema", "value", "expected"), STRINGS, ids=lambda v: json.dumps(v) if isinstance(v, dict) else repr(v))
+def test_format_pattern_and_lengths_are_enforced_together(family: str, schema: dict[str, Any], value: str,
+                                                          expected: bool) -> None:
+    check = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    assert check.is_valid(value) is expected
+    assert accepts(SYNTAXES[family], schema, string_text(family, value)) is expected

@@ -14,8 +14,8 @@ most ``MAX_LISTED``); other combinations are refused by name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import math
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -227,7 +227,7 @@ def _scientific(low: Decimal, high: Decimal | None) -> list[str]:
     return alts
 
 
-def _double_bound(value: Any, exclusive: bool, *, up: bool) -> Decimal | None | bool:
+def _double_bound(value: Any, exclusive: bool, *, up: bool) -> Decimal | bool | None:
     """The bound a text with a fraction or an exponent is compared with: the shortest spelling of the
     first double at or past ``value`` (an int or a double, as the schema gives it) on the allowed side
     (``up``: above it). The harness reads such a text as a double and the validator compares that

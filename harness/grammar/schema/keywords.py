@@ -29,7 +29,7 @@ from typing import Any, Literal
 from harness.agents import ConstraintError
 from harness.grammar.schema._refs import check_refs
 from harness.grammar.schema._regex import RegexError, regex_rule
-from harness.grammar.schema._strings import format_problem
+from harness.grammar.schema._strings import format_problem, string_problem
 from harness.grammar.schema._types import declared_types
 from harness.grammar.schema._unions import disjoint, noop_property_names
 
@@ -139,6 +139,8 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", ro
             return f"{where}: {problem}"
         if table.get(keyword, "refused") == "refused":
             return f"{where}: {keyword}"
+    if builder == "harness" and (kinds is None or "string" in kinds) and (problem := string_problem(schema)):
+        return f"{where}: {problem}"  # a format, a pattern and lengths whose intersection is past its budget
     if "oneOf" in schema and not disjoint(schema["oneOf"], root):
         return f"{where}: oneOf (branches a value can match together)"
     if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) > 1:
@@ -236,7 +238,8 @@ NOTES: dict[tuple[str, str], str] = {
        for b in ("harness", "xgrammar")},
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
     ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
-    ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
+    ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused), with a format and lengths "
+                            "as their intersection",
     ("xgrammar", "pattern"): "enforced (an invalid one, backreferences, lookaround refused by name)",
     ("harness", "multipleOf"): "enforced for integer steps (with bounds: up to 2,000 multiples listed)",
     **{("harness", k): "enforced, exact as the number reads back (exponents in scientific notation: `5e-324`)"
