@@ -94,6 +94,11 @@ class RunOptions(BaseModel):
     dialect: Literal["vllm", "llama_cpp", "openai"] | None = _option(None, "--dialect", True)
     """How the openai engine's server is told the constraint (``harness.engines.dialects``; None: detected
     from the server). run.json records the one used, in ``engine_details``."""
+    unenforceable: Literal["refuse", "check"] | None = _option(None, "--unenforceable", True)
+    """A tool whose schema uses a keyword no grammar says (``uniqueItems``, a ``propertyNames`` that
+    constrains): ``refuse`` it (None, the default: it is left out of the constraint, named) or ``check``:
+    constrain it by the rest of its schema and check the keyword after decoding, a call breaking only it
+    counted as ``validity:checked_after`` (docs/schemas.md)."""
     allow_unenforced: bool = _option(False, "--allow-unenforced", False)
     """Run a constrained lane whose preflight shows the server does not enforce its constraint, labeled
     "not enforced" (else: exit 2 before the first sample)."""

@@ -191,6 +191,10 @@ class ErrorKind(StrEnum):
     strategy's builder gets wrong: the README's keyword table, ``harness fuzz``), so the failure is the
     constraint's, not only the model's; scored instead of ``validity:schema`` under a constrained
     strategy."""
+    validity_checked_after = "validity:checked_after"
+    """A call that breaks only keywords no grammar says (``uniqueItems``, a ``propertyNames`` that
+    constrains), which the run left to a check after decoding (``--unenforceable check``): counted apart
+    from ``validity:schema`` (the model's miss) and ``grammar:let_through`` (a grammar's bug)."""
     grammar_dead_end = "grammar:dead_end"
     """The grammar allowed no token (neither text nor the end)."""
     llguidance_special_in_text = "llguidance:special_in_text"

@@ -52,6 +52,9 @@ class AgentOptions(TypedDict, total=False):
     """Another served model id."""
     allow_text_answer: bool
     """Whether the grammar allows a plain-text answer (episodes need one to end a turn)."""
+    check_after: bool
+    """Keywords no grammar says are checked after decoding instead of refusing the tool
+    (``DecodingConstraint.check_after``)."""
     max_tokens: int
     """Bound per model response (default: the engine's own)."""
     stream: bool
@@ -160,6 +163,7 @@ class Agent:
                 self.constraint,
                 strategy=strategy or self.constraint.strategy,  # type: ignore[arg-type]  # a string is checked on replace
                 allow_text_answer=self.constraint.allow_text_answer if text_answer is None else text_answer,
+                check_after=options.get("check_after", self.constraint.check_after),
             )
         except ConstraintError as exc:
             raise BundleError(file, [f"constraint.strategy: {exc}"]) from exc

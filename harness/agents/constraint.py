@@ -54,6 +54,10 @@ class DecodingConstraint:
     open: with this setting the grammars are stricter than the schema; off, only
     ``additionalProperties: false`` closes an object. Objects that say ``additionalProperties: true``
     or give it a schema are open either way."""
+    check_after: bool
+    """Constrain a tool whose schema uses a keyword no grammar says (``uniqueItems``, a ``propertyNames``
+    that constrains) by the rest of its schema, the keyword left to the check after decoding
+    (``validity:checked_after``), instead of refusing the tool (the default; docs/schemas.md)."""
 
     def __init__(
         self,
@@ -62,6 +66,7 @@ class DecodingConstraint:
         send_tools_to_api: bool = True,
         allow_text_answer: bool = False,
         close_objects: bool = True,
+        check_after: bool = False,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ConstraintError(f"unknown decoding strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
@@ -69,7 +74,7 @@ class DecodingConstraint:
             raise ConstraintError("strategy 'none' relies on native tool calling: send_tools_to_api must be true")
         for name, value in (("strategy", Strategy(strategy)), ("allow_parallel_calls", allow_parallel_calls),
                             ("send_tools_to_api", send_tools_to_api), ("allow_text_answer", allow_text_answer),
-                            ("close_objects", close_objects)):
+                            ("close_objects", close_objects), ("check_after", check_after)):
             object.__setattr__(self, name, value)  # frozen: set once, here
 
     @property

@@ -67,14 +67,16 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 
 def near_values(value: Any, rng: random.Random) -> list[Any]:
-    """Values one step away from ``value``: other types, just past bounds and lengths, an enum word
-    changed, a broken date or address, an array with an item duplicated or dropped."""
+    """Values one step away from ``value``: other types, just past bounds and lengths (zeros and
+    exponents for a number), an enum word changed, a broken date or address, an array with an item duplicated or dropped."""
     if isinstance(value, bool):
         return [not value, "true" if value else "false", 0, None]
     if isinstance(value, int):
         return [value + 1, value - 1, value + 0.5, str(value), -value - 1, value * 10 + 7, True, None]
     if isinstance(value, float):
-        return [value + 1, value - 1, -value - 1.5, value * 10 + 7.25, str(value), None, round(value)]
+        # zeros and values written with an exponent: past an exclusive bound at 0, or a bound's decade
+        return [value + 1, value - 1, -value - 1.5, value * 10 + 7.25, str(value), None, round(value), 0.0, -0.0,
+                -abs(value) * 1e-300 - 5e-324, abs(value) * 1e300 + 1e16]
     if isinstance(value, str):
         cut = value[:-1] if value else "x"
         return [value + "x", cut, "", value + value + "zz", 7, None, value.upper() + "!", "2024-13-45",

@@ -79,6 +79,20 @@ DialectOpt = Annotated[
                  "llama-cpp-python's server, a GBNF grammar and the family's prompt on /completions; openai: "
                  "response_format json_schema, strict tools). Default: detected from the server; see docs/servers.md."),
 ]
+class Unenforceable(StrEnum):
+    """``--unenforceable``'s choices (``RunOptions.unenforceable``)."""
+
+    refuse = "refuse"
+    check = "check"
+
+
+UnenforceableOpt = Annotated[
+    Unenforceable | None,
+    typer.Option("--unenforceable", help="A tool whose schema uses a keyword no grammar says (uniqueItems, a "
+                 "propertyNames that constrains): refuse it (the default: left out of the constraint, named) or "
+                 "check: constrain it by the rest of its schema and check the keyword after decoding "
+                 "(validity:checked_after). See docs/schemas.md."),
+]
 AllowUnenforcedOpt = Annotated[
     bool, typer.Option("--allow-unenforced", help="Run a constrained lane whose server does not enforce its "
                        "constraint (the preflight's known-answer probe), labeled 'not enforced' in run.json, "
@@ -214,6 +228,7 @@ def run(
     grammar_backend: GrammarBackendOpt = None,
     dialect: DialectOpt = None,
     allow_unenforced: AllowUnenforcedOpt = False,
+    unenforceable: UnenforceableOpt = None,
     family: Families = None,
     strategy: Strategies = None,
     limit: LimitOpt = None,
@@ -257,7 +272,8 @@ def run(
         target=target, grammar_backend=grammar_backend, family=family, strategy=strategy, limit=limit, sample_id=sample_id, tag=tag, sample=sample,
         shard=shard, concurrency=concurrency, epochs=epochs, sample_timeout=sample_timeout, max_tokens=max_tokens,
         max_steps_per_turn=max_steps_per_turn, temperature=temperature, top_p=top_p, seed=seed,
-    ).model_copy(update={"dialect": dialect and dialect.value, "allow_unenforced": allow_unenforced})
+    ).model_copy(update={"dialect": dialect and dialect.value, "allow_unenforced": allow_unenforced,
+                         "unenforceable": unenforceable and unenforceable.value})
     place = RunPlace(out=out, resume=resume, retry_errors=retry_errors)
     try:
         observers = [load_observer(name) for name in observer or ()]

@@ -130,9 +130,11 @@ class Runner:
         """The user's observer factories (``recorder.ObserverFactory``), called per sample attempt."""
         self.tools, self.source = run.agent.tools, run.source
         self.checker = Scorer(self.suite.cases, [t.schema for t in self.tools], engine.name, None,
-                              owners=owners(self.source), audited=engine.audits_answers)
+                              owners=owners(self.source), audited=engine.audits_answers,
+                              check_after=run.options.unenforceable == "check")
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
-        options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens}
+        options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens,
+                                 "check_after": run.options.unenforceable == "check"}
         if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
             options["allow_text_answer"] = True
         self.agents = [

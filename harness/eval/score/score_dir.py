@@ -84,7 +84,8 @@ async def score_samples(run_dir: Path, run: RunRecord, suite: Suite, source: Too
     samples = list(load_samples(run_dir / SAMPLES_FILE).samples.values())
     _check_matrix(run_dir, run, suite, samples)
     scorer = Scorer(suite.cases, [t.schema for t in source.tools], run.options.engine, source,
-                    echo_mode=suite.spec.echo_mode, audited=run.answers_audited)
+                    echo_mode=suite.spec.echo_mode, audited=run.answers_audited,
+                    check_after=run.options.unenforceable == "check")
     rows = await scorer.score_all(samples)
     cases = await asyncio.gather(*(scorer.case_detail(scorer.cases[c]) for c in dict.fromkeys(s.case_id for s in samples)))
     found = ((s.sample_id, scorer.differences.get(s.sample_id)) for s in samples)

@@ -47,6 +47,7 @@ from harness.eval.score.verdicts import (
     Verdict,
     blame_constraint,
     call_difference,
+    checked_after,
     fail,
     same_value,
     steps_validity,
@@ -115,6 +116,7 @@ class Scorer:
         owners: Mapping[str, str] | None = None,
         echo_mode: EchoMode = "overwrite",
         audited: bool = False,
+        check_after: bool = False,
     ) -> None:
         from harness.benchmarks import SINGLE_TURN, seam
         from harness.sandbox import argument_check
@@ -129,6 +131,8 @@ class Scorer:
         self.engine = engine
         self.audited = audited
         """The run walked each answer through its constraint: its samples have a ``not_enforced`` rate."""
+        self.check_after = check_after
+        """The run left the keywords no grammar says to this check (``validity:checked_after``)."""
         self.source = source
         self._limit = asyncio.Semaphore(concurrency)
         self.golds = Golds(source, self._limit, echo_mode)
@@ -144,8 +148,9 @@ class Scorer:
         names = set(offered) if offered is not None else self.schemas.keys()
         if call.name not in names or call.name not in self.schemas:
             return ErrorKind.validity_unknown_tool
-        if not self.validators[call.name].is_valid(call.arguments):
-            return ErrorKind.validity_schema
+        check = self.validators[call.name]
+        if not check.is_valid(call.arguments):
+            return checked_after(check, call.arguments) if self.check_after else ErrorKind.validity_schema
         return None
 
     def validity(

@@ -34,10 +34,31 @@ def fail(kind: str) -> Verdict:
 
 def blame_constraint(strategy: str, verdict: Verdict) -> Verdict:
     """Under a constrained strategy, a call that breaks its tool's schema got through the grammar: the
-    failure is the constraint's (``grammar:let_through``), not only the model's ``validity:schema``."""
+    failure is the constraint's (``grammar:let_through``), not only the model's ``validity:schema``.
+    Without a constraint nothing was left to a check after decoding: ``validity:checked_after`` is the
+    model's ``validity:schema`` there."""
     if strategy != Strategy.none and verdict.error_kind == ErrorKind.validity_schema:
         return Verdict(verdict.value, ErrorKind.grammar_let_through)
+    if strategy == Strategy.none and verdict.error_kind == ErrorKind.validity_checked_after:
+        return Verdict(verdict.value, ErrorKind.validity_schema)
     return verdict
+
+
+CHECKED_AFTER = frozenset({"uniqueItems", "propertyNames"})
+"""The keywords a run may leave to the check after decoding (``harness.grammar.schema.keywords``'s
+``CHECKED_AFTER``; scoring does not import the grammar builder)."""
+
+
+def checked_after(check: Any, arguments: Any) -> str:
+    """The kind of arguments that break their schema (``check``: the tool's ``SchemaCheck``) in a run
+    that checks the keywords no grammar says after decoding: ``validity:checked_after`` when those are
+    all they break, else ``validity:schema``."""
+    from harness.sandbox.validation import argument_errors
+
+    errors = argument_errors(check, arguments)
+    # a key breaking propertyNames fails the keyword inside it (``pattern``): its schema path names it
+    only = all(str(e.validator) in CHECKED_AFTER or CHECKED_AFTER & {str(p) for p in e.schema_path} for e in errors)
+    return ErrorKind.validity_checked_after if errors and only else ErrorKind.validity_schema
 
 
 def was_cut(step: StepRecord) -> bool:
@@ -115,6 +136,7 @@ def steps_validity(
 
 
 __all__ = [
+    "CHECKED_AFTER",
     "CUT",
     "NOT_APPLICABLE",
     "PASS",
@@ -122,6 +144,7 @@ __all__ = [
     "Verdict",
     "blame_constraint",
     "call_difference",
+    "checked_after",
     "fail",
     "same_value",
     "steps_validity",

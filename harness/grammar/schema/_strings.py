@@ -163,16 +163,90 @@ def fg_chars(ranges: Ranges) -> str:
     return class_text(ranges)
 
 
+def _expressions(schema: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """A string schema's expressions: its format's (matched whole) and its pattern (searched)."""
+    fmt = schema.get("format")
+    fmt_regex = format_regex(fmt) if isinstance(fmt, str) else None
+    pattern = schema.get("pattern")
+    return ([(fmt_regex, True)] if fmt_regex is not None else []) + ([(pattern, False)] if pattern is not None else [])
+
+
+def _lengths(schema: Mapping[str, Any]) -> tuple[int, int | None]:
+    low, high = schema.get("minLength"), schema.get("maxLength")
+    return (low if isinstance(low, int) and low > 0 else 0), (high if isinstance(high, int) else None)
+
+
+def _cut(expression: tuple[str, bool], low: int, high: int | None) -> bool:
+    """Whether the lengths may refuse a string the expression accepts (False: they say nothing more).
+    From the widths Python's parser gives; a side not anchored (``^``/``$``) takes any text."""
+    import re
+    import re._constants as sre
+    import re._parser as sre_parse
+
+    pattern, full = expression
+    if not isinstance(pattern, str):
+        return True
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError):  # the grammar converter names the error
+        return True
+    least, most = parsed.getwidth()
+    nodes = list(parsed)
+    anchored = full or (len(nodes) >= 2 and nodes[0][0] is sre.AT and nodes[-1][0] is sre.AT)
+    longest = most + 1 if anchored and most < sre.MAXREPEAT else None  # + a final newline before $
+    return low > least or (high is not None and (longest is None or high < longest))
+
+
+def _keywords(schema: Mapping[str, Any]) -> str:
+    low, high = _lengths(schema)
+    named = [f"format {schema['format']!r}"] if "format" in schema else []
+    named += ["pattern"] if "pattern" in schema else []
+    named += [f"minLength {low}"] if low else []
+    named += [f"maxLength {high}"] if high is not None else []
+    return ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0]
+
+
+def _intersected(schema: Mapping[str, Any]) -> Any:
+    """The automaton of a string's format, pattern and lengths together, when one expression's rule
+    alone would not say them all (None: it does). RegexError naming the keywords past the budget."""
+    from harness.grammar.schema._automata import MAX_STATES, counted_size, intersection
+
+    expressions = _expressions(schema)
+    low, high = _lengths(schema)
+    if not expressions or (len(expressions) == 1 and not _cut(expressions[0], low, high)):
+        return None
+    try:
+        dfa = intersection(tuple(expressions))
+    except RegexError as exc:
+        raise RegexError(f"{_keywords(schema)}: {exc}") from None
+    if (size := counted_size(dfa, low, high)) > MAX_STATES:
+        raise RegexError(f"{_keywords(schema)} together: their intersection takes {size:,} grammar rules (the "
+                         f"automaton's {len(dfa.moves)} states x the length counted), over {MAX_STATES:,}")
+    return dfa
+
+
+def string_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why a string's ``format``, ``pattern`` and lengths cannot be enforced together (None: they can),
+    naming the keywords: asked before a build, so a refusal names the tool and the property path."""
+    if not isinstance(schema.get("pattern", ""), str):
+        return None  # pattern_problem names it
+    try:
+        _intersected(schema)
+    except RegexError as exc:
+        return str(exc)
+    return None
+
+
 def string_rule(builder: Any, syntax: Any, schema: Mapping[str, Any], hint: str) -> str | None:
     """A rule for a string schema's ``format``/``pattern``/lengths in ``syntax`` (None: none applies).
-    RegexError naming the place when it cannot be spelt (a pattern with lengths, or a pattern and a
-    known format together, are refused: their intersection is not built)."""
+    A format and a pattern together, or either cut by lengths, are built as their intersection
+    (``_automata``); RegexError naming the keywords when that is past its budget."""
     fmt = schema.get("format")
     fmt_regex = format_regex(fmt) if isinstance(fmt, str) else None
     fmt = fmt if fmt_regex is not None else None
     pattern = schema.get("pattern")
-    low, high = schema.get("minLength"), schema.get("maxLength")
-    lengths = (isinstance(low, int) and low > 0) or isinstance(high, int)
+    low, high = _lengths(schema)
+    lengths = bool(low) or high is not None
     if fmt is None and pattern is None and not lengths:
         return None
     add = builder.add
@@ -182,23 +256,27 @@ def string_rule(builder: Any, syntax: Any, schema: Mapping[str, Any], hint: str)
         one = spell(ranges)  # repetition, xgrammar took ~7 s to compile maxLength 8 for Qwen, as a rule ~10 ms
         return add(f"{syntax.name}-char", one) if " | " in one else one
 
-    if sum((fmt is not None, pattern is not None, bool(lengths))) > 1:
-        raise RegexError(f"{hint}: format, pattern and lengths together (their intersection is not built)")
-    if fmt_regex is not None:
+    if isinstance(high, int) and high < low:
+        from harness.grammar.schema._types import NoValue
+
+        raise NoValue(f"no string is at least {low} and at most {high} characters long ({hint})")
+    if (fmt is not None or pattern is not None) and (dfa := _intersected(schema)) is not None:
+        from harness.grammar.schema._automata import counted_rules
+
+        inner = counted_rules(dfa, low, high, chars, builder.reserve, builder.rules, f"{hint}-both")
+        if inner is None:
+            from harness.grammar.schema._types import NoValue
+
+            raise NoValue(f"no string matches {_keywords(schema)} together ({hint})")
+    elif fmt_regex is not None:
         inner = regex_rule(fmt_regex, chars, add, f"{hint}-{fmt}", full=True)
     elif pattern is not None:
         inner = regex_rule(pattern, chars, add, f"{hint}-pattern")
+    elif syntax.raw_strings and (high if isinstance(high, int) else low) <= MAX_COUNTED_TEXT:
+        inner = _counted_text(builder, low, high if isinstance(high, int) else None, hint)
     else:
-        low = low if isinstance(low, int) else 0
-        if isinstance(high, int) and high < low:
-            from harness.grammar.schema._types import NoValue
-
-            raise NoValue(f"no string is at least {low} and at most {high} characters long ({hint})")
-        if syntax.raw_strings and (high if isinstance(high, int) else low) <= MAX_COUNTED_TEXT:
-            inner = _counted_text(builder, low, high if isinstance(high, int) else None, hint)
-        else:
-            one = chars(ANY)
-            inner = f"({one}){{{low},{high}}}" if isinstance(high, int) else f"({one}){{{low},}}"
+        one = chars(ANY)
+        inner = f"({one}){{{low},{high}}}" if isinstance(high, int) else f"({one}){{{low},}}"
     return add(f"{hint}-str", f"{syntax.string_open} {inner} {syntax.string_close}")
 
 
@@ -236,4 +314,4 @@ def _step(state: int, ch: str) -> int:
 
 
 __all__ = ["FORMAT_REGEXES", "RegexError", "class_text", "fg_chars", "format_problem", "format_regex", "json_chars",
-           "string_rule"]
+           "string_problem", "string_rule"]

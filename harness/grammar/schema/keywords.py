@@ -29,7 +29,7 @@ from typing import Any, Literal
 from harness.agents import ConstraintError
 from harness.grammar.schema._refs import check_refs
 from harness.grammar.schema._regex import RegexError, regex_rule
-from harness.grammar.schema._strings import format_problem
+from harness.grammar.schema._strings import format_problem, string_problem
 from harness.grammar.schema._types import declared_types
 from harness.grammar.schema._unions import disjoint, noop_property_names
 
@@ -77,6 +77,11 @@ _FREE: dict[str, Support] = dict.fromkeys(KEYWORDS, "ignored")
 gets any JSON value as arguments in the hermes tag) and FunctionGemma's ``strict`` (its parser has no
 structural tag, so nothing is built)."""
 
+CHECKED_AFTER: tuple[str, ...] = ("uniqueItems", "propertyNames")
+"""Keywords no grammar says, which a run may leave to a check after decoding instead of refusing the
+tool (``DecodingConstraint.check_after``, ``--unenforceable check``): the tool is constrained by the
+rest of its schema and a call breaking only these is ``validity:checked_after``."""
+
 TABLES: dict[Builder, dict[str, Support]] = {"harness": _HARNESS, "xgrammar": _XGRAMMAR, "vllm": _VLLM, "free": _FREE}
 
 _STRING = ("minLength", "maxLength", "pattern", "format")
@@ -113,11 +118,13 @@ def enforces(family: str, strategy: str, keyword: str) -> bool:
     return support(family, strategy, keyword) in ("enforced", "defective")
 
 
-def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", root: Any = None) -> str | None:
+def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", root: Any = None, *,
+                    check_after: bool = False) -> str | None:
     """The first keyword of ``schema`` that ``builder`` cannot enforce, with where it is (None when
     there is none): the reason a constraint is refused rather than built with the keyword ignored.
     ``root``: the schema ``$ref`` pointers resolve from (the tool's parameters; ``schema`` itself when
-    not given), for a ``oneOf`` whose branches are pointers."""
+    not given), for a ``oneOf`` whose branches are pointers. ``check_after``: the ``CHECKED_AFTER``
+    keywords are left to the check after decoding, not refused."""
     if not isinstance(schema, Mapping) or builder in ("vllm", "free"):
         return None  # vLLM refuses nothing ahead: what xgrammar does not spell passes
     root = schema if root is None else root
@@ -133,32 +140,38 @@ def refused_keyword(schema: Any, builder: Builder, where: str = "parameters", ro
             continue  # an unknown format is an annotation (Gorilla's "float")
         if keyword == "propertyNames" and noop_property_names(schema[keyword]):
             continue  # every key is a string: zod's records say so
+        if check_after and keyword in CHECKED_AFTER:
+            continue
         if keyword == "format" and builder == "harness" and (problem := format_problem(schema[keyword])):
             return f"{where}: {problem}"
         if keyword == "pattern" and (problem := pattern_problem(schema[keyword])):
             return f"{where}: {problem}"
         if table.get(keyword, "refused") == "refused":
             return f"{where}: {keyword}"
+    if builder == "harness" and (kinds is None or "string" in kinds) and (problem := string_problem(schema)):
+        return f"{where}: {problem}"  # a format, a pattern and lengths whose intersection is past its budget
     if "oneOf" in schema and not disjoint(schema["oneOf"], root):
         return f"{where}: oneOf (branches a value can match together)"
     if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) > 1:
         return f"{where}: allOf (more than one schema)"
-    return _refused_inside(schema, builder, where, root)
+    return _refused_inside(schema, builder, where, root, check_after)
 
 
-def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str, root: Any) -> str | None:
+def _refused_inside(schema: Mapping[str, Any], builder: Builder, where: str, root: Any, after: bool) -> str | None:
     for key in _SUBSCHEMAS:
-        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}", root)) is not None:
+        if after and key in CHECKED_AFTER:
+            continue  # checked after decoding, with what it holds
+        if (found := refused_keyword(schema.get(key), builder, f"{where}.{key}", root, check_after=after)) is not None:
             return found
     for key in _SUBSCHEMA_LISTS:
         listed = schema.get(key)
         for i, sub in enumerate(listed if isinstance(listed, list) else ()):
-            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]", root)) is not None:
+            if (found := refused_keyword(sub, builder, f"{where}.{key}[{i}]", root, check_after=after)) is not None:
                 return found
     for key in _SUBSCHEMA_MAPS:
         subs = schema.get(key)
         for name, sub in subs.items() if isinstance(subs, Mapping) else ():
-            if (found := refused_keyword(sub, builder, f"{where}.{name}", root)) is not None:
+            if (found := refused_keyword(sub, builder, f"{where}.{name}", root, check_after=after)) is not None:
                 return found
     return None
 
@@ -202,16 +215,17 @@ def pattern_problem(pattern: Any) -> str | None:
     return None
 
 
-def tool_problem(tool: Any, family: str, strategy: str) -> str | None:
+def tool_problem(tool: Any, family: str, strategy: str, *, check_after: bool = False) -> str | None:
     """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
-    ``$ref`` cycle with no base case), naming the tool and the place; None when it builds."""
+    ``$ref`` cycle with no base case), naming the tool and the place; None when it builds.
+    ``check_after``: the ``CHECKED_AFTER`` keywords are left to the check after decoding."""
     from harness.vllm_schemas import lane_refusal
 
     builder = builder_of(family, strategy)
     if strategy == "json_schema" and (refusal := lane_refusal(family, strategy, tool.parameters or {})):
         return f"tool {tool.name!r}: {refusal} (see docs/schemas.md)"  # what vLLM refuses, the lane refuses
     try:
-        found = refused_keyword(tool.parameters, builder)
+        found = refused_keyword(tool.parameters, builder, check_after=check_after)
     except RecursionError:
         return f"tool {tool.name!r}: its schema is nested too deeply to read (past Python's recursion limit)"
     if found is not None:
@@ -236,10 +250,11 @@ NOTES: dict[tuple[str, str], str] = {
        for b in ("harness", "xgrammar")},
     **{(b, "allOf"): "enforced for one schema; refused for several" for b in ("harness", "xgrammar")},
     ("harness", "format"): "enforced (the formats of `FORMAT_REGEXES`; another checked format is refused)",
-    ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused; not with format or lengths)",
+    ("harness", "pattern"): "enforced (backreferences, lookaround, inner anchors refused), with a format and lengths "
+                            "as their intersection",
     ("xgrammar", "pattern"): "enforced (an invalid one, backreferences, lookaround refused by name)",
     ("harness", "multipleOf"): "enforced for integer steps (with bounds: up to 2,000 multiples listed)",
-    **{("harness", k): "enforced, fractions exact (a bounded number is written without exponent)"
+    **{("harness", k): "enforced, exact as the number reads back (exponents in scientific notation: `5e-324`)"
        for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
     ("harness", "$ref"): "enforced, recursive ones included (a cycle with no base case refused)",
     ("xgrammar", "$ref"): "enforced (definitions hoisted when the parameters are embedded)",
@@ -269,6 +284,7 @@ def markdown_table(columns: tuple[tuple[str, Builder], ...] = COLUMNS) -> str:
 
 
 __all__ = [
+    "CHECKED_AFTER",
     "COLUMNS",
     "KEYWORDS",
     "TABLES",
