@@ -67,6 +67,22 @@ async def test_a_shared_cache_compiles_each_grammar_once(schemas: list[ToolSchem
     assert first.stats is not None and second.stats is not None and second.stats.compile_cached is True
 
 
+async def test_the_shared_cache_keeps_only_the_recently_used_grammars(schemas: list[ToolSchema], monkeypatch) -> None:
+    """A run over a corpus whose every case has its own tools must not hold every compiled grammar to its end
+    (BFCL's single-turn gold replay held 1-2 GB a category): the least recently used go past the bound."""
+    import harness.engines.oracle as oracle
+
+    monkeypatch.setattr(oracle, "GRAMMARS_KEPT", 2)
+    cache: dict[object, object] = {}
+    keys = []
+    for tools in (schemas[:1], schemas[1:2], schemas[:1], schemas[2:3]):  # the first set again, then a third
+        engine = OracleEngine("qwen", [[CALL]], DecodingConstraint("ebnf"), grammar_cache=cache)
+        await engine.chat_completion(request_for("qwen", "ebnf", tools))
+        keys.append(set(cache))
+    assert len(keys[1]) == 2 and keys[2] == keys[1]  # a hit compiles nothing new
+    assert len(keys[3]) == 2 and keys[1] - keys[3] == keys[1] - keys[0]  # the second set, least recently used, went
+
+
 async def test_a_rejected_gold_token_ends_the_sample() -> None:
     # A grammar that cannot produce the gold answer: the text up to the rejection comes back with
     # grammar:rejected_gold, and the engine refuses any later request of the same sample.

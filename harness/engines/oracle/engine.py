@@ -50,6 +50,29 @@ CLOSING_TEXT = "Done."
 
 _STOP_IDS: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
 _STOP_IDS_KEPT = 64
+GRAMMARS_KEPT = 256
+"""Compiled grammars a run's shared ``grammar_cache`` keeps, the most recently used. A corpus whose every
+case has its own tools (BFCL's single-turn: ~28k grammars) held every one to the end of the run, 1-2 GB
+a category, for hits that never came; a suite sharing its tools hits on the first few."""
+
+
+def _kept(cache: dict[Any, Any], key: Any) -> Any:
+    """The cache's value for ``key``, moved to the recent end (None: not kept)."""
+    hit = cache.pop(key, None)
+    if hit is not None:
+        cache[key] = hit
+    return hit
+
+
+def _keep(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value``, dropping the least recently used beyond ``GRAMMARS_KEPT`` (samples on other
+    threads may race: a key dropped twice is already gone)."""
+    cache[key] = value
+    while len(cache) > GRAMMARS_KEPT:
+        try:
+            del cache[next(iter(cache))]
+        except (KeyError, RuntimeError, StopIteration):
+            break
 
 
 class OracleEngine:
@@ -57,8 +80,9 @@ class OracleEngine:
 
     ``constraint`` gives the strategy the answers are rendered for; without it the strategy is read
     from the request's constraint (none when it carries none). ``grammar_cache`` may be shared by many
-    engines of one run so each grammar is compiled once per run (it maps the artifact to its compiled
-    grammar; the per-process compiler cache of ``harness.grammar`` sits below it).
+    engines of one run so a grammar is compiled once per run (it maps the artifact to its compiled
+    grammar, the ``GRAMMARS_KEPT`` most recently used; the per-process compiler cache of
+    ``harness.grammar`` sits below it).
     """
 
     name = "oracle"
@@ -112,14 +136,14 @@ class OracleEngine:
         """(compiled grammar, compile ms, where it was found: compiled, memory or disk)."""
         key = (self.family, artifact.kind, artifact.value)
         started = time.perf_counter()
-        hit = self.grammar_cache.get(key)
+        hit = _kept(self.grammar_cache, key)
         if hit is not None:
             return hit.compiled, (time.perf_counter() - started) * 1000.0, "memory"
         try:
             compiled = compile_artifact(artifact, self.family, keep=True)
         except ConstraintError as exc:  # xgrammar refuses it, or it does not build within its bound
             raise ModelCallError(ErrorKind.constraint_refused, str(exc)) from exc
-        self.grammar_cache[key] = compiled
+        _keep(self.grammar_cache, key, compiled)
         return compiled.compiled, float(compiled.compile_ms), compiled.found
 
     def _guidance(self, artifact: Any, ids: Sequence[int], walk: int, stop: Sequence[str]) -> Any:
@@ -128,10 +152,11 @@ class OracleEngine:
         from harness.grammar import compile_guidance, walk_guidance
 
         key = ("guidance", self.family, artifact.kind, artifact.value)
-        grammar = self.grammar_cache.get(key)
+        grammar = _kept(self.grammar_cache, key)
         try:
             if grammar is None:
-                grammar = self.grammar_cache[key] = compile_guidance(artifact, self.family)
+                grammar = compile_guidance(artifact, self.family)
+                _keep(self.grammar_cache, key, grammar)
             return walk_guidance(self.family, grammar, ids, walk, self._stop_ids(get_tokenizer(self.family), stop))
         except ConstraintError as exc:
             raise ModelCallError("model:bad_request", str(exc)) from exc
