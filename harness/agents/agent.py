@@ -55,6 +55,8 @@ class AgentOptions(TypedDict, total=False):
     check_after: bool
     """Keywords no grammar says are checked after decoding instead of refusing the tool
     (``DecodingConstraint.check_after``)."""
+    grammar_backend: str
+    """vLLM's structured-outputs backend (``DecodingConstraint.grammar_backend``)."""
     max_tokens: int
     """Bound per model response (default: the engine's own)."""
     stream: bool
@@ -164,6 +166,7 @@ class Agent:
                 strategy=strategy or self.constraint.strategy,  # type: ignore[arg-type]  # a string is checked on replace
                 allow_text_answer=self.constraint.allow_text_answer if text_answer is None else text_answer,
                 check_after=options.get("check_after", self.constraint.check_after),
+                grammar_backend=options.get("grammar_backend", self.constraint.grammar_backend),
             )
         except ConstraintError as exc:
             raise BundleError(file, [f"constraint.strategy: {exc}"]) from exc

@@ -58,6 +58,9 @@ class DecodingConstraint:
     """Constrain a tool whose schema uses a keyword no grammar says (``uniqueItems``, a ``propertyNames``
     that constrains) by the rest of its schema, the keyword left to the check after decoding
     (``validity:checked_after``), instead of refusing the tool (the default; docs/schemas.md)."""
+    grammar_backend: str
+    """vLLM's structured-outputs backend the run uses (``xgrammar``, ``guidance``): whose JSON-schema check
+    the json_schema lane refuses what vLLM refuses by (``harness.vllm_schemas``)."""
 
     def __init__(
         self,
@@ -67,6 +70,7 @@ class DecodingConstraint:
         allow_text_answer: bool = False,
         close_objects: bool = True,
         check_after: bool = False,
+        grammar_backend: str = "xgrammar",
     ) -> None:
         if strategy not in STRATEGIES:
             raise ConstraintError(f"unknown decoding strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
@@ -74,7 +78,8 @@ class DecodingConstraint:
             raise ConstraintError("strategy 'none' relies on native tool calling: send_tools_to_api must be true")
         for name, value in (("strategy", Strategy(strategy)), ("allow_parallel_calls", allow_parallel_calls),
                             ("send_tools_to_api", send_tools_to_api), ("allow_text_answer", allow_text_answer),
-                            ("close_objects", close_objects), ("check_after", check_after)):
+                            ("close_objects", close_objects), ("check_after", check_after),
+                            ("grammar_backend", grammar_backend)):
             object.__setattr__(self, name, value)  # frozen: set once, here
 
     @property

@@ -58,7 +58,7 @@ class McpBench(BenchRecord):
 
 
 def _tree(node: dict[str, Any]) -> dict[str, Any]:
-    """``bench_state``'s tree as BFCL nodes (what a case's ``initial_fs`` holds)."""
+    """``bench_state``'s tree as Gorilla file-system nodes (what a case's ``initial_fs`` holds)."""
     return {name: {"type": "directory", "contents": _tree(sub)} if isinstance(sub, dict) else
             {"type": "file", "content": sub} for name, sub in node.items()}
 

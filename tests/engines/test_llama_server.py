@@ -86,6 +86,15 @@ def test_the_lanes_run_in_its_dialect_and_every_constrained_answer_fits(llama_se
     rows = summary["rows"] if isinstance(summary, dict) else summary
     assert {(r["strategy"], r["value"]) for r in rows if r["metric"] == "not_enforced"} == {
         ("ebnf", 0.0), ("json_schema", 0.0)}
+    # its streams carry no usage: the harness counted each answer's tokens, said so, and measured tokens/s
+    from harness.grammar import get_tokenizer
+
+    steps = [step for s in samples for step in s["steps"] if step["output"]]
+    assert steps and all(step["usage"]["counted_by"] == "harness" for step in steps)
+    assert all(step["usage"]["completion_tokens"] == len(get_tokenizer("function_gemma").encode(step["output"]))
+               for step in steps)
+    assert "counted by the harness" in run["engine_details"]["dialect"]["function_gemma"]["tokens"]
+    assert any(r["metric"] == "tokens_per_s_p50" for r in rows)
 
 
 def test_vllms_field_on_this_server_is_refused_before_the_first_sample(llama_server: str, tmp_path: Path) -> None:

@@ -208,3 +208,31 @@ def test_two_tools_defining_one_name_differently_are_refused() -> None:
                                "$defs": {"D": {"type": "string"}}})
     with pytest.raises(ConstraintError, match="the definition 'D' has another schema"):
         get_adapter("function_gemma").build_payload([a, b], DecodingConstraint(strategy="required"))
+
+
+BACKEND_LANE: list[tuple[dict[str, Any], str, str | None]] = [
+    # (a property's schema, vLLM's backend, what the json_schema lane refuses it by: None when it builds)
+    ({"type": "string", "format": "uri", "minLength": 1}, "xgrammar", "vLLM (backend xgrammar) answers 400"),
+    ({"type": "string", "format": "uri", "minLength": 1}, "guidance", None),
+    ({"type": "integer", "multipleOf": 5}, "xgrammar", "vLLM (backend xgrammar) answers 400"),
+    ({"type": "integer", "multipleOf": 5}, "guidance", None),
+    ({"type": "string", "format": "binary"}, "guidance", None),
+    ({"type": "object", "patternProperties": {"^a": {"type": "integer"}}}, "guidance", "patternProperties"),
+]
+
+
+@pytest.mark.parametrize("family", ["function_gemma", "qwen"])
+@pytest.mark.parametrize(("schema", "backend", "refusal"), BACKEND_LANE)
+def test_the_json_schema_lane_refuses_by_the_run_s_backend(family: str, schema: dict[str, Any], backend: str,
+                                                          refusal: str | None) -> None:
+    from harness.agents import ToolSchema
+    from harness.agents.constraint import DecodingConstraint
+    from harness.grammar.families import get_adapter
+
+    tool = ToolSchema("t", "A tool.", {"type": "object", "properties": {"x": schema}, "required": ["x"]})
+    plain = ToolSchema("plain", "A plain tool.", {"type": "object", "properties": {"a": {"type": "string"}}})
+    payload = get_adapter(family).build_payload([tool, plain], DecodingConstraint(strategy="json_schema",
+                                                                                 grammar_backend=backend))
+    assert payload.artifact is not None
+    found = dict(payload.artifact.refused).get("t")
+    assert (found is None) if refusal is None else (found is not None and refusal in found), found

@@ -254,9 +254,7 @@ def run(
 
     With --epochs N > 1 (and a temperature above 0, or every epoch repeats the same answer) summary.json
     and the reports add pass@k and pass^k for k = 1..N and each case's class (stable-pass, flaky,
-    stable-fail); every interval counts cases, not samples, as the unit.
-
-    Before the first sample, every server the run uses is checked (it answers, serves the model, fits the
+    stable-fail); every interval counts cases, not samples, as the unit. Before the first sample, every server the run uses is checked (it answers, serves the model, fits the
     family, takes a probe request of each family and strategy): a setup that cannot work exits 2 in
     seconds, naming the problem."""
     import asyncio

@@ -52,7 +52,7 @@ _STOP_IDS: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
 _STOP_IDS_KEPT = 64
 GRAMMARS_KEPT = 256
 """Compiled grammars a run's shared ``grammar_cache`` keeps, the most recently used. A corpus whose every
-case has its own tools (BFCL's single-turn: ~28k grammars) held every one to the end of the run, 1-2 GB
+case has its own tools (a single-turn corpus: ~28k grammars) held every one to the end of the run, 1-2 GB
 a category, for hits that never came; a suite sharing its tools hits on the first few."""
 
 

@@ -134,7 +134,8 @@ class Runner:
                               check_after=run.options.unenforceable == "check")
         """Validity of each finished sample for the progress (the full scoring runs at the end)."""
         options: AgentOptions = {"stream": engine.stream, "max_tokens": run.sampling.max_tokens,
-                                 "check_after": run.options.unenforceable == "check"}
+                                 "check_after": run.options.unenforceable == "check",
+                                 "grammar_backend": run.options.grammar_backend or "xgrammar"}
         if self.suite.text_answer:  # episodes: the model ends each user turn with a plain answer
             options["allow_text_answer"] = True
         self.agents = [

@@ -53,7 +53,7 @@ def checked_after(check: Any, arguments: Any) -> str:
     """The kind of arguments that break their schema (``check``: the tool's ``SchemaCheck``) in a run
     that checks the keywords no grammar says after decoding: ``validity:checked_after`` when those are
     all they break, else ``validity:schema``."""
-    from harness.sandbox.validation import argument_errors
+    from harness.sandbox import argument_errors
 
     errors = argument_errors(check, arguments)
     # a key breaking propertyNames fails the keyword inside it (``pattern``): its schema path names it

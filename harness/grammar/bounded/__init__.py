@@ -13,7 +13,7 @@ whose text is longer than ``BuildBound.in_process_bytes`` is compiled first in a
   naming the bound, which a run counts as ``constraint:refused`` for that grammar and fuzz as a build
   error of its cell.
 
-Every grammar the harness ships, and the BFCL tool sets of a run, are a few KiB to tens of KiB and
+Every grammar the harness ships, and an imported corpus's tool sets, are a few KiB to tens of KiB and
 compile in process in milliseconds: the child (an interpreter, xgrammar and a tokenizer: 3-12 s to
 start) is paid only by grammars past 256 KiB, which take seconds to compile anyway. Verdicts are
 remembered by digest for the process, so a refused grammar is refused once.

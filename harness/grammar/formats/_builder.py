@@ -164,7 +164,8 @@ def build_artifact(fmt: CallFormat, tools: Sequence[ToolSchema], constraint: Dec
     if constraint.strategy == Strategy.none:
         return None
     problems = {t.name: p for t in tools if (p := tool_problem(t, fmt.family, constraint.strategy,
-                                                                         check_after=constraint.check_after)) is not None}
+                                                                         check_after=constraint.check_after,
+                                                                         backend=constraint.grammar_backend)) is not None}
     kept = [t for t in tools if t.name not in problems]
 
     def build(chosen: Sequence[ToolSchema]) -> ConstraintArtifact:

@@ -215,14 +215,17 @@ def pattern_problem(pattern: Any) -> str | None:
     return None
 
 
-def tool_problem(tool: Any, family: str, strategy: str, *, check_after: bool = False) -> str | None:
+def tool_problem(tool: Any, family: str, strategy: str, *, check_after: bool = False,
+                 backend: str = "xgrammar") -> str | None:
     """Why ``family``'s ``strategy`` refuses ``tool`` (a keyword its builder would not enforce, a
     ``$ref`` cycle with no base case), naming the tool and the place; None when it builds.
-    ``check_after``: the ``CHECKED_AFTER`` keywords are left to the check after decoding."""
+    ``check_after``: the ``CHECKED_AFTER`` keywords are left to the check after decoding; ``backend``:
+    vLLM's structured-outputs backend, whose JSON-schema check the json_schema lane applies."""
     from harness.vllm_schemas import lane_refusal
 
     builder = builder_of(family, strategy)
-    if strategy == "json_schema" and (refusal := lane_refusal(family, strategy, tool.parameters or {})):
+    if strategy == "json_schema" and (refusal := lane_refusal(family, strategy, tool.parameters or {},
+                                                              "guidance" if backend == "guidance" else "xgrammar")):
         return f"tool {tool.name!r}: {refusal} (see docs/schemas.md)"  # what vLLM refuses, the lane refuses
     try:
         found = refused_keyword(tool.parameters, builder, check_after=check_after)
