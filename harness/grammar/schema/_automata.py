@@ -17,12 +17,20 @@ import functools
 import itertools
 import re
 import re._constants as sre
-import re._parser as sre_parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.grammar.schema._regex import _STARTS, ANY, MAX_CHAR, Ranges, RegexError, _Converter, normalize
+from harness.grammar.schema._regex import (
+    _STARTS,
+    ANY,
+    MAX_CHAR,
+    Ranges,
+    RegexError,
+    _Converter,
+    normalize,
+    parsed_pattern,
+)
 
 MAX_STATES = 20_000
 """Most rules one string's intersection may take (automaton states x counted characters)."""
@@ -119,13 +127,8 @@ class _Builder(_Converter):
 
 def _nfa(pattern: str, full: bool) -> tuple[_Nfa, int, int]:
     """The automaton of the strings ``pattern`` finds a match in (``full``: matches whole)."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:
-        raise RegexError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+    parsed = parsed_pattern(pattern)
     flags = parsed.state.flags
-    if flags & (re.IGNORECASE | re.MULTILINE):
-        raise RegexError(f"pattern {pattern!r}: case-insensitive or multi-line matching cannot be spelt")
     nfa = _Nfa()
     conv = _Builder(nfa, flags)
     nodes = list(parsed)

@@ -167,19 +167,25 @@ class _Converter:
 _STARTS = (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
 
 
+def parsed_pattern(pattern: str) -> Any:
+    """``pattern`` parsed by Python's own regex parser; RegexError when it is not valid or asks for
+    case-insensitive or multi-line matching, which no character spelling can say."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise RegexError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE):
+        raise RegexError(f"pattern {pattern!r}: case-insensitive or multi-line matching cannot be spelt")
+    return parsed
+
+
 def regex_rule(pattern: str, chars: CharSpeller, add: RuleAdder, hint: str, *, full: bool = False) -> str:
     """A rule matching the strings ``pattern`` finds a match in (``full``: that it matches whole, as
     the format regexes are written), each character spelt by ``chars``. RegexError when it cannot."""
     if not isinstance(pattern, str):
         raise RegexError(f"pattern must be a string, not {type(pattern).__name__}")
-    try:
-        parsed = sre_parse.parse(pattern)
-    except (re.error, OverflowError, RecursionError) as exc:
-        raise RegexError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-    flags = parsed.state.flags
-    if flags & (re.IGNORECASE | re.MULTILINE):
-        raise RegexError(f"pattern {pattern!r}: case-insensitive or multi-line matching cannot be spelt")
-    conv = _Converter(chars, add, hint, flags)
+    parsed = parsed_pattern(pattern)
+    conv = _Converter(chars, add, hint, parsed.state.flags)
     nodes = list(parsed)
     branches = nodes[0][1][1] if len(nodes) == 1 and nodes[0][0] is sre.BRANCH else [nodes]
     anything = f"({chars(ANY)})*"
