@@ -159,10 +159,11 @@ def compile_artifact(artifact: ConstraintArtifact, family: str, *, keep: bool = 
 
         bound = build_bound() if keep else None
     if bound is not None and not cached:
-        from harness.grammar.bounded import check_build
+        from harness.grammar.bounded import check_build, needs_child
 
         check_build(artifact, family, bound, keep=keep)
-        kept = _from_store(artifact, family) if keep else None  # where the child kept it
+        # where the child kept it (a short grammar had no child: the store was read above)
+        kept = _from_store(artifact, family) if keep and needs_child(artifact, bound) else None
         if kept is not None:
             return _loaded(artifact, family, key, seen, kept, t0)
     try:

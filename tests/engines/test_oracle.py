@@ -70,7 +70,7 @@ async def test_a_shared_cache_compiles_each_grammar_once(schemas: list[ToolSchem
 async def test_the_shared_cache_keeps_only_the_recently_used_grammars(schemas: list[ToolSchema], monkeypatch) -> None:
     """A run over a corpus whose every case has its own tools must not hold every compiled grammar to its end
     (BFCL's single-turn gold replay held 1-2 GB a category): the least recently used go past the bound."""
-    import harness.engines.oracle as oracle
+    import harness.engines.oracle.engine as oracle
 
     monkeypatch.setattr(oracle, "GRAMMARS_KEPT", 2)
     cache: dict[object, object] = {}
