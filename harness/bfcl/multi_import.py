@@ -56,7 +56,8 @@ from harness.eval.data import (
     SuiteSpec,
     check_new_suite,
     format_loc,
-    read_lines,
+    read_answers,
+    read_entries,
     suite_name,
     write_suite,
 )
@@ -283,16 +284,11 @@ def import_bfcl(
         raise ImportFailure([str(exc)]) from None
     report = ImportReport(out_dir=out, source=str(questions))
     problems: list[str] = []
-    truth = _answers(answers, problems)
+    truth = read_answers(answers, problems)
     long_context = functools.cache(long_context_data)
     cases: list[Case] = []
     seen: set[str] = set()
-    for lineno, raw in read_lines(questions):
-        report.records += 1
-        where = f"{questions}:{lineno}"
-        if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-            problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
-            continue
+    for where, raw in read_entries(questions, report, problems):
         if file_system_only and raw.get("involved_classes") != [GORILLA_CLASS]:
             report.skipped["involve classes other than GorillaFileSystem"] += 1
             continue
@@ -333,16 +329,6 @@ def import_bfcl(
     if bundle == "./bundle" and not file_system_only:
         write_bfcl_bundle(out / "bundle", known)
     return report
-
-
-def _answers(answers: Path, problems: list[str]) -> dict[str, Any]:
-    truth: dict[str, Any] = {}
-    for lineno, raw in read_lines(answers):
-        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-            truth[raw["id"]] = raw.get("ground_truth")
-        else:
-            problems.append(f"{answers}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
-    return truth
 
 
 MULTI_TURN = "multi_turn"

@@ -47,6 +47,8 @@ from harness.eval.data import (
     SuiteSpec,
     check_new_suite,
     format_loc,
+    read_answers,
+    read_entries,
     read_lines,
     suite_name,
     write_suite,
@@ -212,25 +214,10 @@ def single_turn_case(entry: Mapping[str, Any], ground_truth: Any | None) -> Sing
     return case.model_copy(update={"possible_answer": ground_truth, "expected": expected, "tags": tags, "note": note})
 
 
-def _answers(path: Path | None, problems: list[str]) -> dict[str, Any]:
-    truth: dict[str, Any] = {}
-    for lineno, raw in read_lines(path) if path is not None else ():
-        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-            truth[raw["id"]] = raw.get("ground_truth")
-        else:
-            problems.append(f"{path}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
-    return truth
-
-
 def _cases(entries: Path, answers: Path | None, report: ImportReport, problems: list[str]) -> Iterator[SingleTurnCase]:
-    truth = _answers(answers, problems)
+    truth = read_answers(answers, problems)
     seen: set[str] = set()
-    for lineno, raw in read_lines(entries):
-        report.records += 1
-        where = f"{entries}:{lineno}"
-        if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-            problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
-            continue
+    for where, raw in read_entries(entries, report, problems):
         cid = raw["id"]
         if cid in seen:
             problems.append(f"{where}: {cid}: duplicate id")

@@ -21,7 +21,15 @@ from harness.eval.data.cases import (
     session_setup,
 )
 from harness.eval.data.fs_tools import FS_TOOL_NAMES, PARAM_ORDER, builtin_fs_schemas
-from harness.eval.data.importing import ImportFailure, ImportReport, check_new_suite, read_lines, suite_name
+from harness.eval.data.importing import (
+    ImportFailure,
+    ImportReport,
+    check_new_suite,
+    read_answers,
+    read_entries,
+    read_lines,
+    suite_name,
+)
 from harness.eval.data.shellper_import import import_shellper
 from harness.eval.data.snapshot import Snapshot, SnapshotError, copy_inputs, digests, load_inputs
 from harness.eval.data.suite import (
@@ -86,6 +94,8 @@ __all__ = [
     "import_shellper",
     "load_inputs",
     "load_suite",
+    "read_answers",
+    "read_entries",
     "read_lines",
     "resolve_bundle",
     "session_setup",

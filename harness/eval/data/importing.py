@@ -89,6 +89,30 @@ def read_lines(path: Path) -> Iterator[tuple[int, Any]]:
                 yield lineno, ValueError(exc.reason)
 
 
+def read_entries(path: Path, report: ImportReport, problems: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, entry) per entry of ``path`` that is an object with a string ``id``, each record counted in
+    ``report``; every other record is a problem naming its file and line."""
+    for lineno, raw in read_lines(path):
+        report.records += 1
+        where = f"{path}:{lineno}"
+        if isinstance(raw, Exception) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            problems.append(f"{where}: {raw if isinstance(raw, Exception) else 'expected an entry with an id'}")
+            continue
+        yield where, raw
+
+
+def read_answers(path: Path | None, problems: list[str]) -> dict[str, Any]:
+    """``id`` -> ``ground_truth`` of each record of an answers file (none without one); a record without
+    an id is a problem naming its file and line."""
+    truth: dict[str, Any] = {}
+    for lineno, raw in read_lines(path) if path is not None else ():
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            truth[raw["id"]] = raw.get("ground_truth")
+        else:
+            problems.append(f"{path}:{lineno}: {raw if isinstance(raw, Exception) else 'expected {id, ground_truth}'}")
+    return truth
+
+
 def check_new_suite(out: Path, cases_file: str = "cases.jsonl") -> None:
     """ImportFailure when ``out`` already holds a suite (its suite.yaml or cases file, or a link in their
     place): an import writes a new suite and never overwrites one, nor writes through a link."""
@@ -98,4 +122,5 @@ def check_new_suite(out: Path, cases_file: str = "cases.jsonl") -> None:
                              "and overwrites none (remove them, or import into a new folder); nothing was written"])
 
 
-__all__ = ["ImportFailure", "ImportReport", "check_new_suite", "read_lines", "slug", "suite_name"]
+__all__ = ["ImportFailure", "ImportReport", "check_new_suite", "read_answers", "read_entries", "read_lines", "slug",
+           "suite_name"]
