@@ -12,7 +12,7 @@ the tools from the source it names (``harness.tools``: ``.pym`` scripts in the s
 bundle's limits and per-tool overrides, or Python classes in a worker), picks the
 family's adapter and builds the constraint; the client is the one given, or an OpenAI-compatible
 client on ``model.base_url`` (with ``model.api_key_env``) built when first needed. ``harness run``
-loads each bundle once this way and takes ``Agent.variant`` per family and strategy and
+loads each bundle once this way and takes one ``Agent.variant`` per lane (family x strategy) and
 ``Agent.make_kernel`` per sample. The kernel package (``harness.agents``) stays free of the sandbox,
 the tool sources and the engines: this module, above them, puts them together.
 """

@@ -157,7 +157,8 @@ class Agent:
         return agent.variant(**options) if options else agent
 
     def variant(self, **options: Unpack[AgentOptions]) -> Agent:
-        """The same bundle, tools and client with ``options`` changed."""
+        """The same bundle, tools and client with ``options`` changed (the runner takes one per lane: its
+        family and strategy)."""
         file = bundle_file(self.path)
         strategy, text_answer = options.get("strategy"), options.get("allow_text_answer")
         try:

@@ -1,7 +1,7 @@
 """``harness fuzz``: property-based checking of a tool set's grammars and parsers (see ``run``).
 
-For every tool x family x strategy, Hypothesis draws arguments valid for the tool's JSON schema and
-the cell checks that the compiled grammar accepts them token by token with the family's real
+For every tool in every lane (family x strategy), a cell, Hypothesis draws arguments valid for the tool's
+JSON schema and the cell checks that the compiled grammar accepts them token by token with the family's real
 tokenizer, that the parser gives them back, that near-miss mutants are rejected (or named as not
 enforced), that random walks through the mask end in valid calls, and that the parser never raises.
 Importing this package loads Hypothesis and jsonschema: the CLI imports it inside the command.

@@ -1,4 +1,5 @@
-"""The checks of one tool x family x strategy cell (the issue's a-e), on examples drawn beforehand.
+"""The checks of one cell (one tool in one lane: a family x strategy), the issue's a-e, on examples drawn
+beforehand.
 
 a. each valid call, rendered in the family's format, is accepted token by token, and the grammar can
    end right after it;

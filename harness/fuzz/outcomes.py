@@ -117,7 +117,7 @@ class Counterexample(BaseModel):
 
 
 class CellReport(BaseModel):
-    """One tool x family x strategy."""
+    """One cell: one tool in one lane (family x strategy)."""
 
     tool: str
     family: str
@@ -191,7 +191,7 @@ class FuzzReport(BaseModel):
         return FAILING | {Outcome.vllm_gap} if self.vllm_gaps_fail else FAILING
 
     def vllm_gaps(self) -> dict[str, int]:
-        """Per family/strategy, the cells that showed ``vllm_gap``."""
+        """Per lane (``family/strategy``), the cells that showed ``vllm_gap``."""
         gaps = Counter(f"{c.family}/{c.strategy}" for c in self.cells if Outcome.vllm_gap.value in c.classes)
         return dict(sorted(gaps.items()))
 
@@ -220,7 +220,7 @@ class FuzzReport(BaseModel):
         }
 
     def defective(self) -> dict[str, list[str]]:
-        """Per family/strategy, the labels of the library defects its cells met (``format:email``...)."""
+        """Per lane (``family/strategy``), the labels of the library defects its cells met (``format:email``...)."""
         out: dict[str, set[str]] = {}
         for cell in self.cells:
             if cell.defects:

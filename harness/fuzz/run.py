@@ -207,7 +207,7 @@ def _buildable(grammar: Grammar, limit_s: float) -> Any:
 
 def fuzz(tools: Sequence[ToolSchema], options: FuzzOptions, *, tools_path: str = "",
          progress: Progress | None = None, problems: Sequence[tuple[str, str]] = ()) -> FuzzReport:
-    """Every tool x family x strategy cell, checked and reported. With ``options.jobs`` above 1 the
+    """Every cell (each tool in each lane: family x strategy), checked and reported. With ``options.jobs`` above 1 the
     tools are shared out to that many worker processes (each loads the tokenizers and compiles the
     constraints once); cells come back in tool, family, strategy order either way. ``problems``: tools
     that could not be read (name, why), reported as ``schema_invalid`` cells. A KeyboardInterrupt
@@ -303,7 +303,7 @@ def _fuzz_tool_at(work: tuple[int, FuzzOptions, str]) -> tuple[int, list[CellRep
 
 
 def fuzz_tool(tools: Sequence[ToolSchema], index: int, options: FuzzOptions, run_id: str) -> list[CellReport]:
-    """The cells of ``tools[index]``: its values drawn once, then every family x strategy."""
+    """The cells of ``tools[index]``: its values drawn once, then in every lane (family x strategy)."""
     case = draw_case(tools[index], options)
     case.tools_seen = list(tools)
     grammars = [grammar_for(f, s, tools, options, run_id) for f in options.families for s in options.strategies]

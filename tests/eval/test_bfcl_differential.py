@@ -7,7 +7,7 @@ as tool calls a server parsed), through the kernel's step with the case's own to
 record, through its JSON line, scored. BFCL's side gets the same calls as BFCL records them for a model
 that takes tools in the request (``[{name: JSON arguments}]``, or the text of a plain answer) and
 runs its own per-entry evaluation (decode, format check, ``ast_checker`` or the relevance rule).
-Verdict and error type must be equal on every answer. A cell whose strategy refuses to build a
+Verdict and error type must be equal on every answer. A lane whose strategy refuses to build a
 constraint for the entry's tools (``constraint:refused``; the gold replay test lists them by id) gets
 no answer to judge: counted apart, not compared.
 """
@@ -107,7 +107,7 @@ PERTURBATIONS: dict[str, Callable[[Answer, SingleTurnCase], Answer | None]] = {
 }
 """Answers made from the gold (irrelevance: gold is the plain answer): right, wrong, and right in BFCL's eyes."""
 
-CELLS = [("function_gemma", "ebnf", False), ("function_gemma", "json_schema", False), ("qwen", "ebnf", False),
+LANES = [("function_gemma", "ebnf", False), ("function_gemma", "json_schema", False), ("qwen", "ebnf", False),
          ("qwen", "json_schema", False), ("qwen", "none", True)]
 """(family, strategy, as tool calls a server parsed): every way an answer reaches the parser."""
 
@@ -132,26 +132,26 @@ def agent() -> Any:
     return load_agent(ROOT / "bundles" / "bfcl")
 
 
-_VARIANTS: dict[tuple[int, str, str], Any] = {}
-"""One variant per agent and cell: building it per answer kept its payload cache from ever hitting."""
+_LANE_AGENTS: dict[tuple[int, str, str], Any] = {}
+"""One agent per loaded bundle and lane: building it per answer kept its payload cache from ever hitting."""
 _SCORERS: dict[str, Any] = {}
-"""One scorer per case (its BFCL validators built once for the case's answers and cells)."""
+"""One scorer per case (its BFCL validators built once for the case's answers and lanes)."""
 
 
-async def harness_verdict(agent: Any, case: SingleTurnCase, answer: Answer, cell: tuple[str, str, bool]) -> tuple[bool, str | None]:
-    family, strategy, api = cell
+async def harness_verdict(agent: Any, case: SingleTurnCase, answer: Answer, lane: tuple[str, str, bool]) -> tuple[bool, str | None]:
+    family, strategy, api = lane
     key = (id(agent), family, strategy)
-    if key not in _VARIANTS:
-        _VARIANTS[key] = agent.variant(family=family, strategy=strategy, allow_text_answer=True)
-    variant = _VARIANTS[key]
+    if key not in _LANE_AGENTS:
+        _LANE_AGENTS[key] = agent.variant(family=family, strategy=strategy, allow_text_answer=True)
+    lane_agent = _LANE_AGENTS[key]
     calls = () if isinstance(answer, str) else tuple(ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(answer))
     if api:
         client = OneAnswer("" if calls else str(answer), calls)
     elif calls:
-        client = OneAnswer(variant.adapter.render_output(calls, variant.constraint))
+        client = OneAnswer(lane_agent.adapter.render_output(calls, lane_agent.constraint))
     else:
-        client = OneAnswer(variant.adapter.render_text(str(answer), variant.constraint))
-    outcome = await run_single_turn(variant, case, client)
+        client = OneAnswer(lane_agent.adapter.render_text(str(answer), lane_agent.constraint))
+    outcome = await run_single_turn(lane_agent, case, client)
     key = SampleKey(sample_id=f"{case.id}/x", case_id=case.id, family=family, strategy=strategy, epoch=1, kind="single_turn")
     record = SampleRecord.model_validate_json(sample_record(key, outcome, 0.0).model_dump_json())  # samples.jsonl
     if case.id not in _SCORERS:
@@ -181,29 +181,29 @@ async def _differential(agent: Any, categories: tuple[str, ...], limit: int | No
             answer = make(calls, case) if calls or name != "gold" else TEXT
             if answer is None or (name == "plain_text" and not calls):
                 continue
-            valid, kind = bfcl_entry_verdict(entry, fc_result(answer))  # BFCL's verdict: the same in every cell
+            valid, kind = bfcl_entry_verdict(entry, fc_result(answer))  # BFCL's verdict: the same in every lane
             theirs = (valid, None if valid else f"bfcl:{kind}")
-            for cell in CELLS:
-                await _compare(agent, case, name, answer, cell, theirs, counts, disagree)
+            for lane in LANES:
+                await _compare(agent, case, name, answer, lane, theirs, counts, disagree)
     assert not disagree, f"{len(disagree)} of {counts['agree'] + counts['disagree']} verdicts differ:\n" + "\n".join(disagree[:15])
     return counts
 
 
-async def _compare(agent: Any, case: SingleTurnCase, name: str, answer: Answer, cell: tuple[str, str, bool],
+async def _compare(agent: Any, case: SingleTurnCase, name: str, answer: Answer, lane: tuple[str, str, bool],
                    theirs: tuple[bool, str | None], counts: Counter[str], disagree: list[str]) -> None:
     valid = theirs[0]
-    ours = await harness_verdict(agent, case, answer, cell)
+    ours = await harness_verdict(agent, case, answer, lane)
     if ours[1] == ErrorKind.constraint_refused:
         counts["refused"] += 1  # the strategy builds no constraint for these tools: no answer to judge
         return
     counts["agree" if ours == theirs else "disagree"] += 1
     counts["bfcl_valid" if valid else "bfcl_invalid"] += 1
     if ours != theirs:
-        disagree.append(f"{case.id} {name} {cell}: here {ours}, BFCL {theirs}")
+        disagree.append(f"{case.id} {name} {lane}: here {ours}, BFCL {theirs}")
 
 
 async def test_verdicts_equal_bfcls_on_perturbed_answers(agent: Any) -> None:
-    """A few entries of every category (their bad entries among them), every perturbation, every cell."""
+    """A few entries of every category (their bad entries among them), every perturbation, every lane."""
     counts = await _differential(agent, (*AST_CATEGORIES, *IRRELEVANCE_CATEGORIES), limit=4)
     assert counts["bfcl_valid"] > 100 and counts["bfcl_invalid"] > 500  # both verdicts are exercised
 

@@ -1,5 +1,5 @@
 """The oracle replays every BFCL single-turn answer through every family x strategy: every constrained
-cell accepts every answer, but for the entries listed here by id, each with its reason.
+lane accepts every answer, but for the entries listed here by id, each with its reason.
 
 Three kinds of exception: entries none of whose listed answers fits the schema the model is sent
 (tagged ``no_valid_answer`` at import: a grammar that enforces the schema rightly refuses them);
@@ -35,7 +35,7 @@ STRATEGIES = ["none", "ebnf", "structural_tag", "json_schema"]
 CONSTRAINED = {(f, s) for f in FAMILIES for s in STRATEGIES if s != "none"}
 
 EBNF = {("function_gemma", "ebnf"), ("function_gemma", "structural_tag"), ("qwen", "ebnf")}
-"""The cells the harness's own EBNF builder makes (Qwen's structural tag is xgrammar's JSON schema)."""
+"""The lanes the harness's own EBNF builder makes (Qwen's structural tag is xgrammar's JSON schema)."""
 CLOSED = ("every grammar closes a nested object that declares properties (by design: JSON Schema leaves it "
           "open); BFCL's answer gives it other keys")
 GRAMMAR_LIMITS: dict[str, tuple[set[tuple[str, str]], str]] = {
@@ -54,10 +54,10 @@ REJECTED, REFUSED_KIND = "grammar:rejected_gold", "constraint:refused"
 
 def _expected(category: str, unfit: set[str]) -> dict[tuple[str, str, str], str]:
     out = {(cid, f, s): REJECTED for cid in unfit for f, s in CONSTRAINED}
-    out |= {(cid, f, s): REJECTED for cid, (cells, _) in GRAMMAR_LIMITS.items() if entry_category(cid) == category
-            for f, s in cells}
-    out |= {(cid, f, s): REFUSED_KIND for cid, (cells, _) in REFUSED.items() if entry_category(cid) == category
-            for f, s in cells}
+    out |= {(cid, f, s): REJECTED for cid, (lanes, _) in GRAMMAR_LIMITS.items() if entry_category(cid) == category
+            for f, s in lanes}
+    out |= {(cid, f, s): REFUSED_KIND for cid, (lanes, _) in REFUSED.items() if entry_category(cid) == category
+            for f, s in lanes}
     return out
 
 
@@ -81,8 +81,8 @@ async def test_every_constrained_cell_accepts_every_answer_but_the_listed(catego
 @pytest.mark.parametrize("text_answer", [True, False])
 @pytest.mark.parametrize("category", IRRELEVANCE_CATEGORIES)
 async def test_irrelevance_needs_the_plain_answer_branch(category: str, text_answer: bool, tmp_path: Path) -> None:
-    """No call is right there: the oracle's plain answer passes every cell when the grammars offer a
-    plain answer, and no constrained cell when they force a call (so no model can abstain there; an
+    """No call is right there: the oracle's plain answer passes every lane when the grammars offer a
+    plain answer, and no constrained lane when they force a call (so no model can abstain there; an
     entry without functions has then no valid answer at all: ``constraint:empty_language``)."""
     suite = tmp_path / category
     import_bfcl_single_turn(category, None, suite, bundle=str(ROOT / "bundles" / default_bundle([category])),

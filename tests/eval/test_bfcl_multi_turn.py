@@ -292,7 +292,7 @@ random.seed(0)
 
 def gold_answers_accepted(cases: list[EpisodeCase], imported: Path) -> tuple[int, list[str]]:
     """Each turn's ground truth, as one answer of parallel calls (the bundle allows them), through every
-    constrained cell built from the tools the turn offers (the case's classes' tools); (answers checked,
+    constrained lane built from the tools the turn offers (the case's classes' tools); (answers checked,
     rejections of entries not tagged bad_entry)."""
     from harness.agents import DecodingConstraint, ToolCall, ToolSchema
     from harness.eval.run.sample import episode_tools
@@ -337,6 +337,6 @@ def test_grammars_accept_the_gold_answers_of_a_sample(cases: dict[str, EpisodeCa
 
 @pytest.mark.slow
 def test_grammars_of_128_functions_accept_every_gold_answer(cases: dict[str, EpisodeCase], imported: Path) -> None:
-    """All 8 classes' tools, in all 6 constrained cells: every turn of every entry but BFCL's bad ones."""
+    """All 8 classes' tools, in all 6 constrained lanes: every turn of every entry but BFCL's bad ones."""
     checked, rejected = gold_answers_accepted(list(cases.values()), imported)
     assert checked > 10_000 and not rejected, f"{len(rejected)}: {rejected[:10]}"

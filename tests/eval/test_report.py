@@ -125,8 +125,8 @@ def test_report_has_header_metrics_table_and_blanks(run_a: Path) -> None:
     rows = _table_rows(md, "| family | strategy | n | validity")
     header, body = rows[0], rows[2:]
     assert [(r[0], r[1]) for r in body] == [(f, s) for f in FAMILIES for s in STRATEGIES]  # canonical order
-    cell = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in body}
-    qj = cell[("qwen", "json_schema")]
+    lane = {(r[0], r[1]): dict(zip(header, r, strict=True)) for r in body}
+    qj = lane[("qwen", "json_schema")]
     assert qj["n"] == "6"
     assert qj["validity"].startswith("0.833 [")  # 5 of 6, with its interval
     assert qj["state_match"].startswith("1.000")
@@ -134,9 +134,9 @@ def test_report_has_header_metrics_table_and_blanks(run_a: Path) -> None:
     # Not measured stays blank, never 0: no state_match for function_gemma, no mask time for `none`;
     # a metric no row has is no column at all (no ttft).
     assert "ttft p50 (ms)" not in header
-    assert cell[("function_gemma", "ebnf")]["state_match"] == ""
-    assert cell[("qwen", "none")]["mask p50 (µs)"] == ""
-    assert cell[("qwen", "none")]["latency p50 (ms/call)"] == "11.0"
+    assert lane[("function_gemma", "ebnf")]["state_match"] == ""
+    assert lane[("qwen", "none")]["mask p50 (µs)"] == ""
+    assert lane[("qwen", "none")]["latency p50 (ms/call)"] == "11.0"
 
 
 def test_report_names_the_best_strategy(run_a: Path) -> None:

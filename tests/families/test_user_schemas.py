@@ -1,5 +1,5 @@
 """Tool schemas as users write them (pydantic's ``model_json_schema()``: ``$defs`` and ``$ref``, optional
-fields, enums, lists of models, recursive models; open objects) in every constrained cell: each builds,
+fields, enums, lists of models, recursive models; open objects) in every constrained lane: each builds,
 compiles with the real tokenizer, and accepts the model's own instances (``model_dump()``) walked
 token by token; calls that break the schema are rejected."""
 
@@ -16,7 +16,7 @@ from harness.agents.constraint import ConstraintError, DecodingConstraint
 from harness.agents.types import ToolCall, ToolSchema
 from harness.grammar.families import FAMILIES, get_adapter
 from harness.vocabulary import (
-    HARNESS_STRATEGIES as CONSTRAINED_STRATEGIES,  # the 6 cells: the grammars the harness builds
+    HARNESS_STRATEGIES as CONSTRAINED_STRATEGIES,  # the 6 lanes: the grammars the harness builds
 )
 
 

@@ -16,7 +16,7 @@ from harness.fuzz import FuzzOptions, Outcome, fuzz
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.slow]
 
-CELLS = [(f, s) for f in ("function_gemma", "qwen") for s in ("ebnf", "structural_tag", "json_schema")]
+LANES = [(f, s) for f in ("function_gemma", "qwen") for s in ("ebnf", "structural_tag", "json_schema")]
 BATCH = 120
 """Tools per fuzzed tool set: the tool-name choice of a 1,700-tool grammar makes every accept ~50 us
 (``harness bench grammar``'s growth), so the corpus is fuzzed in sets of this size."""
@@ -52,11 +52,11 @@ def test_bfcl_tools_through_the_fuzz(tmp_path: Path) -> None:
             elif cell.unpredicted or cell.not_enforced:
                 odd.append(f"{cell.key}: {cell.classes} {cell.message or ''} "
                            f"{[c.why for c in cell.counterexamples]}"[:300])
-    print(json.dumps(outcomes), f"bad input: {len(bad_input) // len(CELLS)} tools")
+    print(json.dumps(outcomes), f"bad input: {len(bad_input) // len(LANES)} tools")
     assert not odd, "\n".join(odd[:40])
-    assert len(bad_input) < 20 * len(CELLS)
+    assert len(bad_input) < 20 * len(LANES)
 
 
-# Every gold answer through every constrained cell is asserted once, whole, by the oracle's gold replay
-# (tests/eval/test_bfcl_gold_replay.py: every entry of every category, every family x strategy, the
+# Every gold answer through every constrained lane is asserted once, whole, by the oracle's gold replay
+# (tests/eval/test_bfcl_gold_replay.py: every entry of every category, every lane, the
 # exceptions listed by id). A second walk of the same answers here asserted the same property.

@@ -177,6 +177,21 @@ def test_baseline_comparison_finds_worse_and_better(tmp_path: Path) -> None:
     assert worse == ["book/qwen/ebnf: validation_error"] and better == ["book/qwen/ebnf: round_trip_error gone"]
 
 
+# Baselines on disk, as earlier versions wrote them: a fuzz cell is one tool in one lane, so its key
+# stays "cells" (the word lane names the family x strategy pair) and both shapes keep reading.
+UPDATE_WRITES = '{\n "cells": {\n  "book/qwen/ebnf": [\n   "validation_error"\n  ],\n  "ls/qwen/ebnf": []\n }\n}\n'
+
+
+@pytest.mark.parametrize("content", [UPDATE_WRITES, '{"book/qwen/ebnf": ["validation_error"], "ls/qwen/ebnf": []}'])
+def test_an_old_baseline_reads_and_compares_as_written(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "expected.json"
+    path.write_text(content)
+    assert read_expected(path) == {"book/qwen/ebnf": ["validation_error"], "ls/qwen/ebnf": []}
+    assert compare(_report(FAILING_CELL, PASSING_CELL), read_expected(path)) == ([], [])
+    write_expected(_report(FAILING_CELL, PASSING_CELL), path)
+    assert path.read_text() == UPDATE_WRITES  # --update writes today's bytes
+
+
 @pytest.mark.parametrize("content", ['[1, 2]', '{"cells": {"a/b/c": ["nonsense"]}}', '{"cells": {"a/b/c": "x"}}'])
 def test_a_bad_baseline_names_the_file(tmp_path: Path, content: str) -> None:
     path = tmp_path / "expected.json"

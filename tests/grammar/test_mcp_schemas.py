@@ -26,7 +26,8 @@ from harness.grammar.families import FAMILIES, get_adapter
 mcp_types = pytest.importorskip("mcp_types")
 pytest.importorskip("xgrammar")
 
-LANES = ("ebnf", "structural_tag", "json_schema")
+STRATEGIES = ("ebnf", "structural_tag", "json_schema")
+"""The harness's strategies: with a family, each is a lane."""
 
 
 def protocol_shaped(schema: Any) -> Any:
@@ -165,19 +166,20 @@ def test_the_table_holds_42_valid_instances() -> None:
 def test_every_lane_accepts_what_json_schema_accepts(family: str, what: str) -> None:
     missed = []
     for instance in next(instances for name, _, instances in TABLE if name == what):
-        taken = {lane: accepts(family, lane, what, instance) for lane in LANES}
+        taken = {strategy: accepts(family, strategy, what, instance) for strategy in STRATEGIES}
         if taken["json_schema"] and not all(taken.values()):
-            missed.append((json.dumps(instance), [lane for lane, ok in taken.items() if not ok]))
+            missed.append((json.dumps(instance), [strategy for strategy, ok in taken.items() if not ok]))
     assert missed == []
 
 
 def test_a_root_union_still_rejects_what_no_branch_allows() -> None:
     """The union at the top is the branches' language, not any object: a text block's fields under an
-    image's tag, a block of no kind, and a text block without its text are rejected in both lanes."""
+    image's tag, a block of no kind, and a text block without its text are rejected in the ebnf and
+    structural_tag lanes of both families."""
     what = TABLE[0][0]
     check = jsonschema.Draft7Validator(schema_of(what))
     for bad in ({"type": "image", "text": "hi"}, {"type": "video", "data": "x"}, {"type": "text"}):
         assert not check.is_valid(bad)
         for family in FAMILIES:
-            for lane in ("ebnf", "structural_tag"):
-                assert not accepts(family, lane, what, bad), (family, lane, bad)
+            for strategy in ("ebnf", "structural_tag"):
+                assert not accepts(family, strategy, what, bad), (family, strategy, bad)

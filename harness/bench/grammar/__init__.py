@@ -1,7 +1,8 @@
 """``harness bench grammar``: what each constraint strategy costs, per model family and grammar engine.
 
 - ``run``: the bench end to end (``run_grammar_bench``), its goals;
-- ``cells``: one family x strategy (its artifact, its gold outputs rendered, a row per engine);
+- ``cells``: one lane (family x strategy): its artifact, its gold outputs rendered, a row per engine
+  (the bench's cell: one lane measured by one grammar engine, at one tool count);
 - ``measure``: xgrammar's figures (compile, mask, accept, jump-forward, mask application), and the
   walk ``harness grammar check`` uses;
 - ``llguidance``: llguidance on the same grammars (converted by ``harness.grammar.guidance``);

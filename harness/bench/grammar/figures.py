@@ -174,7 +174,7 @@ class EngineFigures(ApplyFigures, JumpFigures, WalkFigures, CompileFigures, Meas
 
 
 class GrammarCell(SparseRecord):
-    """One family x strategy's grammar for a tool set."""
+    """One lane's (family x strategy) grammar for a tool set."""
 
     family: str
     """The model family."""

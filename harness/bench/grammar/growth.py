@@ -9,7 +9,7 @@
   walk's time (median of ``WALK_REPEATS``), tokens, mask p50/p99.
 - ``growth_corpus`` (``--growth-tools PATH|NAME``): the tool-count curve on a real corpus, the user's
   tools or a benchmark's (``NAME``, the ``corpus`` seam of ``harness.benchmarks``: ~1,700 distinct
-  single-turn tools in the one there is): the first 10, 100, 400 and 1,000 tools that build in every cell measured, valid
+  single-turn tools in the one there is): the first 10, 100, 400 and 1,000 tools that build in every lane measured, valid
   calls drawn from the real schemas (kept when the schema's validator accepts them), and the compiled
   grammar's size (xgrammar's ``memory_size_bytes``) as the memory figure.
 
@@ -237,7 +237,7 @@ def growth_corpus(cfg: GrammarBenchConfig, log: Callable[[str], None]) -> list[G
     assert cfg.growth_corpus is not None
     corpus = buildable(load_corpus(cfg.growth_corpus), cfg.families, cfg.strategies)
     counts = [n for n in (CORPUS_COUNTS_QUICK if cfg.quick else CORPUS_COUNTS) if n <= len(corpus)]
-    log(f"  growth: corpus {cfg.growth_corpus}: {len(corpus)} tools build in every cell; counts {counts}")
+    log(f"  growth: corpus {cfg.growth_corpus}: {len(corpus)} tools build in every lane; counts {counts}")
     sub = sub_config(cfg, 2 if cfg.quick else 3)
     rows: list[GrowthToolsRow] = []
     for n in counts:

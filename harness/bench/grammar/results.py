@@ -179,7 +179,7 @@ class LlguidanceSummary(BenchRecord):
     gold_rejected_special_in_text: int
     """Of them, special tokens where the grammar expects text (an engine difference)."""
     not_expressible: list[str]
-    """``family/strategy`` cells it cannot express."""
+    """The lanes (``family/strategy``) whose grammar it cannot express."""
 
 
 class GrammarSummary(OmitsAbsent):
@@ -218,7 +218,7 @@ class GrammarSummary(OmitsAbsent):
     apply_np_us_p50: float | None = None
     """Worst cell's median mask application (numpy)."""
     worst_at: dict[str, str | None]
-    """Figure -> the ``family/strategy`` cell it comes from."""
+    """Figure -> the lane (``family/strategy``) of the xgrammar cell it comes from."""
     gold_accepted: int
     """Gold outputs accepted over every xgrammar cell."""
     gold_total: int
@@ -240,7 +240,7 @@ class GrammarSummary(OmitsAbsent):
     llguidance: LlguidanceSummary | None = None
     """llguidance's figures, when it ran."""
     unmeasured: dict[str, str] = Field(default_factory=dict)
-    """``family/strategy`` -> why that cell has no figures (vLLM builds no constraint there)."""
+    """Lane (``family/strategy``) -> why its cells have no figures (vLLM builds no constraint there)."""
     duration_s: float | None
     """The bench's wall time."""
 

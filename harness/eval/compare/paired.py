@@ -43,8 +43,8 @@ from harness.eval.store import ScoreRow
 RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20261126
 POWER = 0.8
-Lane = tuple[str, str, str]
-"""(family, strategy, metric)."""
+RateKey = tuple[str, str, str]
+"""(family, strategy, metric): one rate of one lane."""
 Status = Literal["ok", "improved", "regression", "info"]
 
 
@@ -104,9 +104,9 @@ CaseTable = dict[str, dict[int, ScoreRow]]
 """case id -> epoch -> its score row."""
 
 
-def index_scores(rows: Iterable[ScoreRow]) -> dict[Lane, CaseTable]:
+def index_scores(rows: Iterable[ScoreRow]) -> dict[RateKey, CaseTable]:
     """Score rows that apply, by (family, strategy, metric), case and epoch."""
-    out: dict[Lane, CaseTable] = {}
+    out: dict[RateKey, CaseTable] = {}
     for row in rows:
         if row.value is not None:
             out.setdefault((row.family, row.strategy, row.metric), {}).setdefault(row.case_id, {})[row.epoch] = row
@@ -212,10 +212,10 @@ def _verdict(m: PairedMetric, policy: Policy, worse_allowed: int | None) -> tupl
     return ("regression" if worse else "improved"), f"{moved} ({shown} < {policy.alpha:g})"
 
 
-def compare_lane(lane: Lane, base: CaseTable, cand: CaseTable, policy: Policy, tests: int = 1) -> PairedMetric | None:
+def compare_rate(key: RateKey, base: CaseTable, cand: CaseTable, policy: Policy, tests: int = 1) -> PairedMetric | None:
     """The paired comparison of one rate, its verdict not yet given (``compare_scores`` gives it once
     every rate's p is known); None when no case is scored on both sides."""
-    family, strategy, metric = lane
+    family, strategy, metric = key
     shared = sorted(set(base) & set(cand))
     if not shared:
         return None
@@ -246,8 +246,8 @@ def compare_scores(base: Iterable[ScoreRow], cand: Iterable[ScoreRow], policy: P
     the cases that may get worse on a gated rate before it regresses whatever its p (None: no limit)."""
     b, c = index_scores(base), index_scores(cand)
     # With Holm's method a lone change must reach alpha / (gated rates): what it could detect says so.
-    tests = max(1, sum(1 for lane in b if lane in c and lane[2] in policy.metrics)) if policy.correction == "holm" else 1
-    out = [r for lane in b if lane in c and (r := compare_lane(lane, b[lane], c[lane], policy, tests)) is not None]
+    tests = max(1, sum(1 for key in b if key in c and key[2] in policy.metrics)) if policy.correction == "holm" else 1
+    out = [r for key in b if key in c and (r := compare_rate(key, b[key], c[key], policy, tests)) is not None]
     gated = [i for i, r in enumerate(out) if r.gated]
     if policy.correction == "holm":
         for i, adjusted in zip(gated, holm([out[i].p_value for i in gated]), strict=True):
@@ -261,7 +261,7 @@ def compare_scores(base: Iterable[ScoreRow], cand: Iterable[ScoreRow], policy: P
 __all__ = [
     "Flip",
     "PairedMetric",
-    "compare_lane",
+    "compare_rate",
     "compare_scores",
     "exact_mcnemar",
     "fewest_significant",

@@ -58,21 +58,21 @@ def ttft_rows(runs: Sequence[Run], family_names: Sequence[str], strategy_names: 
             for strategy in strategy_names:
                 if strategy == Strategy.none:
                     continue
-                cell = steps.filter((pl.col("family") == family) & (pl.col("strategy") == strategy))
-                if cell.is_empty():
+                lane = steps.filter((pl.col("family") == family) & (pl.col("strategy") == strategy))
+                if lane.is_empty():
                     continue
-                rows.append([run.label, run.engine, family, strategy, *_split(cell)])
+                rows.append([run.label, run.engine, family, strategy, *_split(lane)])
     return rows
 
 
-def _split(cell: Any) -> list[str]:
+def _split(lane: Any) -> list[str]:
     """calls, compiled for the call, ttft first, ttft repeat, compile, rest."""
     import polars as pl
 
     ttft = pl.coalesce(pl.col("ttft_ms"), pl.col("latency_ms"))
-    cell = cell.with_columns(ttft.alias("wait_ms"))
-    n = cell.height
-    measured = cell.filter(pl.col("compile_ms").is_not_null())
+    lane = lane.with_columns(ttft.alias("wait_ms"))
+    n = lane.height
+    measured = lane.filter(pl.col("compile_ms").is_not_null())
     if not measured.is_empty():  # the engine timed its compile (older files: compile_cached only)
         cached = pl.when(pl.col("compile_cached").fill_null(False)).then(pl.lit("memory")).otherwise(pl.lit("compiled"))
         measured = measured.with_columns(pl.col("compile_found").fill_null(cached).alias("found"),
@@ -81,8 +81,8 @@ def _split(cell: Any) -> list[str]:
         repeat = measured.filter(pl.col("found") != "compiled")
         return [str(n), f"{cold.height} of {measured.height}", _fmt(_median(cold, "wait_ms")),
                 _fmt(_median(repeat, "wait_ms")), _fmt(_median(cold, "compile_ms")), _fmt(_median(measured, "rest_ms"))]
-    first = cell.filter(pl.col("constraint_first").fill_null(False))
-    repeat = cell.filter(~pl.col("constraint_first").fill_null(True))
+    first = lane.filter(pl.col("constraint_first").fill_null(False))
+    repeat = lane.filter(~pl.col("constraint_first").fill_null(True))
     t_first, t_repeat = _median(first, "wait_ms"), _median(repeat, "wait_ms")
     compile_ms = None if t_first is None or t_repeat is None else max(0.0, t_first - t_repeat)
     return [str(n), f"{first.height} of {n} (first with its tools)", _fmt(t_first), _fmt(t_repeat),

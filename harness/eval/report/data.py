@@ -339,7 +339,7 @@ def failures_by_checker(table: Any) -> list[tuple[str, int]]:
 
 
 @dataclass(frozen=True, slots=True)
-class TargetCell:
+class TargetLane:
     family: str
     strategy: str
     compared: int
@@ -348,20 +348,20 @@ class TargetCell:
     """A few tokens only vLLM's grammar allows there."""
 
 
-def target_cells(run: Run) -> list[TargetCell]:
-    """Family x strategy cells of a ``--target vllm`` run where vLLM's grammar allows other tokens."""
-    cells: dict[tuple[str, str], list[Any]] = {}
+def target_lanes(run: Run) -> list[TargetLane]:
+    """The lanes (family x strategy) of a ``--target vllm`` run where vLLM's grammar allows other tokens."""
+    lanes: dict[tuple[str, str], list[Any]] = {}
     for sample in run.samples:
         for step in sample.steps:
             stats = step.stats
             if stats is None or stats.target_steps is None:
                 continue
-            cell = cells.setdefault((sample.family, sample.strategy), [0, 0, {}])
-            cell[0] += stats.target_steps
-            cell[1] += stats.target_mask_diff_steps or 0
+            lane = lanes.setdefault((sample.family, sample.strategy), [0, 0, {}])
+            lane[0] += stats.target_steps
+            lane[1] += stats.target_mask_diff_steps or 0
             for token in stats.target_only_tokens:
-                cell[2][token] = None
-    return [TargetCell(f, s, c[0], c[1], tuple(list(c[2])[:8])) for (f, s), c in cells.items() if c[1]]
+                lane[2][token] = None
+    return [TargetLane(f, s, c[0], c[1], tuple(list(c[2])[:8])) for (f, s), c in lanes.items() if c[1]]
 
 
 __all__ = [
@@ -374,7 +374,7 @@ __all__ = [
     "Failure",
     "Point",
     "Run",
-    "TargetCell",
+    "TargetLane",
     "best_strategies",
     "failure_list",
     "failures",
@@ -386,6 +386,6 @@ __all__ = [
     "overheads",
     "sample_costs",
     "strategies",
-    "target_cells",
+    "target_lanes",
     "tradeoff",
 ]

@@ -14,14 +14,14 @@ from harness.eval.report.data import (
     KNOWN_METRICS,
     RATES,
     Run,
-    TargetCell,
+    TargetLane,
     best_strategies,
     failure_list,
     failures,
     failures_by_checker,
     ordered,
     overheads,
-    target_cells,
+    target_lanes,
     tradeoff,
 )
 from harness.eval.report.figures import Figure
@@ -134,7 +134,7 @@ def summary_columns(runs: Sequence[Run]) -> list[tuple[str, str]]:
 
 
 def summary_rows(run: Run, family_names: Sequence[str], strategy_names: Sequence[str]) -> list[list[str]]:
-    """One row per (family, strategy) the run has: family, strategy, n, then ``summary_columns``' cells."""
+    """One row per lane (family, strategy) the run has: family, strategy, n, then ``summary_columns``' cells."""
     columns = summary_columns([run])
     rows = []
     for family in family_names:
@@ -269,8 +269,8 @@ class RunTables:
     """Which files the failures come from (or why there are none)."""
     by_checker: list[tuple[str, int]]
     """(checker, failing samples), most first."""
-    target: list[TargetCell]
-    """Cells where vLLM's grammar differs (``--target vllm``)."""
+    target: list[TargetLane]
+    """Lanes where vLLM's grammar differs (``--target vllm``)."""
     repeats: list[list[str]]
     """Epochs > 1: pass@k and pass^k (headers ``REPEAT_HEADERS``)."""
     classes: list[list[str]]
@@ -308,7 +308,7 @@ def run_tables(run: Run, family_names: Sequence[str], strategy_names: Sequence[s
         run=run, facts=run_facts(run),
         columns=["family", "strategy", "n", *(h for _, h in summary_columns([run]))],
         rows=summary_rows(run, family_names, strategy_names), failure_rows=rows, failure_source=source,
-        by_checker=failures_by_checker(failures(run)), target=target_cells(run), repeats=repeats, classes=classes,
+        by_checker=failures_by_checker(failures(run)), target=target_lanes(run), repeats=repeats, classes=classes,
     )
 
 

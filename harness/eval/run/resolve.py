@@ -134,11 +134,11 @@ def _open_engine(options: RunOptions, agent: Agent, run_dir: Path, log: RunLog,
         raise RunError(str(exc)) from None
 
 
-def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None, lanes: tuple[Family, ...]) -> None:
+def _check_model(run_dir: Path, engine: RunEngine, previous: RunRecord | None, families: tuple[Family, ...]) -> None:
     if previous is None:
         return
     if previous.models:
-        for family in lanes:
+        for family in families:
             recorded, now = previous.models.get(family), engine.model_for(family)
             if recorded is not None and recorded != now:
                 raise RunError(f"{run_dir}: cannot resume: {family} would run on {now!r}, run.json records "
@@ -221,17 +221,17 @@ async def resolve_run(
     options = options.model_copy(update={"models": model_args(options, suite, info)})
     engine, families = _open_engine(options, agent, run_dir, log, open_engine)
     try:
-        lanes = tuple(Family(family) for family in families or suite.spec.families)
-        await check_reachable(engine.endpoints(list(lanes)))  # a server that is down stops the run in seconds
-        models = MappingProxyType({family: engine.model_for(family) for family in lanes})
-        _check_model(run_dir, engine, previous, lanes)
+        run_families = tuple(Family(family) for family in families or suite.spec.families)
+        await check_reachable(engine.endpoints(list(run_families)))  # a server that is down stops the run in seconds
+        models = MappingProxyType({family: engine.model_for(family) for family in run_families})
+        _check_model(run_dir, engine, previous, run_families)
         bound = _token_bound(options, suite, agent, previous, log)
     except BaseException:
         await engine.aclose()
         raise
     log(f"token bound: {bound.max_tokens} per model response ({bound.source})")
     settled = options.model_copy(update={
-        "families": lanes, "strategies": tuple(Strategy(s) for s in options.strategies or suite.spec.strategies),
+        "families": run_families, "strategies": tuple(Strategy(s) for s in options.strategies or suite.spec.strategies),
         "epochs": options.epochs or 1, "concurrency": options.concurrency or info.concurrency,
         "max_steps_per_turn": options.max_steps_per_turn or agent.config.kernel.max_steps,
         "max_tokens": bound.max_tokens, "vllm_args": options.vllm_args or (),

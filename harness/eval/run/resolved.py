@@ -152,7 +152,7 @@ class ResolvedRun:
                         seed=self.options.seed)
 
     def lanes(self) -> list[tuple[Family, Strategy]]:
-        """(family, strategy) of every agent variant, in run order."""
+        """The run's lanes: (family, strategy) of every agent, in run order."""
         return [(family, strategy) for family in self.families for strategy in self.strategies]
 
     def selected_cases(self) -> list[Case]:

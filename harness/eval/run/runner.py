@@ -3,8 +3,8 @@
 ``run_suite(suite_dir, RunOptions)`` is a short pipeline: the options are resolved once into a ``ResolvedRun``
 (``resolve.resolve_run``: the suite and its bundle's agent read once, every option settled, the engine
 opened), the samples' file is opened (on resume a line torn by a kill is cut off and its sample runs
-again), one agent variant per family and strategy runs the samples (payloads and grammars are built
-once per variant, not per request) on ``concurrency`` workers, and the run is scored from
+again), one agent per lane (family x strategy) runs the samples (payloads and grammars are built
+once per lane, not per request) on ``concurrency`` workers, and the run is scored from
 samples.jsonl alone. Each sample is bounded in time (``sample:timeout``) and retried once when the
 model call failed on a timeout or a lost connection. Every finished sample goes to samples.jsonl at
 once (see ``SampleWriter``); with ``resume`` the samples already saved are skipped.

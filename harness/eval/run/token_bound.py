@@ -57,9 +57,9 @@ def longest_gold(suite: Suite, agent: Agent) -> LongestGold | None:
 
     best: LongestGold | None = None
     text_answer = suite.text_answer
-    variants = [agent.variant(family=family, strategy=strategy, allow_text_answer=text_answer)
-                for family in suite.spec.families for strategy in suite.spec.strategies]
-    for agent in variants:
+    lane_agents = [agent.variant(family=family, strategy=strategy, allow_text_answer=text_answer)
+                   for family in suite.spec.families for strategy in suite.spec.strategies]
+    for agent in lane_agents:
         count, estimated = _counter(agent.family)
         constraint = agent.constraint
         for case in suite.cases:

@@ -1,4 +1,4 @@
-"""What the token-level differential reports: per cell, the tokens two engines disagree on and what
+"""What the token-level differential reports: per cell (one tool in one lane), the tokens two engines disagree on and what
 each disagreement is, per class and per keyword, with examples; summed per family x strategy.
 
 Classes of a disagreeing token (allowed by one engine, masked by the other, after the same prefix):
