@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.agents import DecodingConstraint, ToolCall, ToolSchema
+from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
 from harness.grammar.families import FAMILIES, get_adapter
 
 mcp_types = pytest.importorskip("mcp_types")
@@ -131,8 +131,14 @@ TABLE: list[tuple[str, Any, list[dict[str, Any]]]] = [
 42 where json_schema rejected none)."""
 
 
+ROOT = "Root: format uri with minLength 1"
+"""Outside the 42: MCP's ``Root`` (the SDK's ``AnyUrl``), which json_schema refuses (below)."""
+
+
 @functools.cache
 def schema_of(what: str) -> Any:
+    if what == ROOT:
+        return rooted(mcp_types.Root)
     return next(build for name, build, _ in TABLE if name == what)()
 
 
@@ -183,3 +189,24 @@ def test_a_root_union_still_rejects_what_no_branch_allows() -> None:
         for family in FAMILIES:
             for strategy in ("ebnf", "structural_tag"):
                 assert not accepts(family, strategy, what, bad), (family, strategy, bad)
+
+
+ROOT_URIS = ({"uri": "file:///home/u/project"}, {"uri": "https://example.org/a/b?x=1#f", "name": "p"},
+             {"uri": "urn:isbn:0451450523"})
+
+
+def test_root_uri_a_format_with_a_length_builds_in_ebnf_and_structural_tag() -> None:
+    """MCP's ``Root.uri`` is ``format: uri`` with ``minLength: 1`` (the SDK's ``AnyUrl``). ebnf and
+    structural_tag build the format and the length as one intersection: they take the valid roots and
+    reject an empty or scheme-less URI. json_schema refuses the tool by vLLM's own reason: vLLM with
+    the xgrammar backend answers 400 to lengths beside a format (docs/schemas.md)."""
+    check = jsonschema.Draft7Validator(schema_of(ROOT), format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    for family in FAMILIES:
+        for strategy in ("ebnf", "structural_tag"):
+            for good in ROOT_URIS:
+                assert check.is_valid(good) and accepts(family, strategy, ROOT, good), (family, strategy, good)
+            for bad in ({"uri": ""}, {"uri": "no scheme"}):
+                assert not check.is_valid(bad) and not accepts(family, strategy, ROOT, bad), (family, strategy, bad)
+        tool = ToolSchema(name="t", description=ROOT, parameters=schema_of(ROOT))
+        with pytest.raises(ConstraintError, match=r"Root\.uri: minLength/maxLength beside a format: vLLM"):
+            get_adapter(family).build_payload([tool], DecodingConstraint(strategy="json_schema"))

@@ -262,3 +262,28 @@ def test_the_report_says_a_shared_server_scores_only_calls(tmp_path: Path) -> No
     assert shared_server(run_of(suite_with(f"{{url: '{url}'}}"))) == url
     assert shared_server(run_of(suite_with("{command: node}"))) is None
     assert shared_server(run_of(None)) is None
+
+
+def test_report_html_says_a_shared_server_scores_only_calls(tmp_path: Path) -> None:
+    """The page itself (report.html, not only report.md) carries the shared-server line in the run's
+    header, and a run of a stdio server's suite does not. A made-up run directory: no server is reached."""
+    from runs import run_record, write_run_dir
+
+    from harness.eval.report import write_report
+    from harness.eval.store import SuiteRef
+
+    def page_of(mcp: str) -> str:
+        folder = tmp_path / mcp.split(":")[0].strip("{ ")
+        (folder / "suite").mkdir(parents=True)
+        (folder / "bundle.yaml").write_text(f"name: b\nmodel: {{family: qwen, id: m}}\nsource: mcp\nmcp: {mcp}\n")
+        (folder / "suite" / "suite.yaml").write_text("name: s\nversion: '1'\nkind: episode\nbundle: ..\n")
+        (folder / "suite" / "cases.jsonl").write_text(
+            '{"id": "c", "turns": [[{"role": "user", "content": "hi"}]], "ground_truth": [[]]}\n')
+        run = run_record("r", suite=SuiteRef(name="s", version="1", kind="episode", path=str(folder / "suite")))
+        run_dir = write_run_dir(folder / "run", run, [])
+        return (write_report([run_dir], folder / "report").parent / "report.html").read_text(encoding="utf-8")
+
+    shared = page_of("{url: 'http://127.0.0.1:9/mcp'}")
+    assert "a shared MCP server at http://127.0.0.1:9/mcp (mcp.url)" in shared
+    assert "only the calls and their results are scored; no state is compared" in shared
+    assert "shared MCP server" not in page_of("{command: node}")
