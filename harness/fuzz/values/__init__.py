@@ -1,18 +1,19 @@
 """Hypothesis strategies for the values a tool's JSON schema allows, and the validator that judges them.
 
-Scalars (strings with ``format``, ``pattern`` and lengths, numbers with bounds and ``multipleOf``,
-enums, consts) come from hypothesis-jsonschema's ``from_schema``. Objects, and the arrays and
-combinators that hold them, are drawn here: hypothesis-jsonschema 0.23.1 (its latest release) draws
-objects with a Hypothesis internal (``many.more``) that current Hypothesis no longer has, so every
-schema with an object fails there with an AttributeError. What is drawn here is checked by the
-schema's own validator (``jsonschema``, with format checking) before it is used, so a value this
-module gets wrong is filtered out, never counted as valid.
+Scalars (numbers with bounds and ``multipleOf``, enums, consts, strings of other formats) come from
+hypothesis-jsonschema's ``from_schema``. Objects, and the arrays and combinators that hold them, are
+drawn here: hypothesis-jsonschema 0.23.1 (its latest release) draws objects with a Hypothesis
+internal (``many.more``) that current Hypothesis no longer has, so every schema with an object fails
+there with an AttributeError. What is drawn here is checked by the schema's own validator
+(``jsonschema``, with format checking) before it is used, so a value this module gets wrong is
+filtered out, never counted as valid.
 
 Formats a validator does not know are annotations (JSON Schema says so): they are dropped before
-drawing, as a validator ignores them. The string formats tools use most (``FORMAT_VALUES``: date-time,
-date, time, uuid, email, uri, ipv4, ipv6, hostname) are drawn here from Hypothesis's own dates,
-UUIDs and addresses: hypothesis-jsonschema draws some of them as any text (``uuid``), which the
-validator then filters out to the last one. ``$ref`` is resolved (hypothesis-jsonschema's resolver)
+drawing, as a validator ignores them. Strings with a ``pattern``, and of the formats tools use most
+(date-time, date, time, uuid, email, uri, uri-reference, ipv4, ipv6, hostname), are drawn by
+``strings`` with their ``minLength``/``maxLength`` counted in the draw: hypothesis-jsonschema draws
+the format or pattern and then filters by length (an email of at most 8 characters: no value found),
+and draws some formats as any text (``uuid``). ``$ref`` is resolved (hypothesis-jsonschema's resolver)
 before drawing; a recursive one is inlined to ``MAX_REF_DEPTH`` levels, where a deeper reference
 becomes ``false`` (no value), so the values drawn are the schema's values of bounded depth.
 """
@@ -222,7 +223,7 @@ def _lengths(schema: Mapping[str, Any]) -> tuple[int, int | None]:
 def _formatted(schema: Mapping[str, Any]) -> st.SearchStrategy[Any] | None:
     """A string of a ``format`` drawn here, or of a ``pattern``, with its lengths counted in the draw
     (``strings``); None for anything else, and for an expression ``strings`` does not model."""
-    if _types(schema) != ["string"] or any(k in schema for k in ("enum", "const", "anyOf", "oneOf", "allOf", "not")):
+    if _types(schema) not in (["string"], None) or any(k in schema for k in ("enum", "const", "anyOf", "oneOf", "allOf", "not")):
         return None
     fmt, pattern = schema.get("format"), schema.get("pattern")
     if isinstance(fmt, str) and fmt in (*FORMAT_REGEXES, *FORMAT_VALUES) and pattern is None:

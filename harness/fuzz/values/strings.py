@@ -236,7 +236,7 @@ FORMAT_REGEXES = {
     "hostname": _HOST,
     "uri": f"(https|http|ftp)://{_HOST}{_SEGMENTS}(\\?[a-z]{{1,5}}=[a-z0-9]{{1,5}})?",
     "uri-reference": f"(https://{_HOST})?{_SEGMENTS}",
-    "ipv4": r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]\d|\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]\d|\d)){3}",
+    "ipv4": "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}",
 }
 """Conservative spellings of these formats: names any checker and any grammar of the format accepts."""
 _ZONE = st.sampled_from([datetime.UTC, datetime.timezone(datetime.timedelta(hours=-5, minutes=-30)),
