@@ -87,6 +87,7 @@ def test_a_recursive_tool_is_fuzzed(tmp_path) -> None:
     assert all(c.examples >= 3 for c in report.cells)
 
 
+ZOD_IPV4 = r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$"
 COMBINED: list[tuple[dict[str, Any], int | None]] = [
     ({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 8}, 10),  # pydantic constr(...)
     ({"type": "string", "format": "uri", "minLength": 1}, 10),  # pydantic AnyUrl
@@ -101,6 +102,9 @@ COMBINED: list[tuple[dict[str, Any], int | None]] = [
     ({"type": "string", "pattern": "[0-9]", "minLength": 3, "maxLength": 4}, 10),  # searched: any text around
     ({"type": "string", "pattern": r"^\d{5}$", "minLength": 5}, 10),
     ({"type": "string", "pattern": r"^(ab|c)*\w$", "maxLength": 6}, 10),
+    ({"type": "string", "format": "time", "maxLength": 9}, 5),  # 12:00:00Z
+    ({"type": "string", "format": "ipv4", "pattern": ZOD_IPV4, "maxLength": 7}, 5),  # zod writes both
+    ({"type": "string", "format": "date-time", "pattern": "Z$", "maxLength": 20}, 5),
     ({"type": "string", "format": "uuid", "maxLength": 10}, None),  # a UUID has 36 characters
     ({"type": "string", "pattern": "^[a-z]{3}$", "maxLength": 10, "minLength": 5}, None),
 ]

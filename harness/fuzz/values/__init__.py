@@ -27,7 +27,7 @@ from typing import Any
 import jsonschema
 from hypothesis import strategies as st
 
-from harness.fuzz.values.strings import FORMAT_REGEXES, FORMAT_VALUES, format_strings, regex_strings
+from harness.fuzz.values.strings import format_strings, regex_strings
 
 SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
 KEY_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_-.$é"
@@ -221,18 +221,18 @@ def _lengths(schema: Mapping[str, Any]) -> tuple[int, int | None]:
 
 
 def _formatted(schema: Mapping[str, Any]) -> st.SearchStrategy[Any] | None:
-    """A string of a ``format`` drawn here, or of a ``pattern``, with its lengths counted in the draw
-    (``strings``); None for anything else, and for an expression ``strings`` does not model."""
+    """A string of a ``format`` drawn here and/or a ``pattern``, with its lengths counted in the draw
+    (``strings``; with both, as zod writes them, drawn from either and checked against both); None
+    for anything else, and for an expression ``strings`` does not model."""
     if _types(schema) not in (["string"], None) or any(k in schema for k in ("enum", "const", "anyOf", "oneOf", "allOf", "not")):
         return None
     fmt, pattern = schema.get("format"), schema.get("pattern")
-    if isinstance(fmt, str) and fmt in (*FORMAT_REGEXES, *FORMAT_VALUES) and pattern is None:
-        drawn = format_strings(fmt, *_lengths(schema))
-    elif isinstance(pattern, str) and "format" not in schema:
-        drawn = regex_strings(pattern, *_lengths(schema))
-    else:
+    by_pattern = regex_strings(pattern, *_lengths(schema)) if isinstance(pattern, str) else None
+    by_format = format_strings(fmt, *_lengths(schema)) if isinstance(fmt, str) else None
+    if (pattern, fmt) == (None, None) or (pattern is not None and by_pattern is None) or (
+            fmt is not None and by_format is None):
         return None
-    return None if drawn is None else drawn.filter(validator(dict(schema)).is_valid)
+    return st.one_of([w for w in (by_pattern, by_format) if w is not None]).filter(validator(dict(schema)).is_valid)
 
 
 def _objects(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:

@@ -10,9 +10,9 @@ with categories or a negation draws from the candidate characters (``CANDIDATES`
 subset of its language, never a character outside it. What this does not model (backreferences,
 lookaround, anchors inside the expression, possessive repeats) gives None, and the caller filters
 hypothesis-jsonschema's draws as before. Formats are drawn from conservative expressions of their
-own (``FORMAT_REGEXES``: names every checker and grammar accepts) or, for dates, times, UUIDs and
-IPv6 addresses, from Hypothesis's own values in every length their spelling allows. Everything drawn
-is still checked by the schema's validator.
+own (``FORMAT_REGEXES``: names every checker and grammar accepts) or from Hypothesis's own values:
+dates and times in each spelling whose length fits, UUIDs and IPv6 addresses filtered by length.
+Everything drawn is still checked by the schema's validator.
 
 This is independent of the grammar builder's automata (``harness.grammar.schema``) on purpose: the
 values judge those grammars.
@@ -239,31 +239,40 @@ FORMAT_REGEXES = {
     "ipv4": "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}",
 }
 """Conservative spellings of these formats: names any checker and any grammar of the format accepts."""
-_ZONE = st.sampled_from([datetime.UTC, datetime.timezone(datetime.timedelta(hours=-5, minutes=-30)),
-                         datetime.timezone(datetime.timedelta(hours=9))])
-_SPEC = st.sampled_from(["seconds", "milliseconds", "microseconds"])
-
-
-def _zulu(text: str, z: bool) -> str:
-    return text[:-6] + "Z" if z and text.endswith("+00:00") else text
-
-
+_OFFSETS = st.sampled_from([datetime.UTC, datetime.timezone(datetime.timedelta(hours=-5, minutes=-30)),
+                            datetime.timezone(datetime.timedelta(hours=9))])
+_FRACTIONS = {"seconds": 0, "milliseconds": 4, "microseconds": 7}
+"""Each ``isoformat`` spelling's characters past the seconds."""
 FORMAT_VALUES: dict[str, st.SearchStrategy[str]] = {
-    "date-time": st.tuples(st.datetimes(timezones=_ZONE), _SPEC, st.booleans()).map(
-        lambda p: _zulu(p[0].isoformat(timespec=p[1]), p[2])),
     "date": st.dates().map(lambda d: d.isoformat()),
-    "time": st.tuples(st.times(timezones=_ZONE), _SPEC, st.booleans()).map(  # JSON Schema's time has a zone
-        lambda p: _zulu(p[0].isoformat(timespec=p[1]), p[2])),
     "uuid": st.uuids().map(str),
     "ipv6": st.ip_addresses(v=6).map(str),
 }
-"""Formats drawn from Hypothesis's own values, in each spelling (``Z``, fractions) their format allows."""
+"""Formats drawn from Hypothesis's own values (``date-time`` and ``time`` too: ``_clock``)."""
+
+
+def _clock(name: str, low: int, high: int | None) -> st.SearchStrategy[str]:
+    """``date-time`` or ``time`` (JSON Schema's has a zone) in the spellings whose length fits: ``Z`` or
+    an offset, no fraction or 3 or 6 digits; a fraction longer than 6 digits is never drawn."""
+    base = 19 if name == "date-time" else 8
+    fits = [(spec, zulu) for spec, extra in _FRACTIONS.items() for zulu in (True, False)
+            if low <= base + extra + (1 if zulu else 6) <= (high if high is not None else base + 13)]
+
+    def spelt(fit: tuple[str, bool]) -> st.SearchStrategy[str]:
+        spec, zulu = fit
+        zones = st.just(datetime.UTC) if zulu else _OFFSETS
+        values = st.datetimes(timezones=zones) if name == "date-time" else st.times(timezones=zones)
+        return values.map(lambda v: v.isoformat(timespec=spec).replace("+00:00", "Z" if zulu else "+00:00"))
+
+    return st.sampled_from(fits).flatmap(spelt) if fits else st.nothing()
 
 
 def format_strings(name: str, low: int = 0, high: int | None = None) -> st.SearchStrategy[str] | None:
     """Strings of ``format: name`` of ``low`` to ``high`` characters (None: a format not drawn here)."""
     if name in FORMAT_REGEXES:
         return regex_strings(FORMAT_REGEXES[name], low, high, full=True)
+    if name in ("date-time", "time"):
+        return _clock(name, low, high)
     if name in FORMAT_VALUES:
         return FORMAT_VALUES[name].filter(lambda s: low <= len(s) <= (len(s) if high is None else high))
     return None
