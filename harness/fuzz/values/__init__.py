@@ -271,11 +271,9 @@ def _arrays(schema: Mapping[str, Any]) -> st.SearchStrategy[list[Any]]:
 
 __all__ = [
     "MAX_REF_DEPTH",
-    "any_json",
     "broken_keyword",
     "first_error",
     "inline_refs",
-    "known_formats",
     "schema_problem",
     "validator",
     "values_for",
