@@ -85,3 +85,54 @@ def test_a_recursive_tool_is_fuzzed(tmp_path) -> None:
                                       walks=2, hypothesis_home=tmp_path))
     assert {c.outcome for c in report.cells} == {Outcome.passing}, [c.classes for c in report.cells]
     assert all(c.examples >= 3 for c in report.cells)
+
+
+ZOD_IPV4 = r"^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$"
+COMBINED: list[tuple[dict[str, Any], int | None]] = [
+    ({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 8}, 10),  # pydantic constr(...)
+    ({"type": "string", "format": "uri", "minLength": 1}, 10),  # pydantic AnyUrl
+    ({"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083}, 10),  # pydantic HttpUrl
+    ({"type": "string", "format": "email", "maxLength": 8}, 10),
+    ({"type": "string", "format": "uri", "maxLength": 12}, 10),
+    ({"type": "string", "format": "hostname", "maxLength": 5}, 10),
+    ({"type": "string", "format": "ipv4", "maxLength": 7}, 5),
+    ({"type": "string", "format": "date-time", "maxLength": 25}, 5),
+    ({"type": "string", "format": "email", "minLength": 30}, 10),
+    ({"type": "string", "pattern": "^[a-z]+$", "minLength": 20, "maxLength": 25}, 10),
+    ({"type": "string", "pattern": "[0-9]", "minLength": 3, "maxLength": 4}, 10),  # searched: any text around
+    ({"type": "string", "pattern": r"^\d{5}$", "minLength": 5}, 10),
+    ({"type": "string", "pattern": r"^(ab|c)*\w$", "maxLength": 6}, 10),
+    ({"type": "string", "format": "time", "maxLength": 9}, 5),  # 12:00:00Z
+    ({"type": "string", "format": "ipv4", "pattern": ZOD_IPV4, "maxLength": 7}, 5),  # zod writes both
+    ({"type": "string", "format": "date-time", "pattern": "Z$", "maxLength": 20}, 5),
+    ({"type": "string", "format": "uuid", "maxLength": 10}, None),  # a UUID has 36 characters
+    ({"type": "string", "pattern": "^[a-z]{3}$", "maxLength": 10, "minLength": 5}, None),
+]
+"""A string under a format or pattern and lengths together, and how many distinct values ``harness
+fuzz`` draws of 20 at least (None: none exists, reported as such)."""
+
+
+@pytest.mark.parametrize(("schema", "least"), COMBINED, ids=[json.dumps(s, sort_keys=True) for s, _ in COMBINED])
+def test_combined_bounds_are_drawn_together(schema: dict[str, Any], least: int | None, tmp_path) -> None:
+    """Values meet every bound at once (they were drawn from the format or pattern, then filtered by
+    length: an email of at most 8 characters drew none)."""
+    from harness.fuzz.run import draw_case
+
+    tool = ToolSchema("t", "A tool.", one(schema))
+    case = draw_case(tool, FuzzOptions(families=("qwen",), strategies=("ebnf",), examples=20, hypothesis_home=tmp_path))
+    if least is None:
+        assert case.values == [] and case.problem is not None and case.problem[0] is Outcome.schema_unsatisfiable
+        return
+    assert case.problem is None, case.problem
+    assert all(validator(one(schema)).is_valid(v) for v in case.values)
+    assert len({v["x"] for v in case.values}) >= least, case.values
+
+
+def test_a_tool_under_combined_bounds_is_fuzzed(tmp_path) -> None:
+    """An email of at most 8 characters and a long pattern pass in the harness's own grammars, with values."""
+    tools = [ToolSchema("short_email", "An email.", one({"type": "string", "format": "email", "maxLength": 8})),
+             ToolSchema("long_word", "A word.", one({"type": "string", "pattern": "^[a-z]+$", "minLength": 20}))]
+    report = fuzz(tools, FuzzOptions(families=("qwen",), strategies=("ebnf",), examples=6,
+                                     walks=1, hypothesis_home=tmp_path))
+    assert {c.outcome for c in report.cells} == {Outcome.passing}, [(c.tool, c.classes, c.message) for c in report.cells]
+    assert all(c.examples >= 5 for c in report.cells)

@@ -1,31 +1,33 @@
 """Hypothesis strategies for the values a tool's JSON schema allows, and the validator that judges them.
 
-Scalars (strings with ``format``, ``pattern`` and lengths, numbers with bounds and ``multipleOf``,
-enums, consts) come from hypothesis-jsonschema's ``from_schema``. Objects, and the arrays and
-combinators that hold them, are drawn here: hypothesis-jsonschema 0.23.1 (its latest release) draws
-objects with a Hypothesis internal (``many.more``) that current Hypothesis no longer has, so every
-schema with an object fails there with an AttributeError. What is drawn here is checked by the
-schema's own validator (``jsonschema``, with format checking) before it is used, so a value this
-module gets wrong is filtered out, never counted as valid.
+Scalars (numbers with bounds and ``multipleOf``, enums, consts, strings of other formats) come from
+hypothesis-jsonschema's ``from_schema``. Objects, and the arrays and combinators that hold them, are
+drawn here: hypothesis-jsonschema 0.23.1 (its latest release) draws objects with a Hypothesis
+internal (``many.more``) that current Hypothesis no longer has, so every schema with an object fails
+there with an AttributeError. What is drawn here is checked by the schema's own validator
+(``jsonschema``, with format checking) before it is used, so a value this module gets wrong is
+filtered out, never counted as valid.
 
 Formats a validator does not know are annotations (JSON Schema says so): they are dropped before
-drawing, as a validator ignores them. The string formats tools use most (``FORMAT_VALUES``: date-time,
-date, time, uuid, email, uri, ipv4, ipv6, hostname) are drawn here from Hypothesis's own dates,
-UUIDs and addresses: hypothesis-jsonschema draws some of them as any text (``uuid``), which the
-validator then filters out to the last one. ``$ref`` is resolved (hypothesis-jsonschema's resolver)
+drawing, as a validator ignores them. Strings with a ``pattern``, and of the formats tools use most
+(date-time, date, time, uuid, email, uri, uri-reference, ipv4, ipv6, hostname), are drawn by
+``strings`` with their ``minLength``/``maxLength`` counted in the draw: hypothesis-jsonschema draws
+the format or pattern and then filters by length (an email of at most 8 characters: no value found),
+and draws some formats as any text (``uuid``). ``$ref`` is resolved (hypothesis-jsonschema's resolver)
 before drawing; a recursive one is inlined to ``MAX_REF_DEPTH`` levels, where a deeper reference
 becomes ``false`` (no value), so the values drawn are the schema's values of bounded depth.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema
 from hypothesis import strategies as st
+
+from harness.fuzz.values.strings import format_strings, regex_strings
 
 SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
 KEY_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_-.$é"
@@ -118,25 +120,6 @@ def _is_scalar(schema: Mapping[str, Any]) -> bool:
     return kinds is not None and bool(kinds) and set(kinds) <= SCALAR_TYPES and not any(k in schema for k in ("anyOf", "oneOf", "allOf", "not"))
 
 
-_LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=10).filter(lambda t: t[0].isalpha())
-_HOST = st.lists(_LABEL, min_size=1, max_size=3).map(".".join).map(lambda h: h + ".example")
-_ZONE = st.sampled_from([datetime.UTC, datetime.timezone(datetime.timedelta(hours=-5, minutes=-30)),
-                         datetime.timezone(datetime.timedelta(hours=9))])
-_PATH = st.lists(_LABEL, max_size=3).map(lambda parts: "".join("/" + p for p in parts))
-FORMAT_VALUES: dict[str, st.SearchStrategy[str]] = {
-    "date-time": st.datetimes(timezones=_ZONE).map(lambda d: d.isoformat()),
-    "date": st.dates().map(lambda d: d.isoformat()),
-    "time": st.times(timezones=_ZONE).map(lambda t: t.isoformat()),  # JSON Schema's time has a zone
-    "uuid": st.uuids().map(str),
-    "email": st.tuples(_LABEL, _HOST).map(lambda p: f"{p[0]}@{p[1]}"),
-    "hostname": _HOST,
-    "uri": st.tuples(st.sampled_from(["https", "http", "ftp"]), _HOST, _PATH).map(lambda p: f"{p[0]}://{p[1]}{p[2]}"),
-    "uri-reference": st.tuples(_HOST, _PATH).map(lambda p: f"https://{p[0]}{p[1]}") | _PATH.filter(bool),
-    "ipv4": st.ip_addresses(v=4).map(str),
-    "ipv6": st.ip_addresses(v=6).map(str),
-}
-"""Values of the string formats tools use most, drawn here (module doc); each is still checked by
-the schema's validator, with the schema's lengths, before it is used."""
 MAX_REF_DEPTH = 3
 """How often one ``$ref`` may be followed inside itself when a recursive schema is inlined."""
 
@@ -232,13 +215,24 @@ def _values(schema: Any) -> st.SearchStrategy[Any]:
     return from_schema(dict(schema))
 
 
+def _lengths(schema: Mapping[str, Any]) -> tuple[int, int | None]:
+    low, high = schema.get("minLength", 0), schema.get("maxLength")
+    return (low if isinstance(low, int) else 0), (high if isinstance(high, int) else None)
+
+
 def _formatted(schema: Mapping[str, Any]) -> st.SearchStrategy[Any] | None:
-    """A string of a ``FORMAT_VALUES`` format (its lengths checked after), None for anything else."""
-    kinds = _types(schema)
-    if schema.get("format") not in FORMAT_VALUES or kinds not in (["string"], None) or any(
-            k in schema for k in ("enum", "const", "pattern", "anyOf", "oneOf", "allOf", "not")):
+    """A string of a ``format`` drawn here and/or a ``pattern``, with its lengths counted in the draw
+    (``strings``; with both, as zod writes them, drawn from either and checked against both); None
+    for anything else, and for an expression ``strings`` does not model."""
+    if _types(schema) not in (["string"], None) or any(k in schema for k in ("enum", "const", "anyOf", "oneOf", "allOf", "not")):
         return None
-    return FORMAT_VALUES[schema["format"]].filter(validator(dict(schema)).is_valid)
+    fmt, pattern = schema.get("format"), schema.get("pattern")
+    by_pattern = regex_strings(pattern, *_lengths(schema)) if isinstance(pattern, str) else None
+    by_format = format_strings(fmt, *_lengths(schema)) if isinstance(fmt, str) else None
+    if (pattern, fmt) == (None, None) or (pattern is not None and by_pattern is None) or (
+            fmt is not None and by_format is None):
+        return None
+    return st.one_of([w for w in (by_pattern, by_format) if w is not None]).filter(validator(dict(schema)).is_valid)
 
 
 def _objects(schema: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
@@ -276,13 +270,10 @@ def _arrays(schema: Mapping[str, Any]) -> st.SearchStrategy[list[Any]]:
 
 
 __all__ = [
-    "FORMAT_VALUES",
     "MAX_REF_DEPTH",
-    "any_json",
     "broken_keyword",
     "first_error",
     "inline_refs",
-    "known_formats",
     "schema_problem",
     "validator",
     "values_for",
