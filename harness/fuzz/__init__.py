@@ -14,6 +14,7 @@ from harness.fuzz.inputs import load_fuzz_tools
 from harness.fuzz.keep import read_expected, write_calls_files, write_expected, write_junit
 from harness.fuzz.outcomes import (
     FAILING,
+    VLLM_REFUSES,
     CellReport,
     Counterexample,
     FuzzInterrupted,
@@ -26,6 +27,7 @@ from harness.fuzz.run import FuzzOptions, build_grammar, draw_case, fuzz
 
 __all__ = [
     "FAILING",
+    "VLLM_REFUSES",
     "CellReport",
     "Counterexample",
     "Defect",

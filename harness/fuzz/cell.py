@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.agents import ConstraintError, DecodingConstraint, ToolCall, ToolSchema
 from harness.fuzz.mutants import Mutant, Verdict, escaping_mutant, judge, value_mutants
-from harness.fuzz.outcomes import CellReport, Counterexample, Outcome, let_through, worst
+from harness.fuzz.outcomes import CellReport, Counterexample, Outcome, grammar_limit, let_through, worst
 from harness.fuzz.walker import GrammarWalker, call_prefix
 from harness.grammar.families import enforces
 from harness.stats import rounded_percentile
@@ -123,6 +123,8 @@ def check_valid(grammar: Grammar, case: ToolCase, value: dict[str, Any], *, time
     if not got.accepted:
         at = got.rejected_at if got.rejected_at is not None else 0
         where = "the end" if at >= len(got.ids) else f"token {at} {grammar.walker.tok.token_text(got.ids[at])!r}"
+        if (limit := grammar_limit(grammar.family, grammar.strategy, case.tool.parameters, value)) is not None:
+            return Finding(Outcome.grammar_limit, f"valid call rejected at {where}: {limit}", "accepted", call=call, value=value)
         return Finding(Outcome.validation_error, f"valid call rejected at {where}", "accepted", call=call, value=value)
     try:
         parsed = case.parsed.get((grammar.family, text))

@@ -55,7 +55,10 @@ def write_junit(report: FuzzReport, path: Path) -> None:
         notes = [f"not enforced by this strategy: {json.dumps(cell.not_enforced)}"] if cell.not_enforced else []
         if Outcome.vllm_gap.value in cell.classes and Outcome.vllm_gap.value not in failing:
             notes.append(f"vllm_gap {cell.classes[Outcome.vllm_gap.value]}: left open by vLLM's own {cell.strategy}, "
-                         "by design (not failing the run)")
+                         "by design (not failing the run)" + (f": {cell.message}" if cell.message else ""))
+        if Outcome.grammar_limit.value in cell.classes:
+            notes.append(f"grammar_limit {cell.classes[Outcome.grammar_limit.value]}: valid calls refused by a "
+                         "documented limit of the grammar (not failing the run)")
         notes += [f"defective: {d.label} ({d.kind}): {d.file or d.key}" for d in cell.defects]
         if cell.reference is not None:
             from harness.fuzz.reference import junit_text

@@ -18,8 +18,13 @@ Outcome classes, named as grammar benchmarks name them, from the most to the lea
   values Hypothesis cannot draw in time;
 - ``vllm_gap``: a gap vLLM's own strategy leaves by design, not the tools' nor the harness's: an
   invalid call (or a walk's invalid text) accepted where vLLM's constraint leaves the arguments free
-  (Qwen's ``required``), or no constraint at all (FunctionGemma's ``strict``); counted, failing the run
-  only when asked (``FuzzReport.vllm_gaps_fail``);
+  (Qwen's ``required``), no constraint at all (FunctionGemma's ``strict``), or a tool's schema vLLM
+  refuses (its 400, as ``harness.vllm_schemas`` predicts it) in a lane whose JSON schema vLLM checks
+  (``json_schema``, FunctionGemma's ``required``); counted, failing the run only when asked
+  (``FuzzReport.vllm_gaps_fail``);
+- ``grammar_limit``: a valid call the harness's grammar refuses by a documented limit (FunctionGemma's
+  ``ebnf``/``structural_tag`` leave ``<`` out of a pattern's or format's character classes: its
+  ``<escape>`` delimiter starts with it; docs/schemas.md): named, not a failure;
 - ``not_enforced``: a call breaking a keyword the strategy does not enforce (the README's keyword
   table says so) was accepted: named, not a failure;
 - ``passing``.
@@ -51,12 +56,14 @@ class Outcome(StrEnum):
     schema_unsatisfiable = "schema_unsatisfiable"
     generation_slow = "generation_slow"
     vllm_gap = "vllm_gap"
+    grammar_limit = "grammar_limit"
     not_enforced = "not_enforced"
     passing = "passing"
 
 
 SEVERITY: tuple[Outcome, ...] = tuple(Outcome)
-FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome.not_enforced, Outcome.vllm_gap})
+FAILING: frozenset[Outcome] = frozenset(set(Outcome) - {Outcome.passing, Outcome.not_enforced, Outcome.vllm_gap,
+                                                          Outcome.grammar_limit})
 """Classes that make ``harness fuzz`` exit 1 (with no baseline); ``vllm_gap`` too when asked
 (``FuzzReport.failing_classes``)."""
 
@@ -71,21 +78,89 @@ def let_through(family: str, strategy: str) -> Outcome:
 
 def predicted(family: str, strategy: str, schema: Any) -> set[Outcome]:
     """The classes the keyword table predicts for a tool's cell: ``build_error`` where a keyword is
-    refused, validation and invalidation errors where one is ``defective``; ``passing`` always."""
+    refused, ``vllm_gap`` where vLLM refuses the schema (its 400) or leaves the arguments free,
+    validation and invalidation errors where a keyword is ``defective``, ``grammar_limit`` where a
+    FunctionGemma grammar of the harness spells a pattern or format; ``passing`` always."""
     from harness.grammar.families import builder_of, keywords_used, refused_keyword, support
     from harness.vllm_schemas import lane_refusal
 
     out = {Outcome.passing}
-    if builder_of(family, strategy) == "free":  # vLLM's own constraint leaves the arguments free
+    builder = builder_of(family, strategy)
+    if builder == "free":  # vLLM's own constraint leaves the arguments free
         return out | {Outcome.vllm_gap, Outcome.not_enforced}
-    if refused_keyword(schema, builder_of(family, strategy)) is not None or lane_refusal(family, strategy, schema):
-        out.add(Outcome.build_error)  # a keyword the builder cannot say, or a schema vLLM refuses
+    if lane_refusal(family, strategy, schema):
+        out.add(Outcome.vllm_gap)  # vLLM answers 400 to this schema in this lane: vLLM's, by design
+    if refused_keyword(schema, builder) is not None:
+        out.add(Outcome.build_error)  # a keyword the builder cannot say
     used = keywords_used(schema)
     if any(support(family, strategy, k) == "defective" for k in used):
         out |= {Outcome.validation_error, Outcome.invalidation_error}
     if any(support(family, strategy, k) == "ignored" for k in used):  # vLLM's lanes: xgrammar drops it
         out.add(Outcome.not_enforced)
+    if _lt_left_out(family, strategy) and used & {"pattern", "format"}:
+        out.add(Outcome.grammar_limit)
     return out
+
+
+VLLM_REFUSES = "vLLM refuses this tool's schema in this lane (its own check, by design)"
+"""The start of a ``vllm_gap`` cell's message where vLLM answers 400 to the tool's schema."""
+
+
+def vllm_refusal(family: str, strategy: str, schema: Any, error: str) -> str | None:
+    """The ``vllm_gap`` message of a cell whose build ``error`` is vLLM's 400 to the tool's schema, as
+    ``harness.vllm_schemas`` predicts it (lengths beside a ``format`` or ``pattern``, ``multipleOf``...);
+    None for any other build error, which stays a ``build_error``."""
+    from harness.vllm_schemas import lane_refusal
+
+    if lane_refusal(family, strategy, schema) is None or "answers 400" not in error:
+        return None
+    return f"{VLLM_REFUSES}: {error}"
+
+
+LT_LIMIT = ("FunctionGemma's grammars leave `<` out of a pattern's or format's character classes "
+            "(`<escape>` ends its strings; docs/schemas.md)")
+"""Why a ``grammar_limit`` finding is one."""
+
+
+def _lt_left_out(family: str, strategy: str) -> bool:
+    from harness.grammar.families import builder_of
+
+    return family == "function_gemma" and builder_of(family, strategy) == "harness"
+
+
+def grammar_limit(family: str, strategy: str, schema: Any, value: Any) -> str | None:
+    """Why a valid ``value`` the cell's grammar rejected is the documented limit (``LT_LIMIT``): a
+    FunctionGemma lane of the harness and a string holding ``<`` under a ``pattern`` or ``format``;
+    None otherwise (a ``validation_error``)."""
+    return LT_LIMIT if _lt_left_out(family, strategy) and _lt_in_text_class(schema, value, schema, 0) else None
+
+
+def _lt_in_text_class(schema: Any, value: Any, root: Any, depth: int) -> bool:
+    """Whether ``value`` holds a string with ``<`` where ``schema`` puts a ``pattern`` or ``format``
+    (through ``$ref``, combinators, properties and items; any branch counts)."""
+    if depth > 64 or not isinstance(schema, dict):
+        return False
+    if isinstance(ref := schema.get("$ref"), str) and ref.startswith("#"):
+        target: Any = root
+        for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[1:].split("/") if p]:
+            target = target.get(part) if isinstance(target, dict) else None
+        if _lt_in_text_class(target, value, root, depth + 1):
+            return True
+    for key in ("anyOf", "oneOf", "allOf"):
+        subs = schema.get(key)
+        if isinstance(subs, list) and any(_lt_in_text_class(s, value, root, depth + 1) for s in subs):
+            return True
+    if isinstance(value, str):
+        return "<" in value and ("pattern" in schema or "format" in schema)
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        return any(_lt_in_text_class(props[k] if k in props else schema.get("additionalProperties"), v, root, depth + 1)
+                   for k, v in value.items())
+    if isinstance(value, list):
+        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        return any(_lt_in_text_class(prefix[i] if i < len(prefix) else schema.get("items"), v, root, depth + 1)
+                   for i, v in enumerate(value))
+    return False
 
 
 def worst(classes: set[Outcome]) -> Outcome:
@@ -255,7 +330,9 @@ class FuzzInterrupted(Exception):
 
 __all__ = [
     "FAILING",
+    "LT_LIMIT",
     "SEVERITY",
+    "VLLM_REFUSES",
     "CellReport",
     "Counterexample",
     "FuzzInterrupted",
@@ -263,7 +340,9 @@ __all__ = [
     "Outcome",
     "baseline",
     "compare",
+    "grammar_limit",
     "let_through",
     "predicted",
+    "vllm_refusal",
     "worst",
 ]

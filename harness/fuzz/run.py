@@ -36,7 +36,7 @@ from harness.fuzz.cell import (
     run_cell,
 )
 from harness.fuzz.defects import attach_defects, unique_defects
-from harness.fuzz.outcomes import CellReport, FuzzInterrupted, FuzzReport, Outcome, worst
+from harness.fuzz.outcomes import CellReport, FuzzInterrupted, FuzzReport, Outcome, vllm_refusal, worst
 from harness.fuzz.reference import compare_cell
 from harness.fuzz.toolset_defects import attach_toolset_defects
 from harness.fuzz.walker import GrammarWalker, target_walker
@@ -332,7 +332,9 @@ def _cell_report(grammar: Grammar, case: ToolCase, options: FuzzOptions) -> Cell
     error = grammar.build_errors.get(name) or grammar.build_errors.get("*")
     if error is not None or grammar.walker is None:
         free = error is None and Strategy(grammar.strategy).server_built  # vLLM builds nothing: its gap
-        outcome, why = (Outcome.vllm_gap, "vLLM builds no constraint") if free else (Outcome.build_error, error)
+        refused = vllm_refusal(grammar.family, grammar.strategy, case.tool.parameters or {}, grammar.build_errors.get(name, ""))
+        outcome, why = ((Outcome.vllm_gap, "vLLM builds no constraint") if free else (Outcome.vllm_gap, refused)
+                        if refused else (Outcome.build_error, error))  # vLLM's predicted 400 is its gap too
         return CellReport(tool=name, family=grammar.family, strategy=grammar.strategy, outcome=outcome,
                           classes={outcome.value: 1}, message=why or "nothing compiled")
     deadline = time.monotonic() + options.cell_timeout_s

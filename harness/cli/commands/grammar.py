@@ -307,7 +307,7 @@ def fuzz(
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, metavar="N", help="Worker processes (default: 2 on two or more cores; 1 with --target).")] = None,
     cell_timeout: Annotated[float, typer.Option("--cell-timeout", min=0.1, metavar="S", help="Seconds one cell may take before it stops as a timeout.")] = 60.0,
     reference: Annotated[Reference | None, typer.Option("--reference", help="Also compare every cell's token masks with this second engine, prefix by prefix along the instances checked, and classify each disagreement as over- or under-constraining (docs/fuzz.md).")] = None,
-    fail_on_vllm_gaps: Annotated[bool, typer.Option("--fail-on-vllm-gaps", help="Exit 1 on the gaps vLLM's own strategies leave by design (vllm_gap: Qwen's required leaves the arguments free, FunctionGemma's strict builds no constraint), as when --strategy names required or strict.")] = False,
+    fail_on_vllm_gaps: Annotated[bool, typer.Option("--fail-on-vllm-gaps", help="Exit 1 on the gaps vLLM's own strategies leave by design (vllm_gap: Qwen's required leaves the arguments free, FunctionGemma's strict builds no constraint, vLLM answers 400 to a tool's schema under json_schema), as when --strategy names required or strict.")] = False,
     call_server: Annotated[bool, typer.Option("--call-server", help="With a bundle whose source is mcp: also send each tool's drawn valid calls to its server, and report the calls the server rejects (OUT/server_calls.jsonl).")] = False,
 ) -> None:
     """Fuzz every tool x family x strategy: valid calls accepted and parsed back, near misses
@@ -394,7 +394,14 @@ def fuzz_database() -> Path:
 
 def _finish(report: Any, folder: Path, expected: Path | None, update: bool, baseline: dict[str, list[str]] | None,
             junit: Path | None, gaps_fail: bool, code: ExitCode | None = None) -> None:
-    from harness.fuzz import compare, keep_defects, write_calls_files, write_expected, write_junit
+    from harness.fuzz import (
+        VLLM_REFUSES,
+        compare,
+        keep_defects,
+        write_calls_files,
+        write_expected,
+        write_junit,
+    )
 
     report.vllm_gaps_fail = gaps_fail
     files = write_calls_files(report, folder / "counterexamples")
@@ -416,6 +423,9 @@ def _finish(report: Any, folder: Path, expected: Path | None, update: bool, base
         verdict = "failing the run" if gaps_fail else "not failing it (--fail-on-vllm-gaps or --strategy required|strict do)"
         typer.echo("vllm_gap: gaps vLLM's own strategies leave by design, not your tools' (docs/vllm-strict.md): "
                    + ", ".join(f"{k} {n} cells" for k, n in gaps.items()) + f"; {verdict}", err=True)
+        for cell in report.cells if not gaps_fail else ():  # a refused schema, named with vLLM's reason
+            if cell.outcome.value == "vllm_gap" and (cell.message or "").startswith(VLLM_REFUSES):
+                typer.echo(f"vllm_gap: {cell.key}: {cell.message}", err=True)
     code = ExitCode.FAILED if any(c.outcome in report.failing_classes for c in report.cells) else ExitCode.OK
     if update and expected is not None:
         write_expected(report, expected)
