@@ -153,11 +153,11 @@ def _lt_in_text_class(schema: Any, value: Any, root: Any, depth: int) -> bool:
     if isinstance(value, str):
         return "<" in value and ("pattern" in schema or "format" in schema)
     if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
         return any(_lt_in_text_class(props[k] if k in props else schema.get("additionalProperties"), v, root, depth + 1)
                    for k, v in value.items())
     if isinstance(value, list):
-        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        prefix: list[Any] = schema["prefixItems"] if isinstance(schema.get("prefixItems"), list) else []
         return any(_lt_in_text_class(prefix[i] if i < len(prefix) else schema.get("items"), v, root, depth + 1)
                    for i, v in enumerate(value))
     return False
