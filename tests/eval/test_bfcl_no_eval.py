@@ -119,6 +119,32 @@ def test_validate_and_run_refuse_a_gold_string_that_is_not_a_call(suite: Path, t
     assert not marker.exists()
 
 
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("expected_state", {"GorillaFileSystem": {"root": {}}}, "expected_state: a case with bfcl_ground_truth is judged "
+                                                          "by BFCL's checker"),
+    ("initial_config", {"GorillaFileSystem": "x"}, "initial_config.GorillaFileSystem: Input should be a valid "
+                                                   "dictionary"),
+])
+def test_validate_and_run_refuse_a_field_the_checker_would_ignore_or_misread(
+    suite: Path, tmp_path: Path, field: str, value: Any, said: str,
+) -> None:
+    """A field BFCL's checker would not read (an expected state) or an initial state that is not one is
+    named in validate (exit 1) and run (exit 2), never run past in silence."""
+    import shutil
+
+    hostile = tmp_path / "hostile"
+    shutil.copytree(suite, hostile)
+    case = json.loads((hostile / "cases.jsonl").read_text())
+    case[field] = value
+    (hostile / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    result = CliRunner().invoke(app, ["validate", str(hostile)])
+    assert result.exit_code == 1 and said in result.output, result.output
+    result = CliRunner().invoke(app, ["run", str(hostile), "--engine", "oracle", "--family", "qwen", "--strategy",
+                                      "ebnf", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert not (tmp_path / "run").exists()
+
+
 def test_validate_passes_the_imported_suite(suite: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(suite)])
     assert result.exit_code == 0, result.output

@@ -191,7 +191,7 @@ class EpisodeCase(_CaseBase):
     """For a bundle of Python classes (``python:``): the classes whose instances the episode uses, in
     order (BFCL's ``involved_classes``; a later class wins a method name two share). Empty: ``.pym``
     tools on ``initial_fs``."""
-    initial_config: dict[str, Any] = Field(default_factory=dict)
+    initial_config: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Class name -> its initial state, given to the instance's ``_load_scenario(config, long_context=...)``
     (BFCL's ``initial_config``)."""
     long_context: bool = False
@@ -209,6 +209,10 @@ class EpisodeCase(_CaseBase):
     def _bfcl_turns(self) -> EpisodeCase:
         if self.bfcl_ground_truth is not None and len(self.bfcl_ground_truth) != len(self.ground_truth):
             raise ValueError("bfcl_ground_truth: needs one list of calls per turn of ground_truth")
+        if self.bfcl_ground_truth is not None and self.expected_state is not None:
+            # BFCL's checker is the verdict of such a case: an expected state would be ignored without a word
+            raise ValueError("expected_state: a case with bfcl_ground_truth is judged by BFCL's checker, which "
+                             "compares the instances' end state with the gold's; remove one of the two")
         return self
 
     def gold_calls(self) -> list[CallSpec]:
