@@ -57,16 +57,6 @@ from harness.agents.types import (
     ToolResult,
     ToolSchema,
 )
-from harness.agents.vllm_tools import (
-    ServerConstraint,
-    ToolRequest,
-    check_buildable,
-    json_array_schema,
-    openai_tools,
-    server_constraint,
-    strategy_request,
-    vllm_own_constraint,
-)
 from harness.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -132,7 +122,6 @@ __all__ = [
     "ScriptErrorEvent",
     "ScriptPrintEvent",
     "ScriptStartEvent",
-    "ServerConstraint",
     "StepCompleteEvent",
     "StepResult",
     "Strategy",
@@ -142,19 +131,12 @@ __all__ = [
     "ToolCallEvent",
     "ToolContext",
     "ToolLoader",
-    "ToolRequest",
     "ToolResult",
     "ToolResultEvent",
     "ToolSchema",
     "bundle_file",
-    "check_buildable",
     "field_path",
-    "json_array_schema",
     "load_bundle_config",
-    "openai_tools",
-    "server_constraint",
-    "strategy_request",
     "trim_history",
     "validation_problems",
-    "vllm_own_constraint",
 ]

@@ -7,7 +7,7 @@
   ``finish_reason: "stop"``). Parsed calls come back as ``tool_calls`` with ``finish_reason:
   "tool_calls"``; with ``parallel_tool_calls: false`` only the first one is kept.
 - ``"required"`` and a named function (``{"type": "function", "function": {"name": ...}}``): vLLM builds
-  the constraint from the tools with the family's tool parser (``harness.agents.vllm_tools``). Qwen's
+  the constraint from the tools with the family's tool parser (``harness.grammar.formats.vllm_tools``). Qwen's
   ``hermes`` parser has a structural tag: the answer is ``<tool_call>`` blocks (any JSON arguments
   unless the tool is strict), read by the parser as under ``auto``. FunctionGemma's parser has none:
   ``required`` is a JSON array of ``{"name": ..., "parameters": {...}}`` (``anyOf`` over the tools,
@@ -28,11 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.agents import (
+from harness.agents import ToolCall, ToolSchema
+from harness.grammar.formats import (
     ServerConstraint,
-    ToolCall,
     ToolRequest,
-    ToolSchema,
     json_array_schema,
     server_constraint,
 )

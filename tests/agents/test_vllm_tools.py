@@ -1,4 +1,4 @@
-"""What vLLM 0.32 builds itself for the ``required`` and ``strict`` strategies (``harness.agents.vllm_tools``):
+"""What vLLM 0.32 builds itself for the ``required`` and ``strict`` strategies (``harness.grammar.formats.vllm_tools``):
 the kind of constraint per family and request, the hermes structural tag's shape, the JSON-array fallback,
 and the requests the strategies send. The byte-for-byte comparison with vLLM's own code is in
 ``tests/real_vllm/test_vllm_strict.py`` (it imports vLLM)."""
@@ -12,8 +12,8 @@ import pytest
 
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolSchema
-from harness.agents.vllm_tools import ToolRequest, openai_tools, server_constraint, strategy_request
 from harness.grammar.families import get_adapter
+from harness.grammar.formats.vllm_tools import ToolRequest, openai_tools, server_constraint, strategy_request
 from harness.grammar.schema.keywords import (
     VLLM_COLUMNS,
     builder_of,

@@ -143,7 +143,7 @@ def _vllm_refuses(family: str, strategy: str, tool: ToolSchema, artifact: Any) -
     from vllm.sampling_params import SamplingParams, StructuredOutputsParams
     from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
-    from harness.agents.vllm_tools import strategy_request, vllm_own_constraint
+    from harness.grammar.formats.vllm_tools import strategy_request, vllm_own_constraint
 
     if strategy == "json_schema":
         params = StructuredOutputsParams(json=artifact)
@@ -189,7 +189,7 @@ def test_required_array_moves_definitions_up_as_vllm_does(parallel: bool) -> Non
     vLLM's own schema, which xgrammar compiles (the pointers resolve)."""
     import xgrammar as xgr
 
-    from harness.agents.vllm_tools import ToolRequest, server_constraint, vllm_own_constraint
+    from harness.grammar.formats.vllm_tools import ToolRequest, server_constraint, vllm_own_constraint
 
     tools = [TOOLS["m_nested"], TOOLS["m_recursive"], TOOLS["t_enum"], PLAIN]
     request = ToolRequest("required", False, None if parallel else False)

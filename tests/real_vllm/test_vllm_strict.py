@@ -20,11 +20,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from harness.agents import openai_tools, server_constraint, strategy_request
 from harness.agents.constraint import DecodingConstraint
 from harness.agents.types import ToolSchema
 from harness.cli.main import app
 from harness.grammar.families import canonical_schema, get_adapter
+from harness.grammar.formats.vllm_tools import openai_tools, server_constraint, strategy_request
 from harness.vocabulary import SERVER_STRATEGIES
 
 from .conftest import _vllm_missing
@@ -65,7 +65,7 @@ def _bfcl_tool_sets(suite: Path) -> list[list[ToolSchema]]:
 
 
 def _differences(tool_sets: list[list[ToolSchema]]) -> list[str]:
-    from harness.agents import vllm_own_constraint
+    from harness.grammar.formats.vllm_tools import vllm_own_constraint
 
     found = []
     for tools in tool_sets:

@@ -146,8 +146,8 @@ def show(
 def _show_server_built(family: str, strategy: str, tools: list[Any], payload: Any) -> None:
     """vLLM's own constraint for ``required``/``strict``: built with vLLM's code where vLLM is installed,
     else the harness's copy of its rules, saying what is missing."""
-    from harness.agents import ToolRequest, vllm_own_constraint
     from harness.grammar.families import canonical_schema
+    from harness.grammar.formats import ToolRequest, vllm_own_constraint
 
     request = ToolRequest(payload.tool_choice, payload.strict_tools, payload.parallel_tool_calls)
     try:

@@ -30,15 +30,13 @@ from harness.agents import (
     DecodingConstraint,
     EngineStats,
     ModelCallError,
-    ServerConstraint,
     ToolCall,
-    ToolRequest,
-    server_constraint,
 )
 from harness.engines.shapes import SERVED_PREFIX
 from harness.grammar import GoldSource, compile_artifact, constraint_from_request, get_tokenizer
 from harness.grammar import constrained_decode as decode
 from harness.grammar.families import get_adapter
+from harness.grammar.formats import ServerConstraint, ToolRequest, server_constraint
 from harness.vocabulary import ErrorKind, GrammarBackend, Strategy
 
 if TYPE_CHECKING:

@@ -25,8 +25,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from harness.agents import CompletionRequest, CompletionResponse, ModelCallError, openai_tools
+from harness.agents import CompletionRequest, CompletionResponse, ModelCallError
 from harness.engines.remote.wire import BAD_RESPONSE, SNIPPET, StreamAnswer, bad_response, read_completion
+from harness.grammar.formats import openai_tools
 
 if TYPE_CHECKING:
     from harness.engines.dialects import Dialect

@@ -35,16 +35,15 @@ from harness.agents import (
     Tool,
     ToolCall,
     ToolContext,
-    ToolRequest,
     ToolResult,
     ToolSchema,
-    server_constraint,
 )
 from harness.engines import RunEngine
 from harness.eval.data import Case, EchoMode, EpisodeCase, FsCase, NextCallCase, SingleTurnCase, session_setup
 from harness.eval.run.recorder import SampleRecorder
 from harness.eval.store import SampleKey, SampleRecord, StepRecord
 from harness.grammar import BuildBound, set_build_bound
+from harness.grammar.formats import ToolRequest, server_constraint
 from harness.tools import ToolSource
 from harness.vocabulary import ErrorKind, Strategy
 

@@ -7,7 +7,8 @@ payload and gold output. One builder serves every family; what differs is the re
   JSON, FunctionGemma's ``<escape>`` strings) with the keyword rules of ``harness.grammar.schema``;
 - ``_strict``: a tool's parameters as the grammars enforce them, as a JSON schema (json_schema and
   ``harness fuzz``'s judge); ``_calls``: the json_schema strategy's call schema and output;
-- ``_values``: values as the formats write them (the canonical key order, JSON, FunctionGemma text).
+- ``_values``: values as the formats write them (the canonical key order, JSON, FunctionGemma text);
+- ``vllm_tools``: what vLLM builds itself for its own ``required`` and ``strict`` strategies.
 
 Nothing here imports xgrammar (but for vLLM's own strategies, whose buildability it checks):
 grammars are text.
@@ -39,6 +40,15 @@ from harness.grammar.formats._values import (
     fg_text,
     json_text,
 )
+from harness.grammar.formats.vllm_tools import (
+    ServerConstraint,
+    ToolRequest,
+    json_array_schema,
+    openai_tools,
+    server_constraint,
+    strategy_request,
+    vllm_own_constraint,
+)
 
 __all__ = [
     "ESCAPE",
@@ -48,7 +58,9 @@ __all__ = [
     "MAX_JSON_WS",
     "CallFormat",
     "EbnfBuilder",
+    "ServerConstraint",
     "Syntax",
+    "ToolRequest",
     "build_ebnf",
     "build_payload",
     "canonical_keys",
@@ -58,10 +70,15 @@ __all__ = [
     "ebnf_literal",
     "fg_text",
     "index_tools",
+    "json_array_schema",
     "json_calls_text",
     "json_text",
+    "openai_tools",
     "ordered_schema",
     "render_output",
     "rule_name",
+    "server_constraint",
+    "strategy_request",
     "strict_schema",
+    "vllm_own_constraint",
 ]

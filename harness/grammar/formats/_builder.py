@@ -28,9 +28,6 @@ from harness.agents import (
     RequestPayload,
     ToolCall,
     ToolSchema,
-    check_buildable,
-    server_constraint,
-    strategy_request,
 )
 from harness.grammar.formats._calls import (
     TEXT_ANSWER_EBNF,
@@ -42,6 +39,7 @@ from harness.grammar.formats._calls import (
 )
 from harness.grammar.formats._ebnf import EbnfBuilder
 from harness.grammar.formats._syntax import Syntax, ebnf_literal, rule_name
+from harness.grammar.formats.vllm_tools import check_buildable, server_constraint, strategy_request
 from harness.grammar.schema import tool_problem
 from harness.vocabulary import Strategy
 
@@ -231,7 +229,7 @@ def server_payload(
 ) -> RequestPayload:
     """The request of a strategy vLLM builds itself (``required``, ``strict``): no ``structured_outputs``,
     the strategy's ``tool_choice``/``strict``/``parallel_tool_calls``; ``artifact`` is the grammar vLLM
-    builds from the tools (``harness.agents.vllm_tools``), for the oracle, the fuzz and the benches."""
+    builds from the tools (``harness.grammar.formats.vllm_tools``), for the oracle, the fuzz and the benches."""
     request = strategy_request(constraint.strategy, allow_parallel_calls=constraint.allow_parallel_calls)
     canonical = [canonical_schema(t) for t in tools]
     built = server_constraint(family, canonical, request)

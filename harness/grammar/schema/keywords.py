@@ -101,7 +101,7 @@ _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "d
 
 def builder_of(family: str, strategy: str) -> Builder:
     """Which builder makes ``family``'s ``strategy`` constraint."""
-    if strategy in ("required", "strict"):  # vLLM's own: see harness.agents.vllm_tools
+    if strategy in ("required", "strict"):  # vLLM's own: see harness.grammar.formats.vllm_tools
         return "vllm" if (family, strategy) in (("qwen", "strict"), ("function_gemma", "required")) else "free"
     if strategy == "json_schema":
         return "xgrammar"

@@ -32,8 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.agents.constraint import ConstraintArtifact, ConstraintError
-from harness.agents.types import ToolSchema
+from harness.agents import ConstraintArtifact, ConstraintError, ToolSchema
 from harness.vllm_schemas import MAX_JSON_NESTING, XGRAMMAR_REFUSAL, exceeds_nesting, xgrammar_unsupported
 from harness.vocabulary import Strategy
 
