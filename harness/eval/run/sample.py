@@ -150,7 +150,7 @@ async def _one_step(
     try:
         await kernel.step(agent.opening(messages), tools, workspace=workspace)
     except ModelCallError as exc:
-        outcome.error_kind, outcome.error = exc.kind, str(exc)
+        outcome.error_kind, outcome.error = exc.kind, exc.detail  # the kind is its own field
         return outcome
     _check_recorded(kernel)
     _note_rejection(outcome, recorder.responses)
@@ -285,7 +285,7 @@ async def run_episode(
         try:
             result = await kernel.run(history, tools, max_steps=bound, workspace=workspace)
         except ModelCallError as exc:
-            outcome.error_kind, outcome.error = exc.kind, str(exc)
+            outcome.error_kind, outcome.error = exc.kind, exc.detail  # the kind is its own field
             return outcome
         _check_recorded(kernel)
         if _note_rejection(outcome, recorder.responses[seen:]):
