@@ -45,8 +45,8 @@ HUGE_ENUM = {"type": "object", "properties": {"v": {"type": "string", "enum": [f
              "required": ["v"]}
 
 WHOLE_LANE = ("whole lane",)
-"""A grammar past the build's bound (``--sample-timeout`` 10 s): the lane's build is refused for every
-tool, naming the bound (no build per tool to say which)."""
+"""A grammar past the build's bound (``--sample-timeout`` 10 s: the build gets 8 s of it): the lane's build
+is refused for every tool, naming the bound (no build per tool to say which)."""
 
 # (id, the hostile tool's parameters, the gold arguments of a case calling it (None: no such case),
 #  validate's exit, run's exit, what both say, the lanes that refuse the hostile tool's case)
@@ -115,7 +115,8 @@ def test_a_hostile_schema_is_a_named_outcome_in_validate_and_run(
         assert not (sample.get("error") or "").startswith(f"{kind}:"), sample["error"]  # the kind said once
         lane_refuses = sample["strategy"] in refused or lane in refused
         if refused == WHOLE_LANE and sample["strategy"] in OWN_LANES:
-            assert kind in ("constraint:refused", "sample:timeout", None), (lane, case, sample.get("error"))
+            assert kind is None or (kind == "constraint:refused" and "did not compile within" in sample["error"]), (
+                lane, case, sample.get("error"))  # the build's bound ends it before the sample's clock
         elif case == "hostile" and lane_refuses:
             assert kind == "constraint:refused" and "'hostile'" in sample["error"], (lane, sample.get("error"))
         elif sample["strategy"] in (*OWN_LANES, "none"):  # the plain tool's case runs; the hostile one is left out

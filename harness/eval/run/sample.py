@@ -369,7 +369,8 @@ def warm_payloads(agents: Sequence[Agent], sample_timeout_s: float) -> None:
     """Build each agent's payload before the clock starts (a lane whose every tool is refused is left to
     its samples, each ``constraint:refused``), with grammar builds bounded to a sample's time at most
     (``harness.grammar.bounded``: a big grammar compiles first in a child)."""
-    set_build_bound(replace(BuildBound(), timeout_s=min(BuildBound().timeout_s, sample_timeout_s)))
+    # under the sample's own clock, so a build past it is the build's refusal, not a sample timeout
+    set_build_bound(replace(BuildBound(), timeout_s=min(BuildBound().timeout_s, 0.8 * sample_timeout_s)))
     for agent in agents:
         with contextlib.suppress(ConstraintError):
             agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)
