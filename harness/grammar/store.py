@@ -266,7 +266,15 @@ def save(folder: Path, key: StoreKey, compiled: Any, limit: int) -> bool:
     is written to a new temporary file and renamed over the entry (which replaces a link, never writes
     through it)."""
     header = key.header()
-    payload = compiled.serialize_json()
+    try:
+        payload = compiled.serialize_json()
+    except (RuntimeError, MemoryError) as exc:  # std::bad_alloc: a grammar whose text grows past memory
+        _LOG.warning("grammar store: a grammar of %d bytes in memory was not kept: %s", compiled.memory_size_bytes, exc)
+        return False
+    if len(payload) > entry_bound(limit):  # never read back (``load``'s bound): not written either
+        _LOG.warning("grammar store: a grammar of %d bytes serialized was not kept (entries are read up to %d bytes)",
+                     len(payload), entry_bound(limit))
+        return False
     record = {**header, "check": _check(header, payload), "compiled": payload}
     try:
         folder.mkdir(parents=True, exist_ok=True)

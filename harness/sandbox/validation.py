@@ -30,6 +30,8 @@ _TYPES: dict[str, Accept] = {
     "object": lambda v: type(v) is dict,
     "array": lambda v: type(v) is list,
 }
+UNCHECKABLE = ("the schema cannot check any value: its `$ref`s refer to each other without end "
+               "(past Python's recursion limit)")
 _PLAIN_KEYWORDS = frozenset({"type", "enum", "description", "default"})
 
 
@@ -43,7 +45,10 @@ class SchemaCheck:
     def is_valid(self, value: Any) -> bool:
         if self.accept is not None and self.accept(value):
             return True
-        return bool(self.validator.is_valid(value))
+        try:
+            return bool(self.validator.is_valid(value))
+        except RecursionError:  # a ``$ref`` cycle that never reaches a value: nothing passes it
+            return False
 
 
 def compile_validator(schema: dict[str, Any]) -> SchemaCheck:
@@ -71,7 +76,10 @@ def argument_errors(check: SchemaCheck, arguments: Any) -> list[ValidationError]
     (in argument order); [] when they are valid."""
     if check.accept is not None and check.accept(arguments):
         return []
-    return sorted(check.validator.iter_errors(arguments), key=_order)
+    try:
+        return sorted(check.validator.iter_errors(arguments), key=_order)
+    except RecursionError:  # jsonschema follows a ``$ref`` cycle without end: the schema's fault, named
+        return [ValidationError(UNCHECKABLE, validator="$ref", validator_value=None, instance=arguments)]
 
 
 def quick_accept(schema: Any) -> Accept | None:

@@ -124,6 +124,45 @@ REFUSED = [  # (distribution, flags, nvidia-smi present, the refusal names)
     ("vllm", [], False, "CUDA build but nvidia-smi finds no GPU"),
 ]
 
+GPU_SPELLINGS = [  # (a --vllm-arg's words, the GPU flag vLLM's parser reads them as): any spelling it takes
+    (["--data-parallel-size", "2"], "--data-parallel-size"),
+    (["--data_parallel_size=2"], "--data-parallel-size"),
+    (["--tensor-par", "2"], "--tensor-parallel-size"),
+    (["--tensor_parallel_size", "2"], "--tensor-parallel-size"),
+    (["-tp", "2"], "-tp"),
+    (["--gpu-memory-util=0.5"], "--gpu-memory-utilization"),
+    (["--pipeline_parallel", "2"], "--pipeline-parallel-size"),
+    (["--kv-cache-memory", "1000000"], "--kv-cache-memory-bytes"),
+]
+
+
+@pytest.fixture(params=["vllm", "rule"])
+def option_table(request: pytest.FixtureRequest) -> Any:
+    """The installed vLLM's option table, or None: the rule where vLLM is not installed."""
+    if request.param == "rule":
+        return None
+    from harness.engines.vllm import flags
+
+    table = flags.vllm_options()
+    if table is None:
+        pytest.skip("vLLM is not importable here: the rule decides (the other row)")
+    return table
+
+
+@pytest.mark.parametrize(("words", "flag"), GPU_SPELLINGS)
+def test_a_gpu_flag_is_found_in_every_spelling_vllms_parser_reads(option_table: Any, words: list[str],
+                                                                  flag: str) -> None:
+    found = gpu.gpu_flags(words, option_table)
+    if option_table is not None and flag == "-tp":  # the table names the flag by its first spelling
+        assert found and found[0] in ("-tp", "--tensor-parallel-size")
+    else:
+        assert found == [flag]
+
+
+@pytest.mark.parametrize("words", [["--max-num-seqs", "4"], ["--dtype", "float32"], ["--max-model-len=8192"]])
+def test_a_flag_that_is_not_a_gpu_setting_passes(option_table: Any, words: list[str]) -> None:
+    assert gpu.gpu_flags(words, option_table) == []
+
 
 @pytest.mark.parametrize(("distribution", "flags", "smi", "named"), REFUSED)
 def test_a_setting_the_machine_cannot_serve_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

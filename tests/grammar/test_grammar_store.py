@@ -348,3 +348,26 @@ def test_stale_temporary_files_are_counted_and_removed_on_trim(tmp_path: Path) -
     removed = store.trim(tmp_path, 250)  # 300 once the dead writer's file is gone: the oldest entry goes
     assert [p.name for p in removed] == [stale.name, f"{0:040x}.grammar.json"]
     assert fresh.exists() and (tmp_path / f"{1:040x}.grammar.json").exists()
+
+
+class _UnserializableGrammar:
+    """A FAKE compiled grammar (a unit test of the store's seam): its serialization fails as xgrammar's
+    does past memory (``std::bad_alloc``), or yields ``size`` characters."""
+
+    memory_size_bytes = 9_000_000
+
+    def __init__(self, size: int | None) -> None:
+        self.size = size
+
+    def serialize_json(self) -> str:
+        if self.size is None:
+            raise RuntimeError("std::bad_alloc")
+        return "x" * self.size
+
+
+@pytest.mark.parametrize(("size", "limit"), [(None, 1 << 30), (2048, 1024)])
+def test_a_grammar_the_store_cannot_keep_is_not_kept_and_the_caller_goes_on(tmp_path: Path, size: int | None,
+                                                                             limit: int) -> None:
+    key = store.StoreKey(family="qwen", tokenizer="t1", library="xgrammar 0.2.8", kind="grammar", value="root ::= \"a\"")
+    assert store.save(tmp_path / "store", key, _UnserializableGrammar(size), limit) is False
+    assert not (tmp_path / "store").exists() or list((tmp_path / "store").iterdir()) == []

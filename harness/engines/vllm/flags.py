@@ -284,6 +284,34 @@ def owned_flags(words: Sequence[str], table: Table = "installed") -> list[tuple[
     return hits + [h for h in _by_rule(words, table) if h not in hits] if failed else hits
 
 
+def flags_spelled(words: Sequence[str], wanted: Sequence[str], table: Table = "installed") -> list[str]:
+    """The flags of ``wanted`` (``--tensor-parallel-size``, ``-tp``) that vLLM's parser reads ``words`` as
+    setting, in any spelling it takes (prefixes, ``_`` for ``-``, ``=`` forms): argparse on ``table``
+    (the installed vLLM's) decides; the prefix rule where there is none or that parse fails."""
+    table = vllm_options() if table == "installed" else table
+    if table is not None:
+        dests = {dest: max(named, key=len) for strings, dest, _ in table.options  # its long spelling
+                 if (named := [s for s in strings if s in wanted])}
+        try:
+            parser = _Parser(table)
+            parser.parse_known_args(_rewrite(words), argparse.Namespace())
+            return list(dict.fromkeys(dests[d] for d, _ in parser.seen if d in dests))
+        except (_ParseError, argparse.ArgumentError, ValueError, TypeError):
+            pass  # vLLM refuses such a command itself: the rule names what it would have set
+    try:
+        rewritten = _rewrite(words)
+    except _ParseError:
+        rewritten = list(words)
+    exact = {s for strings, _, _ in table.options for s in strings} if table else set()
+    found = []
+    for word in rewritten:
+        key = word.partition("=")[0]
+        if not key.startswith("-") or len(key) < 2 or (key in exact and key not in wanted):
+            continue
+        found += [f for f in wanted if f == key or (key.startswith("--") and len(key) > 2 and f.startswith(key))][:1]
+    return list(dict.fromkeys(found))
+
+
 def owned_flag(given: Sequence[tuple[str, Sequence[str]]], table: Table = "installed") -> tuple[str, str] | None:
     """For ``--vllm-arg`` values (each as given, and its words): the first value that sets a flag the
     harness owns, and ``vLLM reads it as FLAG; why``; None when none does. The words are read together
@@ -363,4 +391,4 @@ def read_table(env: dict[str, str] | None = None) -> dict[str, Any] | None:
     return None
 
 
-__all__ = ["JSON_OWNED", "OWNED", "OptionTable", "owned_flag", "owned_flags", "read_table", "vllm_options"]
+__all__ = ["JSON_OWNED", "OWNED", "OptionTable", "flags_spelled", "owned_flag", "owned_flags", "read_table", "vllm_options"]

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from harness.engines.vllm.flags import Table, flags_spelled
+
 GPU_FLAGS: tuple[str, ...] = (
     "--gpu-memory-utilization", "--tensor-parallel-size", "-tp", "--data-parallel-size", "-dp",
     "--pipeline-parallel-size", "-pp", "--data-parallel-size-local", "--kv-cache-memory-bytes",
@@ -142,9 +144,10 @@ class LaunchPlan:
         return self.accelerator.kind == "gpu"
 
 
-def gpu_flags(args: Sequence[str]) -> list[str]:
-    """The GPU-only flags among ``args`` (``--flag`` and ``--flag=value`` forms)."""
-    return [a.split("=", 1)[0] for a in args if a.split("=", 1)[0] in GPU_FLAGS]
+def gpu_flags(args: Sequence[str], table: Table = "installed") -> list[str]:
+    """The GPU-only flags ``args`` set, in any spelling vLLM's parser reads (``--tens 2``,
+    ``--tensor_parallel_size=2``: the check the launcher makes of its own flags, ``flags.flags_spelled``)."""
+    return flags_spelled(args, GPU_FLAGS, table) if args else []
 
 
 def launch_plan(distribution: str, extra_args: Sequence[str], environ: Mapping[str, str] | None = None) -> LaunchPlan:

@@ -149,7 +149,7 @@ async def _one_step(
     try:
         await kernel.step(agent.opening(messages), tools, workspace=workspace)
     except ModelCallError as exc:
-        outcome.error_kind, outcome.error = exc.kind, str(exc)
+        outcome.error_kind, outcome.error = exc.kind, exc.detail  # the kind is its own field
         return outcome
     _check_recorded(kernel)
     _note_rejection(outcome, recorder.responses)
@@ -284,7 +284,7 @@ async def run_episode(
         try:
             result = await kernel.run(history, tools, max_steps=bound, workspace=workspace)
         except ModelCallError as exc:
-            outcome.error_kind, outcome.error = exc.kind, str(exc)
+            outcome.error_kind, outcome.error = exc.kind, exc.detail  # the kind is its own field
             return outcome
         _check_recorded(kernel)
         if _note_rejection(outcome, recorder.responses[seen:]):
@@ -368,7 +368,8 @@ def warm_payloads(agents: Sequence[Agent], sample_timeout_s: float) -> None:
     """Build each agent's payload before the clock starts (a lane whose every tool is refused is left to
     its samples, each ``constraint:refused``), with grammar builds bounded to a sample's time at most
     (``harness.grammar.bounded``: a big grammar compiles first in a child)."""
-    set_build_bound(replace(BuildBound(), timeout_s=min(BuildBound().timeout_s, sample_timeout_s)))
+    # under the sample's own clock, so a build past it is the build's refusal, not a sample timeout
+    set_build_bound(replace(BuildBound(), timeout_s=min(BuildBound().timeout_s, 0.8 * sample_timeout_s)))
     for agent in agents:
         with contextlib.suppress(ConstraintError):
             agent.adapter.build_payload([t.schema for t in agent.tools], agent.constraint)

@@ -234,8 +234,30 @@ def tool_problem(tool: Any, family: str, strategy: str, *, check_after: bool = F
     if found is not None:
         return (f"tool {tool.name!r}: {found} is not enforced by {strategy} for {family}: "
                 "refused rather than ignored (see docs/schemas.md)")
-    found = check_refs(tool.parameters)
+    found = check_refs(tool.parameters) or huge_count(tool.parameters)
     return None if found is None else f"tool {tool.name!r}: {found}"
+
+
+COUNT_KEYWORDS = frozenset({"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"})
+MAX_COUNT = 2**31 - 1
+"""The largest count a grammar's repetition says: xgrammar's EBNF lexer refuses ``{0,N}`` past its
+integers and its JSON-schema converter says "maxLength must be an integer", for the whole grammar."""
+
+
+def huge_count(schema: Any) -> str | None:
+    """Where a length or count keyword is past ``MAX_COUNT`` (``maxLength: 10**30``), or None: refused
+    for that tool alone, before a compile error would refuse every tool of the lane."""
+    stack = [schema]
+    while stack:  # no recursion: a schema may nest past Python's limit
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in COUNT_KEYWORDS and type(value) in (int, float) and not 0 <= value <= MAX_COUNT:
+                    return f"`{key}` {value:.6g} is past the bound a grammar can say (0 to {MAX_COUNT})"
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def check_keywords(tools: Any, family: str, strategy: str) -> None:
