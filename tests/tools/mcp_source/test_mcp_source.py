@@ -239,6 +239,17 @@ def test_a_server_dies_with_a_harness_killed_by_sigkill() -> None:
     assert not alive(server)
 
 
+def mcp_suite_folder(tmp_path: Path, mcp: str) -> Path:
+    """A one-case episode suite (``FOLDER/suite``) whose bundle's ``mcp:`` section is ``mcp``."""
+    folder = tmp_path / mcp.split(":")[0].strip("{ ")
+    (folder / "suite").mkdir(parents=True)
+    (folder / "bundle.yaml").write_text(f"name: b\nmodel: {{family: qwen, id: m}}\nsource: mcp\nmcp: {mcp}\n")
+    (folder / "suite" / "suite.yaml").write_text("name: s\nversion: '1'\nkind: episode\nbundle: ..\n")
+    (folder / "suite" / "cases.jsonl").write_text(
+        '{"id": "c", "turns": [[{"role": "user", "content": "hi"}]], "ground_truth": [[]]}\n')
+    return folder
+
+
 def test_the_report_says_a_shared_server_scores_only_calls(tmp_path: Path) -> None:
     """A run's header (report.html and report.md share it) names a bundle's server at a URL as shared:
     only calls and results are scored there. Read from the bundle's files alone: no server is reached."""
@@ -247,13 +258,7 @@ def test_the_report_says_a_shared_server_scores_only_calls(tmp_path: Path) -> No
     from harness.eval.report.tables import shared_server
 
     def suite_with(mcp: str) -> Any:
-        folder = tmp_path / mcp.split(":")[0].strip("{ ")
-        (folder / "suite").mkdir(parents=True)
-        (folder / "bundle.yaml").write_text(f"name: b\nmodel: {{family: qwen, id: m}}\nsource: mcp\nmcp: {mcp}\n")
-        (folder / "suite" / "suite.yaml").write_text("name: s\nversion: '1'\nkind: episode\nbundle: ..\n")
-        (folder / "suite" / "cases.jsonl").write_text(
-            '{"id": "c", "turns": [[{"role": "user", "content": "hi"}]], "ground_truth": [[]]}\n')
-        return load_suite(folder / "suite")
+        return load_suite(mcp_suite_folder(tmp_path, mcp) / "suite")
 
     def run_of(suite: Any) -> Run:
         return Run(label="r", data=None, steps=None, suite=suite)  # type: ignore[arg-type]  # only the suite is read
@@ -273,12 +278,7 @@ def test_report_html_says_a_shared_server_scores_only_calls(tmp_path: Path) -> N
     from harness.eval.store import SuiteRef
 
     def page_of(mcp: str) -> str:
-        folder = tmp_path / mcp.split(":")[0].strip("{ ")
-        (folder / "suite").mkdir(parents=True)
-        (folder / "bundle.yaml").write_text(f"name: b\nmodel: {{family: qwen, id: m}}\nsource: mcp\nmcp: {mcp}\n")
-        (folder / "suite" / "suite.yaml").write_text("name: s\nversion: '1'\nkind: episode\nbundle: ..\n")
-        (folder / "suite" / "cases.jsonl").write_text(
-            '{"id": "c", "turns": [[{"role": "user", "content": "hi"}]], "ground_truth": [[]]}\n')
+        folder = mcp_suite_folder(tmp_path, mcp)
         run = run_record("r", suite=SuiteRef(name="s", version="1", kind="episode", path=str(folder / "suite")))
         run_dir = write_run_dir(folder / "run", run, [])
         return (write_report([run_dir], folder / "report").parent / "report.html").read_text(encoding="utf-8")
