@@ -267,8 +267,24 @@ def _clock(name: str, low: int, high: int | None) -> st.SearchStrategy[str]:
     return st.sampled_from(fits).flatmap(spelt) if fits else st.nothing()
 
 
+_WORD = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=10).filter(lambda t: t[0].isalpha())
+_DOMAIN = st.lists(_WORD, min_size=1, max_size=3).map(".".join).map(lambda h: h + ".example")
+_PATH = st.lists(_WORD, max_size=3).map(lambda parts: "".join("/" + p for p in parts))
+UNBOUNDED_VALUES: dict[str, st.SearchStrategy[str]] = {
+    "email": st.tuples(_WORD, _DOMAIN).map(lambda p: f"{p[0]}@{p[1]}"),
+    "hostname": _DOMAIN,
+    "uri": st.tuples(st.sampled_from(["https", "http", "ftp"]), _DOMAIN, _PATH).map(lambda p: f"{p[0]}://{p[1]}{p[2]}"),
+    "uri-reference": st.tuples(_DOMAIN, _PATH).map(lambda p: f"https://{p[0]}{p[1]}") | _PATH.filter(bool),
+    "ipv4": st.ip_addresses(v=4).map(str),
+}
+"""With no length bound, these formats are drawn as before ``FORMAT_REGEXES``: longer names and
+top-level labels, which find defects the short spellings never reach (xgrammar's ``format: email``)."""
+
+
 def format_strings(name: str, low: int = 0, high: int | None = None) -> st.SearchStrategy[str] | None:
     """Strings of ``format: name`` of ``low`` to ``high`` characters (None: a format not drawn here)."""
+    if (low, high) == (0, None) and name in UNBOUNDED_VALUES:
+        return UNBOUNDED_VALUES[name]
     if name in FORMAT_REGEXES:
         return regex_strings(FORMAT_REGEXES[name], low, high, full=True)
     if name in ("date-time", "time"):
