@@ -9,8 +9,9 @@ not anchored with ``^`` (or ``$``) gets any text before (or after) it, as a sear
 with categories or a negation draws from the candidate characters (``CANDIDATES``) it matches: a
 subset of its language, never a character outside it. What this does not model (backreferences,
 lookaround, anchors inside the expression, possessive repeats) gives None, and the caller filters
-hypothesis-jsonschema's draws as before. Formats are drawn from conservative expressions of their
-own (``FORMAT_REGEXES``: names every checker and grammar accepts) or from Hypothesis's own values:
+hypothesis-jsonschema's draws as before. Formats under a length bound are drawn from conservative
+expressions of their own (``FORMAT_REGEXES``: names every checker and grammar accepts; with no bound,
+``UNBOUNDED_VALUES``), or from Hypothesis's own values:
 dates and times in each spelling whose length fits, UUIDs and IPv6 addresses filtered by length.
 Everything drawn is still checked by the schema's validator.
 
