@@ -97,3 +97,23 @@ def test_format_pattern_and_lengths_are_enforced_together(family: str, schema: d
     check = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     assert check.is_valid(value) is expected
     assert accepts(SYNTAXES[family], schema, string_text(family, value)) is expected
+
+
+TAG = {"type": "string", "pattern": "^<[a-z]+>$"}
+TAG8 = {"type": "string", "pattern": "^<[a-z]+>$", "maxLength": 8}
+HOLDS_LT = {"type": "string", "pattern": "a<"}
+
+FG_DELIMITER: list[tuple[dict[str, Any], str, bool]] = [
+    # (schema, string, FunctionGemma's grammar accepts it): a pattern that names `<` alone lets the string
+    # hold it, never as the `<escape>` that would end the string (the one valid string it cannot write)
+    (TAG, "<b>", True), (TAG, "<escap>", True), (TAG, "<escapes>", True), (TAG, "<escape>", False),
+    (TAG8, "<esc>", True), (TAG8, "<escape>", False), (TAG8, "<escapes>", False),
+    (HOLDS_LT, "a<", True), (HOLDS_LT, "xa<b", True), (HOLDS_LT, "a<escape>", False), (HOLDS_LT, "a<<escape", True),
+]
+
+
+@pytest.mark.parametrize(("schema", "value", "expected"), FG_DELIMITER, ids=lambda v: json.dumps(v) if isinstance(v, dict) else repr(v))
+def test_a_pattern_naming_lt_never_lets_function_gemma_write_its_delimiter(schema: dict[str, Any], value: str,
+                                                                            expected: bool) -> None:
+    assert jsonschema.Draft202012Validator(schema).is_valid(value) is (expected or "<escape>" in value)
+    assert accepts(FG_SYNTAX, schema, string_text("function_gemma", value)) is expected

@@ -163,12 +163,47 @@ def fg_chars(ranges: Ranges) -> str:
     return class_text(ranges)
 
 
-def _expressions(schema: Mapping[str, Any]) -> list[tuple[str, bool]]:
-    """A string schema's expressions: its format's (matched whole) and its pattern (searched)."""
+_AFTER_LT = "(?:e(?:s(?:c(?:a(?:pe?)?)?)?)?)?"
+NO_DELIMITER = (f"(?:[^<]|(?:<{_AFTER_LT})*<(?:[^<e]|e(?:[^<s]|s(?:[^<c]|c(?:[^<a]|a(?:[^<p]|p(?:[^<e]|e[^<>])))))))*"
+                f"(?:<{_AFTER_LT})*", True)
+"""The FunctionGemma texts that do not hold ``<escape>`` (which would end the string), as an expression
+matched whole: each ``<`` followed by at most ``escape`` and then a character that is not the next one
+of the word. A pattern that names ``<`` alone is intersected with it: ``^<[a-z]+>$`` takes ``<b>`` and
+not ``<escape>``."""
+
+
+def _names_lt(pattern: str) -> bool:
+    """Whether ``pattern`` names ``<`` as a literal anywhere (where FunctionGemma's text may hold it;
+    ``fg_chars`` leaves it out of a wider class). A negated class naming it counts too, harmlessly."""
+    import re
+    import re._constants as sre
+    import re._parser as sre_parse
+
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return False
+
+    def holds(node: Any, depth: int) -> bool:
+        if depth > 100:
+            return True
+        if isinstance(node, tuple) and len(node) == 2 and node[0] is sre.LITERAL:
+            return bool(node[1] == 0x3C)
+        if isinstance(node, (tuple, list, sre_parse.SubPattern)):
+            return any(holds(child, depth + 1) for child in node)
+        return False
+
+    return holds(parsed, 0)
+
+
+def _expressions(schema: Mapping[str, Any], raw: bool) -> list[tuple[str, bool]]:
+    """A string schema's expressions: its format's (matched whole), its pattern (searched) and, in
+    FunctionGemma's raw text (``raw``) under a pattern naming ``<``, ``NO_DELIMITER``."""
     fmt = schema.get("format")
     fmt_regex = format_regex(fmt) if isinstance(fmt, str) else None
     pattern = schema.get("pattern")
-    return ([(fmt_regex, True)] if fmt_regex is not None else []) + ([(pattern, False)] if pattern is not None else [])
+    found = ([(fmt_regex, True)] if fmt_regex is not None else []) + ([(pattern, False)] if pattern is not None else [])
+    return found + ([NO_DELIMITER] if raw and any(_names_lt(p) for p, _ in found) else [])
 
 
 def _lengths(schema: Mapping[str, Any]) -> tuple[int, int | None]:
@@ -206,12 +241,13 @@ def _keywords(schema: Mapping[str, Any]) -> str:
     return ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0]
 
 
-def _intersected(schema: Mapping[str, Any]) -> Any:
-    """The automaton of a string's format, pattern and lengths together, when one expression's rule
-    alone would not say them all (None: it does). RegexError naming the keywords past the budget."""
+def _intersected(schema: Mapping[str, Any], raw: bool) -> Any:
+    """The automaton of a string's format, pattern and lengths together (and ``NO_DELIMITER`` in
+    FunctionGemma's ``raw`` text), when one expression's rule alone would not say them all (None: it
+    does). RegexError naming the keywords past the budget."""
     from harness.grammar.schema._automata import MAX_STATES, counted_size, intersection
 
-    expressions = _expressions(schema)
+    expressions = _expressions(schema, raw)
     low, high = _lengths(schema)
     if not expressions or (len(expressions) == 1 and not _cut(expressions[0], low, high)):
         return None
@@ -227,11 +263,12 @@ def _intersected(schema: Mapping[str, Any]) -> Any:
 
 def string_problem(schema: Mapping[str, Any]) -> str | None:
     """Why a string's ``format``, ``pattern`` and lengths cannot be enforced together (None: they can),
-    naming the keywords: asked before a build, so a refusal names the tool and the property path."""
+    naming the keywords: asked before a build, so a refusal names the tool and the property path. Asked
+    of either family, it answers for FunctionGemma's raw text, the larger automaton where they differ."""
     if not isinstance(schema.get("pattern", ""), str):
         return None  # pattern_problem names it
     try:
-        _intersected(schema)
+        _intersected(schema, raw=True)
     except RegexError as exc:
         return str(exc)
     return None
@@ -260,7 +297,7 @@ def string_rule(builder: Any, syntax: Any, schema: Mapping[str, Any], hint: str)
         from harness.grammar.schema._types import NoValue
 
         raise NoValue(f"no string is at least {low} and at most {high} characters long ({hint})")
-    if (fmt is not None or pattern is not None) and (dfa := _intersected(schema)) is not None:
+    if (fmt is not None or pattern is not None) and (dfa := _intersected(schema, syntax.raw_strings)) is not None:
         from harness.grammar.schema._automata import counted_rules
 
         inner = counted_rules(dfa, low, high, chars, builder.reserve, builder.rules, f"{hint}-both")
