@@ -117,3 +117,12 @@ def test_a_pattern_naming_lt_never_lets_function_gemma_write_its_delimiter(schem
                                                                             expected: bool) -> None:
     assert jsonschema.Draft202012Validator(schema).is_valid(value) is (expected or "<escape>" in value)
     assert accepts(FG_SYNTAX, schema, string_text("function_gemma", value)) is expected
+
+
+def test_no_format_regex_names_lt() -> None:
+    """Only a pattern is asked whether it names ``<`` (``_expressions``): a format's regex that named it
+    would let FunctionGemma's grammar write ``<escape>`` inside the string."""
+    from harness.grammar.schema._strings import FORMAT_REGEXES, _names_lt
+
+    assert _names_lt("^<[a-z]+>$") and not _names_lt("^[a-z]+$")
+    assert [name for name, regex in FORMAT_REGEXES.items() if _names_lt(regex)] == []

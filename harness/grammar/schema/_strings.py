@@ -23,6 +23,7 @@ from harness.grammar.schema._regex import (
     RegexError,
     complement,
     intersect,
+    parsed_pattern,
     regex_rule,
     subtract,
 )
@@ -172,17 +173,17 @@ of the word. A pattern that names ``<`` alone is intersected with it: ``^<[a-z]+
 not ``<escape>``."""
 
 
-def _names_lt(pattern: str) -> bool:
+def _names_lt(pattern: Any) -> bool:
     """Whether ``pattern`` names ``<`` as a literal anywhere (where FunctionGemma's text may hold it;
-    ``fg_chars`` leaves it out of a wider class). A negated class naming it counts too, harmlessly."""
-    import re
+    ``fg_chars`` leaves it out of a wider class). A negated class naming it counts too, harmlessly; a
+    pattern that cannot be read does not (the intersection names its error)."""
     import re._constants as sre
     import re._parser as sre_parse
 
     try:
-        parsed = sre_parse.parse(pattern)
-    except (re.error, OverflowError, RecursionError):
-        return False
+        parsed = parsed_pattern(pattern) if isinstance(pattern, str) else None
+    except RegexError:
+        parsed = None
 
     def holds(node: Any, depth: int) -> bool:
         if depth > 100:
@@ -193,17 +194,18 @@ def _names_lt(pattern: str) -> bool:
             return any(holds(child, depth + 1) for child in node)
         return False
 
-    return holds(parsed, 0)
+    return parsed is not None and holds(parsed, 0)
 
 
 def _expressions(schema: Mapping[str, Any], raw: bool) -> list[tuple[str, bool]]:
     """A string schema's expressions: its format's (matched whole), its pattern (searched) and, in
-    FunctionGemma's raw text (``raw``) under a pattern naming ``<``, ``NO_DELIMITER``."""
+    FunctionGemma's raw text (``raw``) under a pattern naming ``<``, ``NO_DELIMITER`` (no format's
+    regex names ``<``: tests/grammar/test_value_rules.py)."""
     fmt = schema.get("format")
     fmt_regex = format_regex(fmt) if isinstance(fmt, str) else None
     pattern = schema.get("pattern")
     found = ([(fmt_regex, True)] if fmt_regex is not None else []) + ([(pattern, False)] if pattern is not None else [])
-    return found + ([NO_DELIMITER] if raw and any(_names_lt(p) for p, _ in found) else [])
+    return found + ([NO_DELIMITER] if raw and _names_lt(pattern) else [])
 
 
 def _lengths(schema: Mapping[str, Any]) -> tuple[int, int | None]:
