@@ -24,9 +24,6 @@ from harness.files import MAX_FILE_BYTES
 HANG_S = 180.0
 """A command still running after this long is taken as hung (each of these answers in seconds)."""
 
-pytestmark = pytest.mark.xdist_group("unbounded_inputs")
-"""The commands run once, in one child, for the module (``outcomes``): under xdist on one worker."""
-
 LAUGHS = "\n".join(
     ["a: &a [x, x, x, x, x, x, x, x, x]"]
     + [f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]" for p, n in zip("abcdefgh", "bcdefghi", strict=True)]

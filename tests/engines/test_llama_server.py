@@ -26,7 +26,7 @@ START = next(line for line in PAGE.splitlines() if line.startswith("python -m ll
 """docs/servers.md's command that starts the server, as printed (GGUF and PORT filled in)."""
 RUN = next(line for line in PAGE.splitlines() if line.startswith("harness run ") and "PORT" in line)
 """docs/servers.md's run against it, as printed (PORT filled in; --out added)."""
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("llama_server")]
+pytestmark = pytest.mark.slow
 
 
 def _free_port() -> int:
