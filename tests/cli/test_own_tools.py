@@ -24,6 +24,7 @@ def harness(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subproc
     return done
 
 
+@pytest.mark.slow
 def test_init_run_report_compare_from_outside_the_repository(tmp_path: Path) -> None:
     done = harness(tmp_path, "init", "mytools")
     assert done.returncode == 0, done.stderr
@@ -56,6 +57,7 @@ def test_init_refuses_an_existing_folder_or_a_bad_name(tmp_path: Path, args: lis
     assert done.returncode == 2 and problem in done.stderr
 
 
+@pytest.mark.slow
 def test_shipped_suites_run_and_list_by_name_from_any_folder(tmp_path: Path) -> None:
     listed = harness(tmp_path, "suites", "list")
     assert listed.returncode == 0

@@ -20,6 +20,8 @@ from harness.engines.serve.connections import Admission
 from harness.engines.serve.limits import ServeLimits
 from tests.servers import Server
 
+pytestmark = pytest.mark.slow  # a real `harness serve` per test group, ~10 s each to start and attack
+
 # Short bounds so every attack ends within seconds; the defaults are in the README.
 BOUNDS = {"HARNESS_SERVE_HEADER_TIMEOUT_S": "2", "HARNESS_SERVE_BODY_TIMEOUT_S": "2",
           "HARNESS_SERVE_KEEPALIVE_TIMEOUT_S": "1", "HARNESS_SERVE_MAX_CONNECTIONS": "100"}

@@ -169,6 +169,7 @@ RUN_FAULTS: list[tuple[str, Fault]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("label", "fault"), RUN_FAULTS, ids=[f[0] for f in RUN_FAULTS])
 def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
     tmp_path: Path, label: str, fault: Fault
@@ -197,6 +198,7 @@ def test_a_run_behind_a_broken_server_counts_errors_and_scores_nothing(
     assert {e["error_kind"] for e in errors} == {"model:bad_response"} and sum(e["count"] for e in errors) == 4
 
 
+@pytest.mark.slow
 def test_a_run_with_some_server_faults_still_exits_0(tmp_path: Path) -> None:
     """Failures are results: only a run whose every sample ended in a model: error exits non-zero."""
     out = tmp_path / "run"
@@ -212,6 +214,7 @@ def test_a_run_with_some_server_faults_still_exits_0(tmp_path: Path) -> None:
     assert "3 samples run (0 resumed, 1 errors)" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("label", "fault"), RUN_FAULTS, ids=[f[0] for f in RUN_FAULTS])
 def test_a_server_broken_from_the_start_stops_the_run_at_its_preflight(tmp_path: Path, label: str, fault: Fault) -> None:
     out = tmp_path / "run"

@@ -89,6 +89,7 @@ def bfcl_tools() -> tuple[ToolSchema, ...]:
     return tuple(t for t in tools if all(tool_problem(t, f, s) is None for f in FAMILIES for s in HARNESS_STRATEGIES))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", HARNESS_STRATEGIES)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_vllm_guidance_compiles_the_grammar_the_oracle_replays(family: str, strategy: str, shellper_tools,

@@ -1,5 +1,6 @@
-"""Real vLLM servers (the CPU build) for the tests in this folder: started once per session, both at
-once (each takes ~60-110 s on 2 cores), stopped at the end. Skipped with the reason when vLLM is not
+"""Real vLLM servers (the CPU build) for the tests in this folder: started once, both at once (each
+takes ~60-110 s on 2 cores), stopped when the folder's last test is done (with their engines they hold
+~8 GB, which the BFCL walks after them on the same xdist worker need). Skipped with the reason when vLLM is not
 installed; CI installs it, so there they run."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _vllm_missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     """family -> a running VllmServer on the family's default model (Gemma 3 270M base weights in
     FunctionGemma's format; the random-weight Qwen3 format fixture)."""

@@ -26,6 +26,7 @@ pytestmark = [
 pytest.importorskip("mcp", reason="the MCP SDK is the 'mcp' extra: pip install -e '.[mcp]'")
 
 
+@pytest.mark.slow
 def test_the_oracle_replays_every_case_at_state_match_one(tmp_path: Path) -> None:
     """One lane (every lane: ``harness run suites/mcp-filesystem --engine oracle``, about 80 s here)."""
     from harness.eval.run import RunOptions, RunPlace, run_suite
