@@ -68,10 +68,15 @@ SHARED_UNITS = {"test_report_page.py": "browser"}
 apt-get (two at once would fight over dpkg's lock)."""
 
 
+def _module(nodeid: str) -> str:
+    """The test's module path, relative to the root (``tests/eval/test_gate.py``)."""
+    return nodeid.split("::", 1)[0]
+
+
 def work_unit(nodeid: str) -> str:
     """The unit of work a test is handed out in under xdist: ``heavy`` (``HEAVY``), a ``SHARED_UNITS``
     name, else its module, so a module's fixtures are built once, on one worker."""
-    path = nodeid.split("::", 1)[0]
+    path = _module(nodeid)
     parts = path.split("/")
     if any(part in HEAVY for part in parts):
         return "heavy"
@@ -82,7 +87,7 @@ def hand_out_rank(nodeid: str, slow_modules: frozenset[str]) -> int:
     """Where a test's unit stands in the order units are handed out (the longest first, so neither worker
     is left with a long unit at the end): tests/real_vllm, then the BFCL walks (the same worker, so the
     servers are gone before the walks grow), then modules holding slow tests, then the rest."""
-    path = nodeid.split("::", 1)[0]
+    path = _module(nodeid)
     if work_unit(nodeid) == "heavy":
         return 0 if "real_vllm" in path.split("/") else 1
     return 2 if path in slow_modules else 3
@@ -94,7 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     module's tests keep their order): xdist's controller builds its queue of units from it."""
     if not hasattr(config, "workerinput"):
         return
-    slow = frozenset(item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow"))
+    slow = frozenset(_module(item.nodeid) for item in items if item.get_closest_marker("slow"))
     items.sort(key=lambda item: hand_out_rank(item.nodeid, slow))
 
 
